@@ -1,0 +1,149 @@
+"""The values passed between the answering stages.
+
+Question -> (retrieve) ChunkResults -> Evidence -> (generate) Draft -> (verify)
+Verdict -> Answer. Each stage takes and returns these, nothing else, so every
+stage can be tested on its own.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kb_index import ChunkResult
+
+
+class AnswerMode(StrEnum):
+    CITATIONS = "citations"  # inline [KB-ID] after each statement
+    CLAIMS = "claims"  # JSON claim lattice with E1..En evidence pointers
+
+
+class AuditMode(StrEnum):
+    STRICT = "STRICT"  # every claim verified, no violation
+    HYBRID = "HYBRID"  # some claims verified, only claim-local violations
+    UNGROUNDED = "UNGROUNDED"  # nothing usable: treated like a failed verification
+
+
+class Outcome(StrEnum):
+    ANSWERED = "answered"
+    REFUSED = "refused"  # the KB has nothing on it (or the model said so)
+    UNCERTAIN = "uncertain"  # verification failed after the regeneration
+    ERROR = "error"  # the model or Slack failed past all retries
+
+
+class Question(BaseModel):
+    """A question as the pipeline sees it; the Slack fields stay empty for `citebot ask`."""
+
+    text: str
+    language: str = "en"
+    collections: list[str] | None = None  # None: every collection
+    history: list[str] = Field(default_factory=list)  # earlier thread messages, oldest first
+    id: str = ""
+    channel: str | None = None
+    user: str | None = None
+    ts: str | None = None
+    thread_ts: str | None = None
+    is_dm: bool = False
+    truncated: bool = False  # the text was cut to the maximum question length
+
+
+class Evidence(BaseModel):
+    """One prompt block. `pointer_id` (E1..En) is what the model cites in claims
+    mode; `evidence_id` is content-addressed, stable across prompts."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    block: int  # 1-based position in the prompt
+    pointer_id: str
+    evidence_id: str
+    chunk: ChunkResult
+
+    @property
+    def entry_id(self) -> str:
+        return self.chunk.entry_id
+
+    @property
+    def text(self) -> str:
+        return self.chunk.text
+
+    @property
+    def source_role(self) -> str:
+        return self.chunk.source_role
+
+
+class Violation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: str  # e.g. UNKNOWN_ID, NO_CITATION, NUMBER_NOT_IN_SOURCE, SCHEMA_INVALID
+    detail: str
+    claim: int | None = None  # claims mode: 0-based claim index; citations mode: sentence index
+
+
+class Claim(BaseModel):
+    text: str
+    evidence_ids: list[str]
+    verified: bool = False
+
+
+class Verdict(BaseModel):
+    ok: bool
+    refusal: bool = False  # the draft is the model's refusal (counts as ok)
+    violations: list[Violation] = Field(default_factory=list)
+    citations: list[str] = Field(default_factory=list)  # KB-IDs in order of first use
+    audit_mode: AuditMode | None = None  # claims mode only
+    claims: list[Claim] = Field(default_factory=list)  # claims mode only
+    json_fixups: list[str] = Field(default_factory=list)  # claims mode only
+
+
+class GenerationRequest(BaseModel):
+    """What a backend gets. Chat backends send `messages`; the extractive
+    backend reads `question` and `evidence` directly."""
+
+    messages: list[dict[str, str]]
+    mode: AnswerMode
+    question: str
+    evidence: list[Evidence]
+    language: str = "en"
+    json_schema: dict[str, Any] | None = None  # claims mode: constrain the output
+
+
+class Draft(BaseModel):
+    text: str  # reasoning blocks already stripped
+    model: str
+    raw: str = ""  # as the backend returned it
+
+
+class Source(BaseModel):
+    n: int
+    id: str
+    title: str
+    section: str
+    stand: str | None = None
+    url: str | None = None
+    passage: str = Field(default="", exclude=True)  # for the Sources modal, not the JSON
+    collection: str = Field(default="default", exclude=True)
+    content_hash: str = Field(default="", exclude=True)
+
+
+class Answer(BaseModel):
+    """The pipeline's result; `model_dump(mode="json")` is the JSON of `citebot ask --json`."""
+
+    question: str
+    answer: str
+    verified: bool
+    refused: bool
+    citations: list[str] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)
+    mode: AnswerMode = AnswerMode.CITATIONS
+    audit_mode: AuditMode | None = None
+    violations: list[Violation] = Field(default_factory=list)
+    regenerations: int = 0
+    n_context: int = 0
+    draft: str | None = None
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    outcome: Outcome = Field(default=Outcome.ANSWERED, exclude=True)
+    partial: bool = Field(default=False, exclude=True)  # HYBRID: only the verified claims
+    model: str = Field(default="", exclude=True)
+    json_fixups: list[str] = Field(default_factory=list, exclude=True)

@@ -1,0 +1,178 @@
+"""Language analyzers (en, de) shared by indexing and querying.
+
+Both languages: a word tokenizer, lower-casing, stop words, Snowball stemming
+(PyStemmer, the C build of the Snowball algorithms: "running" -> "run", not
+Porter's "runn"), accent folding.
+
+German packs meaning into compounds: "Altersteilzeit" contains "Teilzeit",
+"Lohnfortzahlung" is "Fortzahlung des Lohns". A stem never equals a part of
+another stem, so German text also gets a second, lower-weighted stream of
+character n-grams of its stems (`subword_analyzer`). A question about
+"Teilzeit" shares all of its grams with "Altersteilzeit". Unlike a
+vocabulary-driven decompounder, grams need no lexicon per KB and also split
+compounds of words the KB never spells out alone.
+
+The analyzers are plain Whoosh analyzers, because Whoosh pickles them into the
+index schema: the same code must analyze at index and at query time.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import lru_cache
+
+import Stemmer
+from whoosh.analysis import Filter, LowercaseFilter, RegexTokenizer, StopFilter
+from whoosh.lang.stopwords import stoplists
+
+LANGUAGES = ("en", "de")
+
+# Words people put around a question that carry no topic. The NLTK lists Whoosh
+# ships keep some of them ("ab", "wann", "viele"); left in, they would make
+# "Ab wann ..." match every entry that says "ab".
+_QUESTION_WORDS = {
+    "en": {
+        "can", "could", "would", "should", "may", "might", "must", "shall", "will",
+        "get", "got", "please", "tell", "know", "much", "many", "also", "still",
+        "what", "which", "who", "whom", "when", "where", "why", "how", "does", "do",
+        "did", "need", "want", "us", "our", "ours", "one", "anyone", "someone",
+    },
+    "de": {
+        "ab", "wann", "wie", "viel", "viele", "vielen", "welche", "welcher", "wer",
+        "wen", "wem", "warum", "wieso", "weshalb", "woher", "wohin", "gibt", "geben",
+        "bekomme", "bekommt", "bekommen", "darf", "dürfen", "muß", "müssen", "mus",
+        "bitte", "eigentlich", "genau", "mal", "denn", "gilt", "gelten", "lange",
+        "hoch", "kann", "könnte", "kannst", "könnt", "habe", "hast", "wurde", "bzw",
+    },
+}
+
+_SNOWBALL_NAMES = {"en": "english", "de": "german"}
+
+# Token pattern: words, and numbers with their inner separators ("1.538,50",
+# "2026-01" stays two tokens, which is what a question about "2026" needs).
+TOKEN_PATTERN = r"\w+(?:[.,]\d+)*"
+
+# Gram size of the German subword stream: four letters are the shortest piece
+# that is still rare enough to mean something ("zeit", "lohn", "geld").
+SUBWORD_GRAM = 4
+
+
+def fold_accents(text: str) -> str:
+    """'Überstunden' -> 'Uberstunden', 'café' -> 'cafe'; 'ß' -> 'ss'."""
+    text = text.replace("ß", "ss")
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+@lru_cache(maxsize=None)
+def stop_words(language: str) -> frozenset[str]:
+    words = set(stoplists[language]) | _QUESTION_WORDS[language]
+    # Match both spellings: the list has "für", "über"; people type "fur".
+    return frozenset(words | {fold_accents(w) for w in words})
+
+
+class SnowballFilter(Filter):
+    """Snowball stemming, then accent folding.
+
+    Stemming comes first because the German stemmer knows umlauts
+    ("Häuser" -> "haus"); folding first would change its rules. The stemmer is
+    created lazily, so the filter pickles (Whoosh stores it in the schema).
+    """
+
+    def __init__(self, language: str):
+        self.language = language
+        self._stem = None
+
+    def __getstate__(self):
+        return {"language": self.language}
+
+    def __setstate__(self, state):
+        self.language = state["language"]
+        self._stem = None
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.language == self.language
+
+    def __hash__(self):
+        return hash((type(self), self.language))
+
+    def __call__(self, tokens):
+        stem = self._stem or self._make_stemmer()
+        for t in tokens:
+            if not t.stopped:
+                t.text = stem(t.text)
+            yield t
+
+    def _make_stemmer(self):
+        stemmer = Stemmer.Stemmer(_SNOWBALL_NAMES[self.language])
+        cache: dict[str, str] = {}
+
+        def stem(word: str) -> str:
+            hit = cache.get(word)
+            if hit is None:
+                hit = fold_accents(stemmer.stemWord(word))
+                if len(cache) < 200_000:
+                    cache[word] = hit
+            return hit
+
+        self._stem = stem
+        return stem
+
+
+class GramFilter(Filter):
+    """Replaces each token by its character n-grams (the word itself if shorter)."""
+
+    def __init__(self, size: int = SUBWORD_GRAM):
+        self.size = size
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.size == self.size
+
+    def __hash__(self):
+        return hash((type(self), self.size))
+
+    def __call__(self, tokens):
+        n = self.size
+        for t in tokens:
+            word = t.text
+            if len(word) <= n:
+                yield t
+                continue
+            for i in range(len(word) - n + 1):
+                t.text = word[i : i + n]
+                yield t
+
+
+def _check(language: str) -> None:
+    if language not in LANGUAGES:
+        raise ValueError(f"unsupported language {language!r}; expected one of {', '.join(LANGUAGES)}")
+
+
+def analyzer(language: str):
+    """The main analyzer of a language: words -> folded Snowball stems, no stop words."""
+    _check(language)
+    return (
+        RegexTokenizer(TOKEN_PATTERN)
+        | LowercaseFilter()
+        | StopFilter(stoplist=stop_words(language), minsize=1)
+        | SnowballFilter(language)
+    )
+
+
+def subword_analyzer(language: str):
+    """The compound-splitting stream: n-grams of the main analyzer's stems."""
+    return analyzer(language) | GramFilter()
+
+
+@lru_cache(maxsize=4)
+def _cached(language: str, subwords: bool):
+    return subword_analyzer(language) if subwords else analyzer(language)
+
+
+def terms(text: str, language: str) -> list[str]:
+    """The analyzed terms of `text`, in order, duplicates kept."""
+    return [t.text for t in _cached(language, False)(text)]
+
+
+def subword_terms(text: str, language: str) -> list[str]:
+    return [t.text for t in _cached(language, True)(text)]
