@@ -176,3 +176,18 @@ def terms(text: str, language: str) -> list[str]:
 
 def subword_terms(text: str, language: str) -> list[str]:
     return [t.text for t in _cached(language, True)(text)]
+
+
+@lru_cache(maxsize=4)
+def _query_analyzer(language: str):
+    # A question's language is not known for sure, and it is analyzed for both
+    # term spaces; dropping either language's stop words keeps "der", "von" or
+    # "the" from matching as content words in the other one.
+    both = stop_words("en") | stop_words("de")
+    return RegexTokenizer(TOKEN_PATTERN) | LowercaseFilter() | StopFilter(stoplist=both, minsize=1) | SnowballFilter(language)
+
+
+def query_terms(text: str, language: str) -> list[str]:
+    """Terms of a question for the `language` term space."""
+    _check(language)
+    return [t.text for t in _query_analyzer(language)(text)]

@@ -1,0 +1,369 @@
+"""Knowledge-base files -> entries with sections.
+
+A KB is a folder; each top-level subfolder is a collection, files in the root
+belong to `default`. Entries are Markdown with YAML front matter (the format of
+DESIGN.md 3.1); plain .md/.txt/.html files are accepted too, with an id derived
+from the path. Every `##` section becomes one chunk.
+
+Loading never stops at a bad file: each problem becomes a `LoadError` with the
+file and line, and the entry is left out, so one typo does not take the whole
+KB down with it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+
+import yaml
+
+SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm"}
+DEFAULT_COLLECTION = "default"
+DEFAULT_SOURCE_ROLE = "primary_answer_source"
+
+# A chunk longer than this is split at paragraph boundaries: one huge section
+# would crowd every other block out of the prompt budget.
+MAX_CHUNK_CHARS = 4000
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+STAND_PATTERN = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
+_SECTION_RE = re.compile(r"^##\s+(.+?)\s*#*\s*$")
+_HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$")
+
+_LIST_FIELDS = ("tags", "legal_bases", "cross_refs")
+_TEXT_FIELDS = ("title", "work", "chapter", "topic", "url", "source_role", "language")
+KNOWN_FIELDS = {"id", "stand", *_LIST_FIELDS, *_TEXT_FIELDS}
+
+
+@dataclass(frozen=True)
+class LoadError:
+    path: str  # relative to the KB folder
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    text: str
+
+
+@dataclass
+class Entry:
+    id: str
+    title: str
+    collection: str
+    path: str
+    language: str
+    sections: list[Section]
+    stand: str | None = None
+    work: str | None = None
+    chapter: str | None = None
+    topic: str | None = None
+    tags: tuple[str, ...] = ()
+    legal_bases: tuple[str, ...] = ()
+    cross_refs: tuple[str, ...] = ()
+    url: str | None = None
+    source_role: str = DEFAULT_SOURCE_ROLE
+    cross_refs_line: int = 1
+    id_line: int = 1
+
+    @property
+    def content_hash(self) -> str:
+        """Changes whenever anything that reaches the index changes."""
+        payload = {k: v for k, v in self.__dict__.items() if k not in ("cross_refs_line", "id_line")}
+        payload["sections"] = [(s.name, s.text) for s in self.sections]
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=list)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass
+class LoadResult:
+    entries: list[Entry] = field(default_factory=list)
+    errors: list[LoadError] = field(default_factory=list)
+    files: int = 0
+
+
+def chunk_hash(entry_id: str, section: str, text: str) -> str:
+    """Content address of one chunk: what an answer relied on, exactly."""
+    return hashlib.sha256(f"{entry_id}\x00{section}\x00{text}".encode()).hexdigest()[:16]
+
+
+class EntryError(Exception):
+    def __init__(self, line: int, message: str):
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+def kb_files(kb_dir: Path) -> list[Path]:
+    """Every entry file under the KB folder, in a stable order; hidden paths skipped."""
+    return sorted(
+        p
+        for p in kb_dir.rglob("*")
+        if p.is_file()
+        and p.suffix.lower() in SUFFIXES
+        and not any(part.startswith(".") for part in p.relative_to(kb_dir).parts)
+    )
+
+
+def load_kb(kb_dir: str | Path, language: str = "en", progress=None) -> LoadResult:
+    """Loads every entry; bad ones become errors. `progress(n)` is called per file."""
+    kb_dir = Path(kb_dir)
+    if not kb_dir.is_dir():
+        raise FileNotFoundError(f"knowledge base folder not found: {kb_dir}")
+    result = LoadResult()
+    for path in kb_files(kb_dir):
+        result.files += 1
+        rel = path.relative_to(kb_dir).as_posix()
+        try:
+            result.entries.append(load_entry(path, rel, language))
+        except EntryError as exc:
+            result.errors.append(LoadError(rel, exc.line, exc.message))
+        if progress:
+            progress(1)
+    _drop_duplicates(result)
+    _drop_unknown_cross_refs(result)
+    return result
+
+
+def load_entry(path: Path, rel: str, language: str) -> Entry:
+    try:
+        raw = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise EntryError(1, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    raw = raw.replace("\r\n", "\n")
+    if not raw.strip():
+        raise EntryError(1, "empty file")
+    collection = _collection_of(rel)
+    suffix = path.suffix.lower()
+    if suffix in (".md", ".markdown") and raw.startswith("---\n"):
+        return _front_matter_entry(raw, rel, collection, language)
+    if suffix in (".html", ".htm"):
+        raw = html_to_markdown(raw)
+    return _plain_entry(raw, rel, collection, language, path.stem)
+
+
+def _collection_of(rel: str) -> str:
+    parts = rel.split("/")
+    return parts[0] if len(parts) > 1 else DEFAULT_COLLECTION
+
+
+def path_id(rel: str) -> str:
+    """'hr/travel-policy.md' -> 'hr-travel-policy'."""
+    stem = rel.rsplit(".", 1)[0]
+    return re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-")
+
+
+def _front_matter_entry(raw: str, rel: str, collection: str, language: str) -> Entry:
+    lines = raw.split("\n")
+    try:
+        end = lines.index("---", 1)
+    except ValueError:
+        raise EntryError(1, "front matter starts with '---' but has no closing '---' line") from None
+    try:
+        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark else 1  # +1 for the opening '---', +1 to count from 1
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise EntryError(line, f"invalid YAML in front matter: {problem}") from exc
+    if not isinstance(meta, dict):
+        raise EntryError(2, "front matter must be a mapping of 'key: value' lines")
+
+    def line_of(key: str) -> int:
+        for i, text in enumerate(lines[1:end], start=2):
+            if text.startswith(f"{key}:"):
+                return i
+        return 1
+
+    entry_id = meta.get("id")
+    if entry_id is None or str(entry_id).strip() == "":
+        raise EntryError(1, "front matter has no 'id'")
+    entry_id = str(entry_id).strip()
+    if not ID_PATTERN.match(entry_id):
+        raise EntryError(line_of("id"), f"id {entry_id!r} may only use letters, digits, '.', '_' and '-'")
+    fields = {key: _text_field(meta, key, line_of) for key in _TEXT_FIELDS}
+    lists = {key: _list_field(meta, key, line_of) for key in _LIST_FIELDS}
+    body = "\n".join(lines[end + 1 :])
+    title = fields["title"] or _first_heading(body) or entry_id
+    sections = split_sections(body, title)
+    if not sections:
+        raise EntryError(end + 2, "entry has no text after the front matter")
+    return Entry(
+        id=entry_id,
+        title=title,
+        collection=collection,
+        path=rel,
+        language=(fields["language"] or language).lower(),
+        sections=sections,
+        stand=_stand(meta, line_of),
+        work=fields["work"],
+        chapter=fields["chapter"],
+        topic=fields["topic"],
+        url=fields["url"],
+        source_role=fields["source_role"] or DEFAULT_SOURCE_ROLE,
+        cross_refs_line=line_of("cross_refs"),
+        id_line=line_of("id"),
+        **lists,
+    )
+
+
+def _text_field(meta: dict, key: str, line_of) -> str | None:
+    value = meta.get(key)
+    if value is None:
+        return None
+    if isinstance(value, (dict, list)):
+        raise EntryError(line_of(key), f"'{key}' must be a single value, not a {type(value).__name__}")
+    return str(value).strip() or None
+
+
+def _list_field(meta: dict, key: str, line_of) -> tuple[str, ...]:
+    value = meta.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [v for v in re.split(r"\s*,\s*", value) if v]
+    if not isinstance(value, list) or any(isinstance(v, (dict, list)) for v in value):
+        raise EntryError(line_of(key), f"'{key}' must be a list like [a, b]")
+    return tuple(str(v).strip() for v in value if str(v).strip())
+
+
+def _stand(meta: dict, line_of) -> str | None:
+    value = meta.get("stand")
+    if value is None:
+        return None
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.strftime("%Y-%m-%d")
+    text = str(value).strip()
+    if not STAND_PATTERN.match(text):
+        raise EntryError(line_of("stand"), f"'stand' must be YYYY-MM or YYYY-MM-DD, got {text!r}")
+    return text
+
+
+def _plain_entry(raw: str, rel: str, collection: str, language: str, stem: str) -> Entry:
+    title = _first_heading(raw) or stem.replace("-", " ").replace("_", " ").strip().capitalize()
+    sections = split_sections(raw, title)
+    if not sections:
+        raise EntryError(1, "file has no text")
+    return Entry(id=path_id(rel), title=title, collection=collection, path=rel, language=language, sections=sections)
+
+
+def _first_heading(text: str) -> str | None:
+    for line in text.split("\n"):
+        match = _HEADING_RE.match(line)
+        if match:
+            return match.group(1)
+    return None
+
+
+def split_sections(body: str, title: str) -> list[Section]:
+    """`##` headings start sections; text before the first one is the 'Overview'."""
+    sections: list[Section] = []
+    name, buf = "Overview", []
+
+    def flush():
+        text = "\n".join(line for line in buf if not _HEADING_RE.match(line)).strip()
+        if text:
+            sections.extend(_split_long(name, text))
+
+    for line in body.split("\n"):
+        match = _SECTION_RE.match(line)
+        if match:
+            flush()
+            name, buf = match.group(1), []
+        else:
+            buf.append(line)
+    flush()
+    return sections
+
+
+def _split_long(name: str, text: str) -> list[Section]:
+    if len(text) <= MAX_CHUNK_CHARS:
+        return [Section(name, text)]
+    parts, current = [], ""
+    for para in re.split(r"\n\s*\n", text):
+        if current and len(current) + len(para) + 2 > MAX_CHUNK_CHARS:
+            parts.append(current)
+            current = ""
+        current = f"{current}\n\n{para}" if current else para
+    if current:
+        parts.append(current)
+    if len(parts) == 1:
+        return [Section(name, parts[0])]
+    return [Section(f"{name} ({i})", part) for i, part in enumerate(parts, start=1)]
+
+
+def _drop_duplicates(result: LoadResult) -> None:
+    first: dict[str, Entry] = {}
+    kept = []
+    for entry in result.entries:
+        if entry.id in first:
+            other = first[entry.id]
+            result.errors.append(
+                LoadError(entry.path, entry.id_line, f"duplicate id {entry.id!r} (already used by {other.path})")
+            )
+        else:
+            first[entry.id] = entry
+            kept.append(entry)
+    result.entries = kept
+
+
+def _drop_unknown_cross_refs(result: LoadResult) -> None:
+    ids = {e.id for e in result.entries}
+    kept = []
+    for entry in result.entries:
+        unknown = [ref for ref in entry.cross_refs if ref not in ids]
+        if unknown:
+            names = ", ".join(repr(u) for u in unknown)
+            result.errors.append(LoadError(entry.path, entry.cross_refs_line, f"unknown cross-ref {names}"))
+        else:
+            kept.append(entry)
+    result.entries = kept
+
+
+class _HTMLText(HTMLParser):
+    """Just enough HTML: headings become Markdown headings, scripts and styles vanish."""
+
+    _BLOCKS = {"p", "div", "li", "br", "tr", "section", "article", "ul", "ol", "table"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style", "head"):
+            self._skip += 1
+        elif tag in ("h1", "title"):
+            self.out.append("\n# ")
+        elif tag in ("h2", "h3"):
+            self.out.append("\n## ")
+        elif tag in self._BLOCKS:
+            self.out.append("\n")
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style", "head"):
+            self._skip = max(0, self._skip - 1)
+        elif tag in ("h1", "h2", "h3", "title", "p", "li", "tr"):
+            self.out.append("\n")
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.out.append(re.sub(r"\s+", " ", data))
+
+
+def html_to_markdown(html: str) -> str:
+    parser = _HTMLText()
+    parser.feed(html)
+    parser.close()
+    lines = [line.strip() for line in "".join(parser.out).split("\n")]
+    return "\n".join(lines)

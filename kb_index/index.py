@@ -1,0 +1,321 @@
+"""The one owner of the Whoosh schema: build, update, switch, open.
+
+An index folder holds generations:
+
+    index_dir/
+      CURRENT          name of the live generation, replaced atomically
+      gen-000007/      a complete Whoosh index + impacts.npz + manifest.json
+      gen-000006/      the previous one, kept for readers still on it
+
+`build_index` never writes into the live generation. It copies it (hard links:
+Whoosh segment files are never modified in place), applies only the entries
+whose content hash changed, derives the scoring arrays, and only then points
+CURRENT at the new folder with os.replace. A reader therefore sees the old
+index or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from whoosh import index as whoosh_index
+from whoosh.fields import ID, STORED, TEXT, Schema
+
+from kb_index import impacts
+from kb_index.analysis import LANGUAGES, analyzer, subword_analyzer
+from kb_index.entries import Entry, LoadError, chunk_hash, load_kb
+
+# Bump when the schema, the analyzers or the stored document change: an index
+# of another version is rebuilt from scratch instead of updated.
+SCHEMA_VERSION = 3
+CURRENT_FILE = "CURRENT"
+MANIFEST_FILE = "manifest.json"
+LOCK_FILE = ".build.lock"
+# Generations kept besides the live one: a Retriever that opened the previous
+# one a moment before the switch must still be able to read it.
+KEEP_OLD_GENERATIONS = 1
+
+# Which Whoosh fields carry which text. Subword grams only for German, whose
+# compounds ("Altersteilzeit") hide the words people search for ("Teilzeit").
+TITLE, META, BODY, SUBWORDS = "title", "meta", "body", "sub"
+
+
+def field_name(kind: str, language: str) -> str:
+    return f"{kind}_{language}"
+
+
+def make_schema() -> Schema:
+    fields = {
+        "chunk_id": ID(stored=True, unique=True),
+        "entry_id": ID(stored=True),
+        "collection": ID(stored=True),
+        "doc": STORED(),
+    }
+    for lang in LANGUAGES:
+        for kind in (TITLE, META, BODY):
+            fields[field_name(kind, lang)] = TEXT(analyzer=analyzer(lang), phrase=False)
+    fields[field_name(SUBWORDS, "de")] = TEXT(analyzer=subword_analyzer("de"), phrase=False)
+    return Schema(**fields)
+
+
+@dataclass
+class BuildReport:
+    index_dir: Path
+    generation: str
+    entries: int = 0
+    chunks: int = 0
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    errors: list[LoadError] = field(default_factory=list)
+    full_rebuild: bool = False
+    seconds: float = 0.0
+
+    @property
+    def skipped(self) -> int:
+        return len(self.errors)
+
+    def summary(self) -> str:
+        kind = "built" if self.full_rebuild else "updated"
+        return (
+            f"index {kind}: {self.entries} entries, {self.chunks} chunks "
+            f"({len(self.added)} added, {len(self.updated)} changed, {len(self.removed)} removed, "
+            f"{self.unchanged} unchanged), {self.skipped} skipped, {self.seconds:.1f}s -> {self.generation}"
+        )
+
+
+class IndexNotFound(FileNotFoundError):
+    pass
+
+
+def build_index(
+    kb_dir: str | Path,
+    index_dir: str | Path,
+    *,
+    language: str = "en",
+    rebuild: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> BuildReport:
+    """Build or update the index of `kb_dir` in `index_dir` and switch to it.
+
+    `progress(stage, done, total)` is called as work advances. Entries whose
+    content did not change are not re-indexed unless `rebuild` is set.
+    """
+    started = time.perf_counter()
+    index_dir = Path(index_dir)
+    index_dir.mkdir(parents=True, exist_ok=True)
+    with _build_lock(index_dir):
+        loaded = load_kb(kb_dir, language=language, progress=_stage(progress, "load", None))
+        previous = None if rebuild else _current_manifest(index_dir)
+        generation = _next_generation(index_dir)
+        gen_dir = index_dir / generation
+        report = BuildReport(index_dir=index_dir, generation=generation, errors=loaded.errors)
+        report.full_rebuild = previous is None
+        try:
+            _write_generation(gen_dir, loaded.entries, previous, report, progress)
+            report.entries = len(loaded.entries)
+            report.seconds = time.perf_counter() - started
+            _write_manifest(gen_dir, loaded.entries, report, language)
+            _switch(index_dir, generation)
+        except BaseException:
+            shutil.rmtree(gen_dir, ignore_errors=True)
+            raise
+        _remove_old_generations(index_dir, keep=generation)
+    return report
+
+
+def _write_generation(gen_dir: Path, entries: list[Entry], previous: dict | None, report: BuildReport, progress):
+    new_hashes = {e.id: e.content_hash for e in entries}
+    if previous is None:
+        gen_dir.mkdir()
+        ix = whoosh_index.create_in(str(gen_dir), make_schema())
+        to_index = entries
+        stale: list[str] = []
+    else:
+        _link_copy(previous["dir"], gen_dir)
+        ix = whoosh_index.open_dir(str(gen_dir))
+        old_hashes = previous["entries"]
+        to_index = [e for e in entries if old_hashes.get(e.id) != e.content_hash]
+        stale = [eid for eid in old_hashes if eid not in new_hashes or old_hashes[eid] != new_hashes[eid]]
+        report.removed = sorted(eid for eid in old_hashes if eid not in new_hashes)
+        report.unchanged = len(entries) - len(to_index)
+    report.added = sorted(e.id for e in to_index if previous is None or e.id not in previous["entries"])
+    report.updated = sorted(e.id for e in to_index if previous is not None and e.id in previous["entries"])
+
+    if to_index or stale:
+        writer = ix.writer(limitmb=256)
+        try:
+            for eid in stale:
+                writer.delete_by_term("entry_id", eid)
+            tick = _stage(progress, "index", len(to_index))
+            for entry in to_index:
+                for doc in entry_documents(entry):
+                    writer.add_document(**doc)
+                tick(1)
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit()
+    with ix.reader() as reader:
+        report.chunks = reader.doc_count()
+        impacts.build(reader, progress=_stage(progress, "score", None)).save(gen_dir)
+    ix.close()
+
+
+def entry_documents(entry: Entry) -> list[dict]:
+    """The Whoosh documents of one entry: one per section."""
+    lang = entry.language if entry.language in LANGUAGES else "en"
+    meta_text = " ".join(
+        filter(None, [entry.topic, entry.chapter, entry.work, " ".join(entry.tags), " ".join(entry.legal_bases)])
+    )
+    docs = []
+    for position, section in enumerate(entry.sections):
+        chunk_id = f"{entry.id}#{position}"
+        stored = {
+            "chunk_id": chunk_id,
+            "entry_id": entry.id,
+            "section": section.name,
+            "text": section.text,
+            "title": entry.title,
+            "stand": entry.stand,
+            "work": entry.work,
+            "chapter": entry.chapter,
+            "topic": entry.topic,
+            "tags": list(entry.tags),
+            "legal_bases": list(entry.legal_bases),
+            "cross_refs": list(entry.cross_refs),
+            "url": entry.url,
+            "collection": entry.collection,
+            "source_role": entry.source_role,
+            "language": lang,
+            "path": entry.path,
+            "position": position,
+            "content_hash": chunk_hash(entry.id, section.name, section.text),
+        }
+        doc = {
+            "chunk_id": chunk_id,
+            "entry_id": entry.id,
+            "collection": entry.collection,
+            "doc": stored,
+            field_name(TITLE, lang): entry.title,
+            field_name(META, lang): f"{section.name} {meta_text}",
+            field_name(BODY, lang): section.text,
+        }
+        if lang == "de":
+            doc[field_name(SUBWORDS, lang)] = f"{entry.title} {section.name} {section.text}"
+        docs.append(doc)
+    return docs
+
+
+# ---------------------------------------------------------------- generations
+
+
+def current_generation(index_dir: str | Path) -> Path:
+    """The live generation's folder; IndexNotFound if there is none yet."""
+    index_dir = Path(index_dir)
+    try:
+        name = (index_dir / CURRENT_FILE).read_text().strip()
+    except FileNotFoundError:
+        raise IndexNotFound(f"no index in {index_dir}: run 'citebot index' first") from None
+    gen_dir = index_dir / name
+    if not gen_dir.is_dir():
+        raise IndexNotFound(f"index {index_dir} names generation {name!r}, which is missing: rebuild it")
+    return gen_dir
+
+
+def read_manifest(gen_dir: Path) -> dict:
+    return json.loads((gen_dir / MANIFEST_FILE).read_text())
+
+
+def _current_manifest(index_dir: Path) -> dict | None:
+    try:
+        gen_dir = current_generation(index_dir)
+        manifest = read_manifest(gen_dir)
+    except (IndexNotFound, FileNotFoundError, json.JSONDecodeError):
+        return None
+    if manifest.get("schema_version") != SCHEMA_VERSION:
+        return None
+    manifest["dir"] = gen_dir
+    return manifest
+
+
+def _next_generation(index_dir: Path) -> str:
+    numbers = [int(p.name[4:]) for p in index_dir.glob("gen-*") if p.name[4:].isdigit()]
+    return f"gen-{max(numbers, default=0) + 1:06d}"
+
+
+def _write_manifest(gen_dir: Path, entries: list[Entry], report: BuildReport, language: str) -> None:
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "language": language,
+        "entries": {e.id: e.content_hash for e in entries},
+        "chunks": report.chunks,
+        "skipped": [str(err) for err in report.errors],
+    }
+    _atomic_write(gen_dir / MANIFEST_FILE, json.dumps(manifest, indent=1, sort_keys=True))
+
+
+def _switch(index_dir: Path, generation: str) -> None:
+    _atomic_write(index_dir / CURRENT_FILE, generation + "\n")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _link_copy(src: Path, dst: Path) -> None:
+    """Copies a generation by hard links (same disk) or real copies (elsewhere)."""
+
+    def link_or_copy(s, d):
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+
+    ignore = shutil.ignore_patterns(MANIFEST_FILE, impacts.FILE_NAME, impacts.VOCAB_FILE, "*.lock", "MAIN_WRITELOCK")
+    shutil.copytree(src, dst, copy_function=link_or_copy, ignore=ignore)
+
+
+def _remove_old_generations(index_dir: Path, keep: str) -> None:
+    gens = sorted(p for p in index_dir.glob("gen-*") if p.is_dir() and p.name != keep)
+    for old in gens[: max(0, len(gens) - KEEP_OLD_GENERATIONS)]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def _build_lock(index_dir: Path):
+    """One build at a time per index folder: two would race for the same generation number."""
+    with open(index_dir / LOCK_FILE, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _stage(progress, stage: str, total: int | None):
+    if progress is None:
+        return lambda n: None
+    done = 0
+
+    def tick(n: int):
+        nonlocal done
+        done += n
+        progress(stage, done, total)
+
+    return tick
