@@ -1,0 +1,263 @@
+"""The extractive backend: answers without a model.
+
+It picks the sentences of the top evidence blocks that best match the question
+and cites each one. Sentences are copied verbatim (only line breaks inside a
+sentence become spaces), so every number and quotation in the answer is in the
+block it cites and the verifiers pass them as they would a model's draft.
+Deterministic: the same request gives the same draft.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from bot.models import AnswerMode, Draft, Evidence, GenerationRequest
+from kb_index.analysis import terms
+
+REFUSALS = {
+    "en": "The knowledge base does not cover this question.",
+    "de": "Dazu enthält die Wissensbasis keine Aussage.",
+}
+
+MAX_BLOCKS = 5  # beyond the top few blocks retrieval is mostly noise
+MAX_SENTENCES = 4  # a Slack answer, not a report
+# A further sentence must score at least this share of the best one, and at
+# least MIN_SCORE absolute: past that it answers a different question.
+RELATIVE_CUTOFF = 0.5
+MIN_SCORE = 0.2
+RANK_DECAY = 0.1  # each lower-ranked block counts 10 % less
+# German compounds: a question stem inside a longer sentence stem
+# ("teilzeit" in "altersteilzeit") is a match, but a weaker one.
+COMPOUND_WEIGHT = 0.5
+MIN_COMPOUND_STEM = 4
+MIN_WORDS = 3  # shorter lines are labels ("Details", "Ja."), not statements
+# Background sources may be blocked by the grounding policy; an answer that
+# cites them would be rejected, so they are never quoted.
+BACKGROUND_ROLES = frozenset({"noisy_background_source"})
+
+# ----------------------------------------------------------------- sentences
+
+# Words that end with a period without ending the sentence. Single letters
+# ("z. B.", initials) and dotted forms ("z.B.", "e.g.") are handled by rule.
+ABBREVIATIONS = frozenset(
+    """
+    abs abschn anm art bspw bzw ca dr etc evtl fr gem ggf ggü hr inkl jh lt max
+    mind min mio mrd nr prof sog str tel tsd usw vgl zzgl ziff lit bzgl
+    approx cf co dept est fig inc jr ltd mr mrs ms nos pp sec sr st vs al
+    """.split()
+)
+MONTHS = frozenset(
+    """
+    januar februar märz maerz april mai juni juli august september oktober november dezember
+    jan feb mär apr jun jul aug sep sept okt nov dez
+    january february march may june july october december mar oct dec
+    """.split()
+)
+
+# Sentence-final punctuation, closing quotes/brackets, then whitespace.
+_END = re.compile(r"([.!?…]+[\"'”’»«)\]]*)\s+")
+_DOTTED = re.compile(r"[^\W\d_](?:\.[^\W\d_])+")  # z.B, e.g, d.h, i.V.m
+_NUMBER = re.compile(r"\d+(?:\.\d+)*")
+_WORD = re.compile(r"\w+")
+
+
+def split_sentences(text: str, language: str = "en") -> list[str]:
+    """Sentences of a run of prose; each one a substring of `text`, stripped."""
+    sentences, start = [], 0
+    for m in _END.finditer(text):
+        if _ends_sentence(text, m, language):
+            end = m.start() + len(m.group(1))
+            sentences.append(text[start:end].strip())
+            start = m.end()
+    sentences.append(text[start:].strip())
+    return [s for s in sentences if s]
+
+
+def _ends_sentence(text: str, m: re.Match[str], language: str) -> bool:
+    following = text[m.end() :]
+    if following[:1].islower():
+        return False
+    if not m.group(1).startswith("."):
+        return True  # "?" and "!" are never abbreviations
+    before = re.search(r"(\S*)$", text[: m.start()]).group(1).lstrip("([\"'„“»«")
+    return not (_is_abbreviation(before) or _is_ordinal_or_date(before, following, language))
+
+
+def _is_abbreviation(word: str) -> bool:
+    if len(word) == 1 and word.isalpha():
+        return True
+    return word.lower() in ABBREVIATIONS or bool(_DOTTED.fullmatch(word))
+
+
+def _is_ordinal_or_date(word: str, following: str, language: str) -> bool:
+    """ "1. Januar", "18. Lebensjahr", "bis 31.03. des Jahres": a number, not an end."""
+    if not _NUMBER.fullmatch(word):
+        return False
+    next_word = _WORD.match(following)
+    if next_word and next_word.group().lower() in MONTHS:
+        return True
+    # German writes ordinals with a period; days, months and ages have at most
+    # two digits, while a sentence ending in a year or an amount has more.
+    return language == "de" and len(word.rsplit(".", 1)[-1]) <= 2
+
+
+# ----------------------------------------------------------------- markdown
+
+_HEADING = re.compile(r"#{1,6}\s|[=\-_*]{3,}$|\*\*[^*]+\*\*:?$|__[^_]+__:?$")
+_LIST_MARKER = re.compile(r"(?:[-*+•]|\d{1,2}[.)]|>)\s+")
+_META = re.compile(r"[^\W\d][\w ./()&-]{0,30}:\s*\S")
+_FENCE = re.compile(r"```|~~~")
+
+
+def prose_units(text: str) -> list[str]:
+    """The paragraphs and list items of a Markdown block, each on one line.
+
+    Headings, tables, code, and metadata lines ("Stand: 2026-01") are dropped:
+    they are labels, not statements anyone could cite as an answer.
+    """
+    units: list[str] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            units.append(" ".join(current))
+            current.clear()
+
+    in_fence = False
+    for line in text.splitlines():
+        s = line.strip()
+        if _FENCE.match(s):
+            in_fence = not in_fence
+            flush()
+        elif in_fence or not s or _is_label(s):
+            flush()
+        elif marker := _LIST_MARKER.match(s):
+            flush()
+            current.append(s[marker.end() :])
+        else:
+            current.append(s)
+    flush()
+    return units
+
+
+def _is_label(line: str) -> bool:
+    if _HEADING.match(line) or line.startswith(("|", "<")):
+        return True
+    plain = line.replace("**", "").replace("__", "")
+    return bool(_META.match(plain)) and not plain.endswith((".", "!", "?"))
+
+
+# ----------------------------------------------------------------- scoring
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    text: str
+    evidence: Evidence
+    rank: int  # position of its block among those considered, 0 = best
+    position: int  # order within the block
+    terms: frozenset[str]
+    score: float = 0.0
+
+
+def candidates(evidence: Iterable[Evidence], language: str) -> list[Candidate]:
+    found: list[Candidate] = []
+    seen: set[str] = set()
+    usable = [e for e in evidence if e.source_role not in BACKGROUND_ROLES][:MAX_BLOCKS]
+    for rank, ev in enumerate(usable):
+        position = 0
+        for unit in prose_units(ev.text):
+            for sentence in split_sentences(unit, language):
+                # Cross-ref expansions repeat text; quote it once, from the better block.
+                if len(sentence.split()) < MIN_WORDS or sentence in seen:
+                    continue
+                seen.add(sentence)
+                found.append(Candidate(sentence, ev, rank, position, frozenset(terms(sentence, language))))
+                position += 1
+    return found
+
+
+def _match(term: str, sentence_terms: frozenset[str], language: str) -> float:
+    if term in sentence_terms:
+        return 1.0
+    if language == "de" and len(term) >= MIN_COMPOUND_STEM:
+        if any(term in s for s in sentence_terms if len(s) > len(term)):
+            return COMPOUND_WEIGHT
+    return 0.0
+
+
+def score(question_terms: set[str], pool: list[Candidate], language: str) -> list[Candidate]:
+    """`pool` with scores: the weighted share of the question each sentence covers.
+
+    A term that few sentences contain says more about which one answers
+    (idf within the evidence), and sentences from better-ranked blocks win ties.
+    """
+    matches = [{t: _match(t, c.terms, language) for t in question_terms} for c in pool]
+    weight = {}
+    for t in question_terms:
+        df = sum(1 for m in matches if m[t] > 0)
+        weight[t] = math.log(1 + (len(pool) + 1) / (df + 1))
+    total = sum(weight.values())
+    return [
+        replace(c, score=sum(weight[t] * v for t, v in m.items()) / total * (1 - RANK_DECAY * c.rank))
+        for c, m in zip(pool, matches)
+    ]
+
+
+def select(scored: list[Candidate]) -> list[Candidate]:
+    """The best sentences, in reading order; empty when nothing overlaps."""
+    ranked = sorted(scored, key=lambda c: (-c.score, c.rank, c.position))
+    if not ranked or ranked[0].score <= 0:
+        return []
+    floor = max(MIN_SCORE, RELATIVE_CUTOFF * ranked[0].score)
+    chosen = [ranked[0]]
+    for c in ranked[1:MAX_SENTENCES]:
+        if c.score < floor:
+            break
+        chosen.append(c)
+    return sorted(chosen, key=lambda c: (c.rank, c.position))
+
+
+def best_sentences(question: str, evidence: list[Evidence], language: str) -> list[Candidate]:
+    question_terms = set(terms(question, language))
+    pool = candidates(evidence, language)
+    if not question_terms or not pool:
+        return []
+    return select(score(question_terms, pool, language))
+
+
+# ----------------------------------------------------------------- rendering
+
+
+def render_citations(chosen: list[Candidate]) -> str:
+    return " ".join(f"{c.text} [{c.evidence.entry_id}]" for c in chosen)
+
+
+def render_claims(chosen: list[Candidate]) -> str:
+    claims = [{"text": c.text, "evidence_ids": [c.evidence.pointer_id]} for c in chosen]
+    return json.dumps({"claims": claims}, ensure_ascii=False)
+
+
+class ExtractiveBackend:
+    """A `bot.llm.Backend` that quotes the knowledge base instead of asking a model."""
+
+    name = "extractive"
+
+    async def generate(self, request: GenerationRequest) -> Draft:
+        text = self.answer(request)
+        return Draft(text=text, model=self.name, raw=text)
+
+    def answer(self, request: GenerationRequest) -> str:
+        chosen = best_sentences(request.question, request.evidence, request.language)
+        if not chosen:
+            return REFUSALS[request.language]
+        if request.mode == AnswerMode.CLAIMS:
+            return render_claims(chosen)
+        return render_citations(chosen)
+
+    async def aclose(self) -> None:
+        pass

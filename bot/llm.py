@@ -1,0 +1,406 @@
+"""LLM backends over httpx.
+
+A backend turns a `GenerationRequest` into a `Draft`. Three kinds exist:
+`extractive` (no model, see `bot.extractive`), `openai` (any server that speaks
+POST /v1/chat/completions: vLLM, llama.cpp, LM Studio, OpenAI) and `ollama`
+(POST /api/chat). Transient failures (connection errors, timeouts, HTTP 429
+and 5xx) are retried with exponential backoff; a 429 or 503 with Retry-After
+waits at least that long.
+
+Errors. httpx exceptions never leave this module; they are translated once,
+here, and re-raised `from` the original:
+
+    LLMError                  base; the worker catches this and apologises
+     ├── LLMUnavailable       connection refused/reset, timeout, 429, 5xx:
+     │                        the retries ran out (`retryable` is True, so the
+     │                        job may be tried again later)
+     ├── LLMRejected          any other 4xx: wrong model name, bad API key,
+     │                        a body the server refuses (`retryable` False)
+     └── LLMBadReply          2xx, but not a chat reply: not JSON, or no
+                              choices/message/content (`retryable` False)
+
+Every error carries `url` (credentials removed) and `status` (None when no
+HTTP response came), and its message names both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+
+from bot.extractive import ExtractiveBackend
+from bot.models import Draft, GenerationRequest
+
+log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+DEFAULT_TIMEOUT = 60.0  # seconds per attempt; a local model writing a long answer is slow
+DEFAULT_RETRIES = 2  # after the first attempt: three tries in all
+DEFAULT_BACKOFF = 0.5  # seconds before the first retry, doubled each time
+MAX_BACKOFF = 8.0
+# Up to this fraction is added to each delay, so workers that failed together
+# do not all come back in the same instant.
+JITTER = 0.1
+# A Retry-After longer than this is not waited out: the asker is watching a
+# Slack thread, an apology now beats an answer in ten minutes.
+MAX_RETRY_AFTER = 30.0
+# The connect phase gets its own short limit: an unreachable host should fail
+# fast, while generating may legitimately take the whole timeout.
+CONNECT_TIMEOUT = 10.0
+# How much of an error body goes into the message (servers send whole HTML pages).
+ERROR_EXCERPT = 200
+
+
+class LLMError(Exception):
+    """The LLM could not produce a draft. See the module docstring for the tree."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, url: str, status: int | None = None):
+        super().__init__(message)
+        self.url = url
+        self.status = status
+
+
+class LLMUnavailable(LLMError):
+    retryable = True
+
+    def __init__(self, message: str, *, url: str, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message, url=url, status=status)
+        self.retry_after = retry_after  # seconds the server asked us to wait, if it said
+
+
+class LLMRejected(LLMError):
+    pass
+
+
+class LLMBadReply(LLMError):
+    pass
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str  # the model name, recorded in the audit
+
+    async def generate(self, request: GenerationRequest) -> Draft: ...
+
+    async def aclose(self) -> None: ...
+
+
+# ----------------------------------------------------------------- reasoning
+
+_CLOSED_BLOCK = re.compile(r"<(think|thinking)>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
+_UNCLOSED_BLOCK = re.compile(r"<(?:think|thinking)>.*\Z", re.DOTALL | re.IGNORECASE)
+# Some chat templates put the opening tag into the prompt, so the reply starts
+# inside the block and only the closing tag shows.
+_ORPHAN_CLOSE = re.compile(r"\A.*?</(?:think|thinking)\s*>", re.DOTALL | re.IGNORECASE)
+
+
+def strip_reasoning(text: str) -> str:
+    """The reply without <think>/<thinking> blocks, trimmed.
+
+    A block the model never closed (it ran out of tokens while thinking) takes
+    the rest of the text with it: half a thought is not an answer.
+    """
+    text = _CLOSED_BLOCK.sub("", text)
+    text = _ORPHAN_CLOSE.sub("", text, count=1)
+    text = _UNCLOSED_BLOCK.sub("", text)
+    return text.strip()
+
+
+# ----------------------------------------------------------------- retries
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """Retry-After as seconds: either a number or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def backoff_delay(attempt: int, base: float) -> float:
+    """Delay before retry number `attempt` (0-based), with jitter."""
+    delay = min(MAX_BACKOFF, base * 2**attempt)
+    return delay * (1 + random.uniform(0, JITTER))
+
+
+def _is_retryable_status(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+# Transport failures worth another try; the rest (a bad scheme, a request
+# httpx cannot even build) will fail the same way every time.
+_TRANSIENT_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+# ----------------------------------------------------------------- urls
+
+
+def server_root(url: str, suffixes: tuple[str, ...]) -> str:
+    """The server root of an endpoint URL.
+
+    People paste what their server's docs show: `http://host:8000/v1`,
+    `.../v1/chat/completions`, `http://host:11434/api`. All of them mean the root.
+    """
+    parsed = httpx.URL(url.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(f"LLM url must be http(s)://host[:port], got {url!r}")
+    root = url.strip().rstrip("/")
+    for suffix in suffixes:
+        if root.endswith(suffix):
+            return root[: -len(suffix)]
+    return root
+
+
+def _redact(url: str) -> str:
+    """The URL as shown in errors and logs: without user:password."""
+    return str(httpx.URL(url).copy_with(username=None, password=None))
+
+
+# ----------------------------------------------------------------- chat backends
+
+
+class _ChatBackend:
+    """What both chat APIs share: one client, the retry loop, error translation."""
+
+    path = ""
+    root_suffixes: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+        *,
+        backoff: float = DEFAULT_BACKOFF,
+        sleep: Sleep = asyncio.sleep,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ):
+        if not model:
+            raise ValueError("LLM model name is empty")
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries}")
+        self.name = model
+        self.model = model
+        self.endpoint = server_root(url, self.root_suffixes) + self.path
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self._sleep = sleep
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
+            transport=transport,
+        )
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def generate(self, request: GenerationRequest) -> Draft:
+        reply = await self._post(self._body(request))
+        raw = self._content(reply)
+        return Draft(text=strip_reasoning(raw), model=self.name, raw=raw)
+
+    def _body(self, request: GenerationRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _message(self, reply: Any) -> Any:
+        """The assistant message object of a parsed reply (KeyError etc. if absent)."""
+        raise NotImplementedError
+
+    def _content(self, reply: Any) -> str:
+        try:
+            content = self._message(reply)["content"]
+        except (KeyError, IndexError, TypeError):
+            content = None
+        if not isinstance(content, str):
+            raise LLMBadReply(
+                f"LLM reply from {self._shown} has no message content: {_excerpt(json.dumps(reply))}",
+                url=self._shown,
+                status=200,
+            )
+        return content
+
+    @property
+    def _shown(self) -> str:
+        return _redact(self.endpoint)
+
+    async def _post(self, body: dict[str, Any]) -> Any:
+        """POST with retries; the parsed JSON reply, or an LLMError."""
+        attempt = 0
+        while True:
+            try:
+                return await self._post_once(body)
+            except LLMUnavailable as exc:
+                delay = self._retry_delay(exc, attempt)
+                if delay is None:
+                    raise
+                log.warning("%s; retry %d/%d in %.2fs", exc, attempt + 1, self.retries, delay)
+                await self._sleep(delay)
+                attempt += 1
+
+    def _retry_delay(self, exc: LLMUnavailable, attempt: int) -> float | None:
+        """Seconds to wait before the next try, or None to give up."""
+        if attempt >= self.retries:
+            return None
+        delay = backoff_delay(attempt, self.backoff)
+        if exc.retry_after is not None:
+            if exc.retry_after > MAX_RETRY_AFTER:
+                return None
+            delay = max(delay, exc.retry_after)
+        return delay
+
+    async def _post_once(self, body: dict[str, Any]) -> Any:
+        try:
+            response = await self._client.post(self.endpoint, json=body)
+        except httpx.TimeoutException as exc:
+            raise LLMUnavailable(
+                f"LLM request to {self._shown} timed out after {self.timeout:g}s", url=self._shown
+            ) from exc
+        except _TRANSIENT_TRANSPORT as exc:
+            raise LLMUnavailable(
+                f"LLM at {self._shown} could not be reached: {exc!r}", url=self._shown
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise LLMRejected(f"LLM request to {self._shown} failed: {exc!r}", url=self._shown) from exc
+        self._raise_for_status(response)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise LLMBadReply(
+                f"LLM reply from {self._shown} is not JSON: {_excerpt(response.text)}",
+                url=self._shown,
+                status=response.status_code,
+            ) from exc
+
+    def _raise_for_status(self, response: httpx.Response) -> None:
+        status = response.status_code
+        if status < 400:
+            return
+        message = f"LLM request to {self._shown} failed: HTTP {status}: {_excerpt(response.text)}"
+        if not _is_retryable_status(status):
+            raise LLMRejected(message, url=self._shown, status=status)
+        retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+        raise LLMUnavailable(message, url=self._shown, status=status, retry_after=retry_after)
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ERROR_EXCERPT else text[:ERROR_EXCERPT] + "…"
+
+
+class OpenAIBackend(_ChatBackend):
+    """Any OpenAI-compatible server: POST {root}/v1/chat/completions.
+
+    In claims mode the schema goes out twice: as `response_format` (OpenAI,
+    llama.cpp, newer vLLM) and as vLLM's `guided_json`. Servers that reject
+    unknown fields (api.openai.com) need `guided_json=False`.
+    """
+
+    path = "/v1/chat/completions"
+    root_suffixes = ("/v1/chat/completions", "/v1")
+
+    def __init__(self, url: str, model: str, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 retries: int = DEFAULT_RETRIES, guided_json: bool = True, **kwargs: Any):
+        super().__init__(url, model, api_key, timeout, retries, **kwargs)
+        self.guided_json = guided_json
+
+    def _body(self, request: GenerationRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages,
+            "temperature": 0,
+            "stream": False,
+        }
+        schema = request.json_schema
+        if schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "claims", "schema": schema, "strict": True},
+            }
+            if self.guided_json:
+                body["guided_json"] = schema
+        return body
+
+    def _message(self, reply: Any) -> Any:
+        return reply["choices"][0]["message"]
+
+
+class OllamaBackend(_ChatBackend):
+    """Ollama's native API: POST {root}/api/chat, JSON schema in `format`."""
+
+    path = "/api/chat"
+    root_suffixes = ("/api/chat", "/api", "/v1")
+
+    def _body(self, request: GenerationRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages,
+            "stream": False,
+            "options": {"temperature": 0},
+        }
+        if request.json_schema is not None:
+            body["format"] = request.json_schema
+        return body
+
+    def _message(self, reply: Any) -> Any:
+        return reply["message"]
+
+
+# ----------------------------------------------------------------- factory
+
+KINDS = ("extractive", "openai", "ollama")
+
+
+def make_backend(
+    kind: str,
+    url: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    timeout: float | None = None,
+) -> Backend:
+    """The backend that CITEBOT_LLM names, or a ValueError naming the variable at fault."""
+    kind = (kind or "").strip().lower()
+    if kind == "extractive":
+        return ExtractiveBackend()
+    if kind not in KINDS:
+        raise ValueError(f"CITEBOT_LLM must be one of {', '.join(KINDS)}, got {kind!r}")
+    if not url:
+        raise ValueError(f"CITEBOT_LLM_URL is required when CITEBOT_LLM={kind}")
+    if not model:
+        raise ValueError(f"CITEBOT_LLM_MODEL is required when CITEBOT_LLM={kind}")
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"CITEBOT_LLM_TIMEOUT must be a positive number of seconds, got {timeout}")
+    cls = OpenAIBackend if kind == "openai" else OllamaBackend
+    try:
+        return cls(url, model, api_key=api_key or None, timeout=timeout or DEFAULT_TIMEOUT)
+    except ValueError as exc:
+        raise ValueError(f"CITEBOT_LLM_URL: {exc}") from exc

@@ -1,0 +1,275 @@
+"""A fake LLM server: real HTTP on 127.0.0.1, scripted replies, every request recorded.
+
+Speaks the OpenAI route (POST /v1/chat/completions) and the Ollama route
+(POST /api/chat). Each request takes the next reply from the script; an empty
+script gives the default reply. A reply is one of:
+
+    "text"                                   a normal answer with this content
+    {"text": "...", "delay": 2.5}            answer only after hanging 2.5 s
+    {"status": 429, "retry_after": 1}        an error status (+ Retry-After)
+    {"body": "not json"}                     this raw body instead of a chat reply
+
+In-process:
+
+    with FakeLLMServer() as server:
+        server.script("first answer", Reply(status=500), "after the retry")
+        backend = OpenAIBackend(server.url, "m")
+        ...
+        server.calls[0].body["messages"]
+
+From another process: `python -m tests.fakes.llm_server --port 0 --script s.json`
+prints `listening on http://127.0.0.1:PORT`, then serves until SIGTERM/SIGINT.
+Control routes: POST /_script {"replies": [...], "default": ...} (or a bare
+list) replaces the script, GET /_calls lists the recorded requests, POST /_reset
+clears both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+OPENAI_PATH = "/v1/chat/completions"
+OLLAMA_PATH = "/api/chat"
+DEFAULT_TEXT = "The knowledge base does not cover this question."
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True  # a handler hanging on a scripted delay must not block exit
+    # The stdlib default backlog of 5 makes a burst of concurrent clients wait
+    # a second for SYN retries.
+    request_queue_size = 128
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str = DEFAULT_TEXT
+    status: int = 200
+    retry_after: float | str | None = None
+    delay: float = 0.0  # seconds to hang before answering
+    body: str | None = None  # raw body, sent instead of a chat reply
+
+    @classmethod
+    def parse(cls, item: Reply | str | dict[str, Any]) -> Reply:
+        if isinstance(item, Reply):
+            return item
+        if isinstance(item, str):
+            return cls(text=item)
+        if isinstance(item, dict):
+            return cls(**item)
+        raise TypeError(f"a scripted reply is a string or an object, got {item!r}")
+
+
+@dataclass(frozen=True)
+class Call:
+    path: str
+    headers: dict[str, str]
+    body: Any  # parsed JSON, or the raw text if it was not JSON
+    at: float = field(default_factory=time.time)
+
+
+class FakeLLMServer:
+    def __init__(self, replies=(), default: Reply | str | dict = DEFAULT_TEXT, host: str = "127.0.0.1", port: int = 0):
+        self._lock = threading.Condition()
+        self._script: deque[Reply] = deque(Reply.parse(r) for r in replies)
+        self._default = Reply.parse(default)
+        self._calls: list[Call] = []
+        # Set on stop, so handlers hanging on a `delay` let go at once.
+        self._stopping = threading.Event()
+        self._httpd = _HTTPServer((host, port), _handler_for(self))
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._httpd.server_address[0]}:{self.port}"
+
+    def start(self) -> FakeLLMServer:
+        self._thread = threading.Thread(
+            # A short poll interval: stop() waits up to one interval, once per test.
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-llm", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    # -- script
+
+    def script(self, *replies: Reply | str | dict) -> None:
+        """Append replies to the script."""
+        with self._lock:
+            self._script.extend(Reply.parse(r) for r in replies)
+
+    def set_script(self, replies, default: Reply | str | dict | None = None) -> None:
+        """Replace the script (and the default reply, if given)."""
+        parsed = [Reply.parse(r) for r in replies]
+        with self._lock:
+            self._script = deque(parsed)
+            if default is not None:
+                self._default = Reply.parse(default)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._script.clear()
+            self._calls.clear()
+
+    # -- calls
+
+    @property
+    def calls(self) -> list[Call]:
+        with self._lock:
+            return list(self._calls)
+
+    def wait_for_calls(self, n: int, timeout: float = 5.0) -> list[Call]:
+        """The calls, once there are at least `n`; AssertionError after `timeout`."""
+        with self._lock:
+            if not self._lock.wait_for(lambda: len(self._calls) >= n, timeout):
+                raise AssertionError(f"expected {n} LLM calls within {timeout}s, got {len(self._calls)}")
+            return list(self._calls)
+
+    def _take(self, call: Call) -> Reply:
+        """Record a call and pop its reply, as one step so concurrent calls keep their order."""
+        with self._lock:
+            self._calls.append(call)
+            self._lock.notify_all()
+            return self._script.popleft() if self._script else self._default
+
+    def _hang(self, seconds: float) -> None:
+        self._stopping.wait(seconds)
+
+
+def chat_reply(path: str, text: str, model: str) -> dict[str, Any]:
+    if path == OLLAMA_PATH:
+        return {"model": model, "message": {"role": "assistant", "content": text}, "done": True}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    }
+
+
+def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # test output stays readable; the calls are recorded instead
+
+        def do_GET(self) -> None:
+            if self.path == "/_calls":
+                self._send(200, json.dumps([asdict(c) for c in server.calls]))
+            elif self.path == "/_health":
+                self._send(200, '{"ok": true}')
+            else:
+                self._send(404, '{"error": "not found"}')
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8", "replace")
+            if self.path in (OPENAI_PATH, OLLAMA_PATH):
+                self._chat(raw)
+            elif self.path == "/_script":
+                self._set_script(raw)
+            elif self.path == "/_reset":
+                server.reset()
+                self._send(200, '{"ok": true}')
+            else:
+                self._send(404, '{"error": "not found"}')
+
+        def _chat(self, raw: str) -> None:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = raw
+            reply = server._take(Call(self.path, dict(self.headers.items()), body))
+            if reply.delay:
+                server._hang(reply.delay)
+            if reply.body is not None:
+                payload = reply.body
+            elif reply.status >= 400:
+                payload = json.dumps({"error": f"scripted HTTP {reply.status}"})
+            else:
+                model = body.get("model", "") if isinstance(body, dict) else ""
+                payload = json.dumps(chat_reply(self.path, reply.text, model))
+            headers = {"Retry-After": str(reply.retry_after)} if reply.retry_after is not None else {}
+            self._send(reply.status, payload, headers)
+
+        def _set_script(self, raw: str) -> None:
+            try:
+                data = json.loads(raw)
+                if isinstance(data, list):
+                    data = {"replies": data}
+                server.set_script(data.get("replies", []), data.get("default"))
+            except (ValueError, TypeError, AttributeError) as exc:
+                self._send(400, json.dumps({"error": str(exc)}))
+                return
+            self._send(200, '{"ok": true}')
+
+        def _send(self, status: int, payload: str, headers: dict[str, str] | None = None) -> None:
+            data = payload.encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up waiting (a timeout test): nothing to tell it
+
+    return Handler
+
+
+def load_script(path: str | None) -> dict[str, Any]:
+    if not path:
+        return {"replies": []}
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {"replies": data} if isinstance(data, list) else data
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.fakes.llm_server", description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed at start)")
+    parser.add_argument("--script", help="JSON file: a list of replies, or {replies, default}")
+    args = parser.parse_args(argv)
+    script = load_script(args.script)
+    server = FakeLLMServer(script.get("replies", []), script.get("default", DEFAULT_TEXT), args.host, args.port)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    with server:
+        print(f"listening on {server.url}", flush=True)
+        done.wait()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

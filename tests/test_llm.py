@@ -1,0 +1,506 @@
+"""LLM backends against the fake LLM server (both routes) and httpx.MockTransport."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bot.extractive import ExtractiveBackend
+from bot.llm import (
+    MAX_BACKOFF,
+    MAX_RETRY_AFTER,
+    Backend,
+    LLMBadReply,
+    LLMError,
+    LLMRejected,
+    LLMUnavailable,
+    OllamaBackend,
+    OpenAIBackend,
+    backoff_delay,
+    make_backend,
+    retry_after_seconds,
+    server_root,
+    strip_reasoning,
+)
+from bot.models import AnswerMode, GenerationRequest
+from tests.fakes import FakeLLMServer, Reply
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = {
+    "type": "object",
+    "properties": {"claims": {"type": "array"}},
+    "required": ["claims"],
+}
+MESSAGES = [
+    {"role": "system", "content": "Answer only from the blocks."},
+    {"role": "user", "content": "Block 1 — [hr-vac]\n...\nQuestion: How many vacation days?"},
+]
+BACKENDS = [OpenAIBackend, OllamaBackend]
+ROUTES = {OpenAIBackend: "/v1/chat/completions", OllamaBackend: "/api/chat"}
+
+
+def request(claims: bool = False) -> GenerationRequest:
+    return GenerationRequest(
+        messages=MESSAGES,
+        mode=AnswerMode.CLAIMS if claims else AnswerMode.CITATIONS,
+        question="How many vacation days?",
+        evidence=[],
+        json_schema=SCHEMA if claims else None,
+    )
+
+
+class SleepRecorder:
+    """Stands in for asyncio.sleep: the delays the backend asked for, without waiting them out."""
+
+    def __init__(self):
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+
+@pytest.fixture
+def llm_server():
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def sleeps():
+    return SleepRecorder()
+
+
+@pytest.fixture
+async def backends(sleeps):
+    """Makes backends with instant retries (delays go to `sleeps`); closes them after the test."""
+    made = []
+
+    def make(cls, url, model="test-model", **kwargs):
+        kwargs.setdefault("backoff", 0)
+        kwargs.setdefault("sleep", sleeps)
+        backend = cls(url, model, **kwargs)
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        await backend.aclose()
+
+
+# ----------------------------------------------------------------- happy path and bodies
+
+
+@pytest.mark.parametrize("cls", BACKENDS)
+async def test_returns_the_reply_text_as_draft(llm_server, backends, cls):
+    llm_server.script("Employees get 30 days [hr-vac].")
+    draft = await backends(cls, llm_server.url, "qwen3:8b").generate(request())
+    assert draft.text == "Employees get 30 days [hr-vac]."
+    assert draft.raw == "Employees get 30 days [hr-vac]."
+    assert draft.model == "qwen3:8b"
+    assert [c.path for c in llm_server.calls] == [ROUTES[cls]]
+
+
+async def test_openai_body_in_citations_mode(llm_server, backends):
+    await backends(OpenAIBackend, llm_server.url, "m1").generate(request())
+    body = llm_server.calls[0].body
+    assert body == {"model": "m1", "messages": MESSAGES, "temperature": 0, "stream": False}
+
+
+async def test_openai_body_in_claims_mode_constrains_output_twice(llm_server, backends):
+    await backends(OpenAIBackend, llm_server.url, "m1").generate(request(claims=True))
+    body = llm_server.calls[0].body
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "claims", "schema": SCHEMA, "strict": True},
+    }
+    assert body["guided_json"] == SCHEMA
+
+
+async def test_openai_guided_json_can_be_switched_off(llm_server, backends):
+    await backends(OpenAIBackend, llm_server.url, "m1", guided_json=False).generate(request(claims=True))
+    body = llm_server.calls[0].body
+    assert "guided_json" not in body
+    assert body["response_format"]["json_schema"]["schema"] == SCHEMA
+
+
+async def test_ollama_body(llm_server, backends):
+    backend = backends(OllamaBackend, llm_server.url, "llama3")
+    await backend.generate(request())
+    await backend.generate(request(claims=True))
+    plain, claims = (c.body for c in llm_server.calls)
+    assert plain == {"model": "llama3", "messages": MESSAGES, "stream": False, "options": {"temperature": 0}}
+    assert claims["format"] == SCHEMA
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/", "/v1/chat/completions"])
+async def test_openai_url_with_or_without_v1(llm_server, backends, suffix):
+    backend = backends(OpenAIBackend, llm_server.url + suffix)
+    assert backend.endpoint == llm_server.url + "/v1/chat/completions"
+    await backend.generate(request())
+    assert llm_server.calls[0].path == "/v1/chat/completions"
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/api", "/api/chat"])
+async def test_ollama_url_forms(llm_server, backends, suffix):
+    await backends(OllamaBackend, llm_server.url + suffix).generate(request())
+    assert llm_server.calls[0].path == "/api/chat"
+
+
+@pytest.mark.parametrize("cls", BACKENDS)
+async def test_api_key_is_sent_as_bearer_token(llm_server, backends, cls):
+    await backends(cls, llm_server.url, api_key="sk-123").generate(request())
+    await backends(cls, llm_server.url).generate(request())
+    with_key, without = (c.headers for c in llm_server.calls)
+    assert with_key["Authorization"] == "Bearer sk-123"
+    assert "Authorization" not in without
+
+
+@pytest.mark.parametrize("cls", BACKENDS)
+async def test_reasoning_is_stripped_from_text_but_kept_in_raw(llm_server, backends, cls):
+    reply = "<think>The user wants days.\nBlock 1 says 30.</think>\n\nEmployees get 30 days [hr-vac]."
+    llm_server.script(reply)
+    draft = await backends(cls, llm_server.url).generate(request())
+    assert draft.text == "Employees get 30 days [hr-vac]."
+    assert draft.raw == reply
+
+
+def test_backends_satisfy_the_protocol():
+    backend = OpenAIBackend("http://127.0.0.1:1", "m")
+    assert isinstance(backend, Backend)
+    assert isinstance(ExtractiveBackend(), Backend)
+    assert backend.name == "m"
+
+
+# ----------------------------------------------------------------- reasoning blocks
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        ("<think>plan</think>Answer [a].", "Answer [a]."),
+        ("<thinking>\nplan\n</thinking>\nAnswer [a].", "Answer [a]."),
+        ("<THINK>plan</THINK> Answer [a].", "Answer [a]."),
+        ("<think>one</think>Answer <think>two</think>[a].", "Answer [a]."),
+        ("plan without an opening tag</think>Answer [a].", "Answer [a]."),
+        ("<think>ran out of tokens while thinking", ""),
+        ("Answer [a]. <think>an afterthought never closed", "Answer [a]."),
+        ("  Answer [a].  ", "Answer [a]."),
+    ],
+)
+def test_strip_reasoning(raw, text):
+    assert strip_reasoning(raw) == text
+
+
+# ----------------------------------------------------------------- retries and errors
+
+
+@pytest.mark.parametrize("cls", BACKENDS)
+async def test_retries_5xx_then_succeeds(llm_server, backends, sleeps, cls):
+    llm_server.script(Reply(status=500), Reply(status=503), "Recovered [a].")
+    draft = await backends(cls, llm_server.url, retries=2).generate(request())
+    assert draft.text == "Recovered [a]."
+    assert len(llm_server.calls) == 3
+    assert len(sleeps.delays) == 2
+
+
+async def test_5xx_past_the_retries_raises_unavailable(llm_server, backends):
+    llm_server.set_script([], default=Reply(status=502))
+    backend = backends(OpenAIBackend, llm_server.url, retries=2)
+    with pytest.raises(LLMUnavailable) as info:
+        await backend.generate(request())
+    exc = info.value
+    assert len(llm_server.calls) == 3
+    assert exc.retryable and exc.status == 502
+    assert "HTTP 502" in str(exc) and backend.endpoint in str(exc)
+    assert "scripted HTTP 502" in str(exc)  # the server's own words help the operator
+
+
+@pytest.mark.parametrize("cls", BACKENDS)
+async def test_429_waits_for_retry_after(llm_server, backends, sleeps, cls):
+    llm_server.script(Reply(status=429, retry_after=7), "After the wait [a].")
+    draft = await backends(cls, llm_server.url).generate(request())
+    assert draft.text == "After the wait [a]."
+    assert sleeps.delays == [7.0]
+    assert len(llm_server.calls) == 2
+
+
+async def test_retry_after_beyond_the_cap_fails_at_once(llm_server, backends, sleeps):
+    llm_server.script(Reply(status=429, retry_after=int(MAX_RETRY_AFTER) + 60), "never sent")
+    with pytest.raises(LLMUnavailable) as info:
+        await backends(OpenAIBackend, llm_server.url).generate(request())
+    assert info.value.status == 429
+    assert sleeps.delays == []
+    assert len(llm_server.calls) == 1
+
+
+async def test_backoff_grows_between_attempts(llm_server, backends, sleeps):
+    llm_server.set_script([], default=Reply(status=500))
+    with pytest.raises(LLMUnavailable):
+        await backends(OpenAIBackend, llm_server.url, retries=3, backoff=0.5).generate(request())
+    assert len(sleeps.delays) == 3
+    assert sleeps.delays[0] < sleeps.delays[1] < sleeps.delays[2]
+
+
+@pytest.mark.parametrize("cls", BACKENDS)
+async def test_hanging_server_times_out_after_the_retries(llm_server, backends, cls):
+    llm_server.set_script([], default=Reply(text="too late", delay=5))
+    backend = backends(cls, llm_server.url, timeout=0.2, retries=1)
+    started = time.monotonic()
+    with pytest.raises(LLMUnavailable) as info:
+        await backend.generate(request())
+    assert time.monotonic() - started < 2
+    assert len(llm_server.wait_for_calls(2)) == 2
+    assert "timed out" in str(info.value) and info.value.status is None
+    assert isinstance(info.value.__cause__, httpx.TimeoutException)
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 422])
+async def test_other_4xx_is_not_retried(llm_server, backends, sleeps, status):
+    llm_server.script(Reply(status=status), "never sent")
+    with pytest.raises(LLMRejected) as info:
+        await backends(OpenAIBackend, llm_server.url).generate(request())
+    assert not info.value.retryable and info.value.status == status
+    assert f"HTTP {status}" in str(info.value)
+    assert len(llm_server.calls) == 1 and sleeps.delays == []
+
+
+@pytest.mark.parametrize(
+    ("cls", "body"),
+    [
+        (OpenAIBackend, "<html>Bad Gateway</html>"),
+        (OpenAIBackend, '{"choices": []}'),
+        (OpenAIBackend, '{"choices": [{"message": {}}]}'),
+        (OpenAIBackend, '{"choices": [{"message": {"content": null}}]}'),
+        (OpenAIBackend, '["not", "an", "object"]'),
+        (OllamaBackend, '{"done": true}'),
+        (OllamaBackend, '{"message": {"content": 42}}'),
+        (OllamaBackend, ""),
+    ],
+)
+async def test_malformed_reply_is_an_llm_error(llm_server, backends, cls, body):
+    llm_server.script(Reply(body=body), "never sent")
+    with pytest.raises(LLMBadReply) as info:
+        await backends(cls, llm_server.url).generate(request())
+    assert isinstance(info.value, LLMError) and not info.value.retryable
+    assert llm_server.url in str(info.value)
+    assert len(llm_server.calls) == 1
+
+
+async def test_credentials_in_the_url_stay_out_of_errors(llm_server, backends):
+    llm_server.script(Reply(status=400))
+    url = llm_server.url.replace("http://", "http://admin:hunter2@")
+    with pytest.raises(LLMRejected) as info:
+        await backends(OpenAIBackend, url).generate(request())
+    assert "hunter2" not in str(info.value) and "hunter2" not in info.value.url
+
+
+async def test_concurrent_requests_each_get_their_own_scripted_reply(llm_server, backends):
+    texts = [f"Answer {i} [a]." for i in range(20)]
+    llm_server.script(*texts)
+    backend = backends(OllamaBackend, llm_server.url)
+    drafts = await asyncio.gather(*(backend.generate(request()) for _ in texts))
+    assert sorted(d.text for d in drafts) == sorted(texts)
+
+
+# ----------------------------------------------------------------- transport errors (MockTransport)
+
+
+def mock_backend(handler, backends, **kwargs):
+    return backends(OpenAIBackend, "http://llm.test:8000", transport=httpx.MockTransport(handler), **kwargs)
+
+
+async def test_connection_refused_is_retried_then_unavailable(backends):
+    attempts = []
+
+    def refuse(req: httpx.Request) -> httpx.Response:
+        attempts.append(req)
+        raise httpx.ConnectError("connection refused", request=req)
+
+    with pytest.raises(LLMUnavailable) as info:
+        await mock_backend(refuse, backends, retries=2).generate(request())
+    assert len(attempts) == 3
+    assert "could not be reached" in str(info.value) and "llm.test:8000" in str(info.value)
+    assert isinstance(info.value.__cause__, httpx.ConnectError)
+
+
+async def test_dropped_connection_then_success(backends):
+    attempts = []
+
+    def flaky(req: httpx.Request) -> httpx.Response:
+        attempts.append(req)
+        if len(attempts) == 1:
+            raise httpx.RemoteProtocolError("server disconnected without a response", request=req)
+        return httpx.Response(200, json={"choices": [{"message": {"content": "Back [a]."}}]})
+
+    draft = await mock_backend(flaky, backends).generate(request())
+    assert draft.text == "Back [a]." and len(attempts) == 2
+
+
+async def test_a_request_httpx_cannot_send_is_not_retried(backends):
+    attempts = []
+
+    def broken(req: httpx.Request) -> httpx.Response:
+        attempts.append(req)
+        raise httpx.LocalProtocolError("illegal header value", request=req)
+
+    with pytest.raises(LLMRejected) as info:
+        await mock_backend(broken, backends).generate(request())
+    assert len(attempts) == 1
+    assert isinstance(info.value.__cause__, httpx.LocalProtocolError)
+
+
+async def test_retry_after_on_503_is_honoured(backends, sleeps):
+    replies = iter([httpx.Response(503, headers={"Retry-After": "3"}), httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]})])
+    draft = await mock_backend(lambda req: next(replies), backends).generate(request())
+    assert draft.text == "ok" and sleeps.delays == [3.0]
+
+
+async def test_backend_closes_as_async_context_manager():
+    backend = OpenAIBackend("http://llm.test", "m", transport=httpx.MockTransport(lambda r: httpx.Response(200)))
+    async with backend:
+        pass
+    with pytest.raises(RuntimeError):  # httpx refuses a closed client
+        await backend._client.get("http://llm.test/")
+
+
+# ----------------------------------------------------------------- helpers
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("3", 3.0), (" 1.5 ", 1.5), ("-4", 0.0), (None, None), ("", None), ("soon", None)],
+)
+def test_retry_after_seconds(value, seconds):
+    assert retry_after_seconds(value) == seconds
+
+
+def test_retry_after_as_http_date():
+    now = time.time()
+    value = email.utils.formatdate(now + 120, usegmt=True)
+    assert retry_after_seconds(value, now=now) == pytest.approx(120, abs=1)
+    assert retry_after_seconds(email.utils.formatdate(now - 60, usegmt=True), now=now) == 0.0
+
+
+def test_backoff_delay_doubles_with_bounded_jitter_and_a_cap():
+    for attempt, nominal in [(0, 0.5), (1, 1.0), (2, 2.0), (10, MAX_BACKOFF)]:
+        for _ in range(50):
+            assert nominal <= backoff_delay(attempt, 0.5) <= nominal * 1.1
+    assert backoff_delay(3, 0) == 0
+
+
+@pytest.mark.parametrize(
+    ("url", "root"),
+    [
+        ("http://h:8000", "http://h:8000"),
+        ("http://h:8000/", "http://h:8000"),
+        ("http://h:8000/v1", "http://h:8000"),
+        ("https://h/openai/v1/", "https://h/openai"),
+        (" http://h:8000/v1/chat/completions ", "http://h:8000"),
+    ],
+)
+def test_server_root(url, root):
+    assert server_root(url, OpenAIBackend.root_suffixes) == root
+
+
+@pytest.mark.parametrize("url", ["localhost:8000", "ftp://h", "http://", "h:8000/v1"])
+def test_server_root_rejects_what_is_not_an_http_url(url):
+    with pytest.raises(ValueError, match="http"):
+        server_root(url, ())
+
+
+# ----------------------------------------------------------------- factory
+
+
+def test_make_backend_extractive_needs_no_endpoint():
+    backend = make_backend("extractive", None, None, None, None)
+    assert isinstance(backend, ExtractiveBackend) and backend.name == "extractive"
+
+
+@pytest.mark.parametrize(("kind", "cls", "endpoint"), [
+    ("openai", OpenAIBackend, "http://h:8000/v1/chat/completions"),
+    ("OLLAMA", OllamaBackend, "http://h:8000/api/chat"),
+])
+async def test_make_backend_chat_kinds(kind, cls, endpoint):
+    backend = make_backend(kind, "http://h:8000/v1", "m", "key", 12.5)
+    try:
+        assert type(backend) is cls
+        assert backend.endpoint == endpoint and backend.name == "m" and backend.timeout == 12.5
+    finally:
+        await backend.aclose()
+
+
+@pytest.mark.parametrize(
+    ("args", "variable"),
+    [
+        (("gpt", "http://h", "m"), "CITEBOT_LLM"),
+        (("openai", None, "m"), "CITEBOT_LLM_URL"),
+        (("ollama", "", "m"), "CITEBOT_LLM_URL"),
+        (("openai", "http://h", None), "CITEBOT_LLM_MODEL"),
+        (("openai", "localhost:8000", "m"), "CITEBOT_LLM_URL"),
+    ],
+)
+def test_make_backend_names_the_variable_at_fault(args, variable):
+    with pytest.raises(ValueError, match=rf"^{variable}\b"):
+        make_backend(*args, None, None)
+
+
+def test_make_backend_rejects_a_non_positive_timeout():
+    with pytest.raises(ValueError, match="CITEBOT_LLM_TIMEOUT"):
+        make_backend("openai", "http://h", "m", None, -1)
+
+
+# ----------------------------------------------------------------- the fake server from another process
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server_process(tmp_path):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": ["From the file [a]."], "default": "Default [a]."}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.llm_server", "--port", str(free_port()), "--script", str(script)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("listening on http://127.0.0.1:"), line
+        yield line.split()[-1]
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=5) == 0
+        proc.stdout.close()
+
+
+async def test_fake_server_is_scriptable_over_http(server_process, backends):
+    url = server_process
+    backend = backends(OllamaBackend, url, "m")
+    assert (await backend.generate(request())).text == "From the file [a]."
+    async with httpx.AsyncClient(base_url=url) as control:
+        resp = await control.post("/_script", json={"replies": ["Over HTTP [a].", {"status": 500}]})
+        assert resp.status_code == 200
+        assert (await backend.generate(request())).text == "Over HTTP [a]."
+        with pytest.raises(LLMUnavailable):
+            await backends(OllamaBackend, url, "m", retries=0).generate(request())
+        assert (await backend.generate(request())).text == "Default [a]."
+        calls = (await control.get("/_calls")).json()
+        assert [c["path"] for c in calls] == ["/api/chat"] * 4
+        assert calls[0]["body"]["messages"] == MESSAGES
+        assert (await control.post("/_script", content="{broken")).status_code == 400
+        assert (await control.post("/_reset")).status_code == 200
+        assert (await control.get("/_calls")).json() == []
