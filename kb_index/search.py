@@ -31,8 +31,6 @@ from kb_index.results import ChunkResult
 # Share of the question's idf mass a chunk must contain to count as a hit.
 # Tuned on tests/data/sample_questions.yaml (answerable vs. off-topic).
 MIN_COVERAGE = 0.45
-# A German word counts as present when this share of its grams is (compounds).
-GRAM_COVERAGE = 0.75
 # Weight of a word's subword grams, relative to the word itself.
 SUBWORD_WEIGHT = 0.3
 # Long pasted text: only the most distinctive terms are scored, so a 10 kB
@@ -134,7 +132,12 @@ class Retriever:
         return (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def _open(self) -> _Generation:
-        stamp = self._stamp()
+        # Stamp before name: if a switch lands in between, the stale stamp
+        # makes the next search reload once more, never miss the new index.
+        try:
+            stamp = self._stamp()
+        except FileNotFoundError:
+            stamp = None
         gen_dir = current_generation(self.index_dir)
         impacts = Impacts.load(gen_dir)
         reader = whoosh_index.open_dir(str(gen_dir)).reader()
@@ -165,7 +168,7 @@ class Retriever:
     # ------------------------------------------------------------- scoring
 
     def _words(self, imp: Impacts, query: str) -> list[_Word]:
-        text = query[:MAX_QUERY_CHARS]
+        text = query if len(query) <= MAX_QUERY_CHARS else query[:MAX_QUERY_CHARS].rsplit(None, 1)[0]
         unseen_idf = float(np.log(1.0 + (imp.doc_count - 0.5) / 1.5))
         words: list[_Word] = []
         for space in ("en", "de"):
@@ -211,8 +214,7 @@ class Retriever:
             for w in mine:
                 present = imp.contains(w.row, docs) if w.row is not None else np.zeros(len(docs), bool)
                 if w.gram_rows:
-                    gram_hits = sum(imp.contains(g, docs).astype(float) for g in w.gram_rows if g >= 0)
-                    present = present | (np.asarray(gram_hits) / len(w.gram_rows) >= GRAM_COVERAGE)
+                    present = present | _letters_covered(imp, w.gram_rows, docs)
                 covered += w.idf * present
             best = np.maximum(best, covered / total)
         return best
@@ -266,6 +268,22 @@ class Retriever:
                 seen_entries.add(ref)
                 out.append(self._result(gen, best, float(scores[best]), expanded=True))
         return out
+
+
+def _letters_covered(imp: Impacts, gram_rows: tuple[int, ...], docs: np.ndarray) -> np.ndarray:
+    """Per doc: is every letter of the word inside some gram the doc contains?
+
+    This is how a compound meets its parts: "lohnfortzahl" is covered by the
+    grams of "lohn" and "fortzahl", although its junction grams ("hnfo")
+    occur nowhere; "wechselkur" is not covered by "wechsel" alone.
+    """
+    matched = np.array([imp.contains(g, docs) if g >= 0 else np.zeros(len(docs), bool) for g in gram_rows])
+    n_letters = len(gram_rows) + SUBWORD_GRAM - 1
+    covered = np.ones(len(docs), dtype=bool)
+    for letter in range(n_letters):
+        lo, hi = max(0, letter - SUBWORD_GRAM + 1), min(len(gram_rows), letter + 1)
+        covered &= matched[lo:hi].any(axis=0)
+    return covered
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
