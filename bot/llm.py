@@ -70,6 +70,7 @@ class LLMError(Exception):
         super().__init__(message)
         self.url = url
         self.status = status
+        self.attempts = 1  # how many requests were sent before giving up, for the audit
 
 
 class LLMUnavailable(LLMError):
@@ -204,6 +205,7 @@ class _ChatBackend:
         self.name = model
         self.model = model
         self.endpoint = server_root(url, self.root_suffixes) + self.path
+        self._shown = _redact(self.endpoint)
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -249,27 +251,24 @@ class _ChatBackend:
             )
         return content
 
-    @property
-    def _shown(self) -> str:
-        return _redact(self.endpoint)
-
     async def _post(self, body: dict[str, Any]) -> Any:
         """POST with retries; the parsed JSON reply, or an LLMError."""
         attempt = 0
         while True:
             try:
                 return await self._post_once(body)
-            except LLMUnavailable as exc:
+            except LLMError as exc:
                 delay = self._retry_delay(exc, attempt)
                 if delay is None:
+                    exc.attempts = attempt + 1
                     raise
                 log.warning("%s; retry %d/%d in %.2fs", exc, attempt + 1, self.retries, delay)
                 await self._sleep(delay)
                 attempt += 1
 
-    def _retry_delay(self, exc: LLMUnavailable, attempt: int) -> float | None:
+    def _retry_delay(self, exc: LLMError, attempt: int) -> float | None:
         """Seconds to wait before the next try, or None to give up."""
-        if attempt >= self.retries:
+        if not isinstance(exc, LLMUnavailable) or attempt >= self.retries:
             return None
         delay = backoff_delay(attempt, self.backoff)
         if exc.retry_after is not None:
@@ -303,8 +302,17 @@ class _ChatBackend:
 
     def _raise_for_status(self, response: httpx.Response) -> None:
         status = response.status_code
-        if status < 400:
+        if status < 300:
             return
+        if status < 400:
+            # Not followed: a redirected POST may turn into a GET, and the fix
+            # (the right URL in the settings) is the operator's to make.
+            where = response.headers.get("Location", "?")
+            raise LLMRejected(
+                f"LLM request to {self._shown} was redirected (HTTP {status}) to {where}; use that URL",
+                url=self._shown,
+                status=status,
+            )
         message = f"LLM request to {self._shown} failed: HTTP {status}: {_excerpt(response.text)}"
         if not _is_retryable_status(status):
             raise LLMRejected(message, url=self._shown, status=status)

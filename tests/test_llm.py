@@ -218,7 +218,7 @@ async def test_5xx_past_the_retries_raises_unavailable(llm_server, backends):
     with pytest.raises(LLMUnavailable) as info:
         await backend.generate(request())
     exc = info.value
-    assert len(llm_server.calls) == 3
+    assert len(llm_server.calls) == 3 and exc.attempts == 3
     assert exc.retryable and exc.status == 502
     assert "HTTP 502" in str(exc) and backend.endpoint in str(exc)
     assert "scripted HTTP 502" in str(exc)  # the server's own words help the operator
@@ -268,7 +268,7 @@ async def test_other_4xx_is_not_retried(llm_server, backends, sleeps, status):
     llm_server.script(Reply(status=status), "never sent")
     with pytest.raises(LLMRejected) as info:
         await backends(OpenAIBackend, llm_server.url).generate(request())
-    assert not info.value.retryable and info.value.status == status
+    assert not info.value.retryable and info.value.status == status and info.value.attempts == 1
     assert f"HTTP {status}" in str(info.value)
     assert len(llm_server.calls) == 1 and sleeps.delays == []
 
@@ -359,9 +359,25 @@ async def test_a_request_httpx_cannot_send_is_not_retried(backends):
 
 
 async def test_retry_after_on_503_is_honoured(backends, sleeps):
-    replies = iter([httpx.Response(503, headers={"Retry-After": "3"}), httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]})])
+    replies = iter([
+        httpx.Response(503, headers={"Retry-After": "3"}),
+        httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]}),
+    ])
     draft = await mock_backend(lambda req: next(replies), backends).generate(request())
     assert draft.text == "ok" and sleeps.delays == [3.0]
+
+
+async def test_a_redirect_is_not_followed_but_named(backends):
+    attempts = []
+
+    def redirect(req: httpx.Request) -> httpx.Response:
+        attempts.append(req)
+        return httpx.Response(301, headers={"Location": "https://llm.test:8443/v1/chat/completions"})
+
+    with pytest.raises(LLMRejected) as info:
+        await mock_backend(redirect, backends).generate(request())
+    assert "https://llm.test:8443/v1/chat/completions" in str(info.value) and info.value.status == 301
+    assert len(attempts) == 1
 
 
 async def test_backend_closes_as_async_context_manager():

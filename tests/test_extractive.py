@@ -1,0 +1,319 @@
+"""The extractive backend: sentence choice, verbatim quoting, citations, refusal, splitting."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from bot.extractive import (
+    MAX_SENTENCES,
+    REFUSALS,
+    ExtractiveBackend,
+    prose_units,
+    split_sentences,
+)
+from bot.models import AnswerMode, Evidence, GenerationRequest
+from kb_index import ChunkResult
+
+TRAVEL = """## Details
+Stand: 2026-01
+
+Business trips must be booked through the travel portal.
+Train is preferred over plane for trips under 500 km."""
+
+VACATION = """## Summary
+**Scope:** all employees
+
+Full-time employees get 30 vacation days per year.
+Part-time employees get a pro-rata share of the 30 days.
+Unused days expire on 31.03. of the following year."""
+
+MEAL = """## Details
+Der Verpflegungsmehraufwand beträgt 14 EUR bei mehr als 8 Stunden Abwesenheit.
+Bei einer Abwesenheit von 24 Stunden beträgt er 28 EUR, z. B. bei mehrtägigen Reisen.
+Der Sachbezugswert für ein Mittagessen liegt 2026 bei 4,57 EUR nach § 2 Abs. 1 SvEV."""
+
+ATZ = """## Zusammenfassung
+Die Altersteilzeit ermöglicht einen gleitenden Übergang in den Ruhestand ab dem 55. Lebensjahr.
+Der Arbeitgeber stockt das Entgelt um 20 % auf, wie „Aufstockungsbetrag“ im AltTZG heißt."""
+
+
+def evidence(*blocks: tuple[str, str] | tuple[str, str, str]) -> list[Evidence]:
+    found = []
+    for n, (entry_id, text, *role) in enumerate(blocks, start=1):
+        chunk = ChunkResult(
+            chunk_id=f"{entry_id}#{n}",
+            entry_id=entry_id,
+            section="Details",
+            text=text,
+            title=entry_id,
+            source_role=role[0] if role else "primary_answer_source",
+        )
+        found.append(Evidence(block=n, pointer_id=f"E{n}", evidence_id=f"ev{n:04d}", chunk=chunk))
+    return found
+
+
+def ask(question: str, blocks: list[Evidence], mode=AnswerMode.CITATIONS, language="en") -> str:
+    request = GenerationRequest(
+        messages=[], mode=mode, question=question, evidence=blocks, language=language
+    )
+    return ExtractiveBackend().answer(request)
+
+
+CITED = re.compile(r"(.+?) \[([\w-]+)\](?: |$)")
+
+
+def cited_sentences(answer: str) -> list[tuple[str, str]]:
+    """(sentence, entry id) pairs of a citations-mode answer."""
+    pairs = CITED.findall(answer)
+    assert "".join(f"{s} [{i}] " for s, i in pairs).strip() == answer, "answer is not sentence [id] ..."
+    return pairs
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+# ----------------------------------------------------------------- choosing and citing
+
+
+def test_cites_the_sentence_that_answers_from_the_right_block():
+    blocks = evidence(("travel-policy", TRAVEL), ("hr-vacation", VACATION))
+    answer = ask("How many vacation days do full-time employees get?", blocks)
+    pairs = cited_sentences(answer)
+    assert pairs[0] == ("Full-time employees get 30 vacation days per year.", "hr-vacation")
+    assert all(entry == "hr-vacation" for _, entry in pairs)
+
+
+def test_every_sentence_is_verbatim_from_the_block_it_cites():
+    blocks = evidence(("travel-policy", TRAVEL), ("hr-vacation", VACATION), ("reise-vma", MEAL))
+    by_id = {e.entry_id: flat(e.text) for e in blocks}
+    for question in ["vacation days part-time", "trips train plane", "Verpflegungsmehraufwand Abwesenheit"]:
+        for sentence, entry in cited_sentences(ask(question, blocks)):
+            assert sentence in by_id[entry]
+
+
+def test_numbers_and_quotes_stay_with_their_block():
+    blocks = evidence(("reise-vma", MEAL), ("lb-atz-01", ATZ))
+    answer = ask("Wie hoch ist der Aufstockungsbetrag bei Altersteilzeit?", blocks, language="de")
+    pairs = cited_sentences(answer)
+    assert ("Der Arbeitgeber stockt das Entgelt um 20 % auf, wie „Aufstockungsbetrag“ im AltTZG heißt.",
+            "lb-atz-01") in pairs
+    for sentence, entry in pairs:
+        block = next(e.text for e in blocks if e.entry_id == entry)
+        for number in re.findall(r"\d+(?:[.,]\d+)*", sentence):
+            assert number in block
+
+
+def test_is_deterministic():
+    blocks = evidence(("travel-policy", TRAVEL), ("hr-vacation", VACATION), ("reise-vma", MEAL))
+    answers = {ask("How many vacation days, and do they expire?", blocks) for _ in range(5)}
+    assert len(answers) == 1
+
+
+def test_rarer_question_terms_weigh_more():
+    text = (
+        "Employees must book travel early. Employees get a parking space on request. "
+        "Employees receive a laptop on their first day."
+    )
+    answer = ask("Do employees get parking?", evidence(("facilities", text)))
+    assert cited_sentences(answer) == [("Employees get a parking space on request.", "facilities")]
+
+
+def test_prefers_the_higher_ranked_block_on_a_tie():
+    new, old = "Remote work is allowed two days per week.", "Remote work is allowed on Fridays."
+    answer = ask("Is remote work allowed?", evidence(("policy-new", new), ("policy-old", old)))
+    assert cited_sentences(answer)[0] == (new, "policy-new")
+    answer = ask("Is remote work allowed?", evidence(("policy-old", old), ("policy-new", new)))
+    assert cited_sentences(answer)[0] == (old, "policy-old")
+
+
+def test_a_sentence_repeated_by_a_cross_ref_is_quoted_once():
+    blocks = evidence(("hr-vacation", VACATION), ("hr-vacation-faq", VACATION))
+    pairs = cited_sentences(ask("vacation days part-time full-time", blocks))
+    sentences = [s for s, _ in pairs]
+    assert len(sentences) == len(set(sentences))
+    assert {entry for _, entry in pairs} == {"hr-vacation"}
+
+
+def test_at_most_four_sentences():
+    text = " ".join(f"Overtime rule {i} applies to overtime hours." for i in range(1, 9))
+    pairs = cited_sentences(ask("overtime hours rule", evidence(("overtime", text))))
+    assert len(pairs) == MAX_SENTENCES
+
+
+def test_sentences_come_in_reading_order_not_score_order():
+    weaker = "Employees may work remotely."
+    best = "The remote work allowance is 50 EUR per month."
+    pairs = cited_sentences(ask("remote work allowance", evidence(("remote", f"{weaker} {best}"))))
+    assert [s for s, _ in pairs] == [weaker, best]
+
+
+def test_stops_when_the_rest_is_weak():
+    travel = TRAVEL + "\nPlane tickets are booked through the travel portal."
+    blocks = evidence(("travel-policy", travel), ("hr-vacation", VACATION))
+    pairs = cited_sentences(ask("Is the train preferred over the plane?", blocks))
+    assert pairs == [("Train is preferred over plane for trips under 500 km.", "travel-policy")]
+
+
+def test_skips_headings_and_metadata_lines():
+    blocks = evidence(("hr-vacation", VACATION + "\n\n## Scope of vacation days\nVacation days: 30"))
+    answer = ask("vacation days scope", blocks)
+    assert "Summary" not in answer and "Scope" not in answer and "**" not in answer
+    assert "Vacation days: 30" not in answer
+
+
+def test_german_compound_matches_its_part():
+    answer = ask("Was gilt bei Teilzeit?", evidence(("lb-atz-01", ATZ)), language="de")
+    assert "Altersteilzeit" in answer and answer.endswith("[lb-atz-01]")
+
+
+def test_background_sources_are_not_quoted():
+    blocks = evidence(
+        ("forum-thread", "Employees get 45 vacation days per year.", "noisy_background_source"),
+        ("hr-vacation", VACATION),
+    )
+    pairs = cited_sentences(ask("How many vacation days?", blocks))
+    assert {entry for _, entry in pairs} == {"hr-vacation"}
+
+
+# ----------------------------------------------------------------- refusal
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_refuses_when_nothing_overlaps(language):
+    blocks = evidence(("travel-policy", TRAVEL), ("reise-vma", MEAL))
+    assert ask("Bermuda dollar exchange rate?", blocks, language=language) == REFUSALS[language]
+
+
+def test_refusal_texts():
+    assert REFUSALS == {
+        "en": "The knowledge base does not cover this question.",
+        "de": "Dazu enthält die Wissensbasis keine Aussage.",
+    }
+
+
+@pytest.mark.parametrize("mode", list(AnswerMode))
+def test_refuses_without_evidence_in_both_modes(mode):
+    assert ask("How many vacation days?", [], mode=mode) == REFUSALS["en"]
+
+
+def test_refuses_a_question_of_stop_words_only():
+    assert ask("What is it?", evidence(("hr-vacation", VACATION))) == REFUSALS["en"]
+
+
+# ----------------------------------------------------------------- claims mode
+
+
+def test_claims_mode_is_valid_json_with_pointer_ids():
+    blocks = evidence(("travel-policy", TRAVEL), ("hr-vacation", VACATION))
+    data = json.loads(ask("How many vacation days do part-time employees get?", blocks, mode=AnswerMode.CLAIMS))
+    assert set(data) == {"claims"} and data["claims"]
+    texts = {e.pointer_id: flat(e.text) for e in blocks}
+    for claim in data["claims"]:
+        assert set(claim) == {"text", "evidence_ids"}
+        assert claim["evidence_ids"] == ["E2"]
+        assert claim["text"] in texts["E2"]
+    assert "Part-time employees get a pro-rata share of the 30 days." in [c["text"] for c in data["claims"]]
+
+
+def test_claims_keep_non_ascii_text_readable():
+    out = ask("Aufstockungsbetrag Altersteilzeit", evidence(("lb-atz-01", ATZ)), AnswerMode.CLAIMS, "de")
+    assert "„Aufstockungsbetrag“" in out
+
+
+async def test_generate_returns_a_draft():
+    request = GenerationRequest(
+        messages=[], mode=AnswerMode.CITATIONS, question="vacation days", evidence=evidence(("hr", VACATION))
+    )
+    draft = await ExtractiveBackend().generate(request)
+    assert draft.model == "extractive" and draft.text == draft.raw and draft.text.endswith("[hr]")
+
+
+# ----------------------------------------------------------------- sentence splitting
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("Das gilt z. B. für Minijobs.", "de"),
+        ("Das gilt z.B. für Minijobs.", "de"),
+        ("Nach § 3 Abs. 1 EStG ist der Betrag steuerfrei.", "de"),
+        ("Siehe Abs. 2 Satz 1.", "de"),
+        ("Benefits, e.g. Lunch vouchers, are taxable.", "en"),
+        ("Use a voucher, i.e. the card.", "en"),
+        ("Der Sachbezug beträgt 13,90 EUR pro Tag.", "de"),
+        ("The rate is 13.90 EUR per day.", "en"),
+        ("Der Antrag ist bis zum 31.03.2026 zu stellen.", "de"),
+        ("Die Regel gilt ab dem 1. Januar 2026 für alle.", "de"),
+        ("Der Anspruch beginnt mit dem 18. Lebensjahr.", "de"),
+        ("It starts on 1. January for everyone.", "en"),
+        ("Ask Dr. Meier or Prof. Schulz.", "en"),
+        ("Gilt auch bzw. Nr. 4 Ziff. 2 ff.", "de"),
+    ],
+)
+def test_does_not_split_inside_a_sentence(text, language):
+    assert split_sentences(text, language) == [text]
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "expected"),
+    [
+        ("First rule. Second rule.", "en", ["First rule.", "Second rule."]),
+        ("Wirklich? Ja! Gut so.", "de", ["Wirklich?", "Ja!", "Gut so."]),
+        ("The limit is 2026. Then it rises.", "en", ["The limit is 2026.", "Then it rises."]),
+        ("Das gilt seit 2026. Danach nicht.", "de", ["Das gilt seit 2026.", "Danach nicht."]),
+        ("The limit is 100. Then it rises.", "en", ["The limit is 100.", "Then it rises."]),
+        ('He said "stop." Then he left.', "en", ['He said "stop."', "Then he left."]),
+        ("Der Betrag ist 13,90 EUR. 2026 steigt er.", "de", ["Der Betrag ist 13,90 EUR.", "2026 steigt er."]),
+        ("No final stop", "en", ["No final stop"]),
+        ("", "en", []),
+    ],
+)
+def test_splits_between_sentences(text, language, expected):
+    assert split_sentences(text, language) == expected
+
+
+def test_sentences_are_substrings_of_their_text():
+    text = "Nach § 3 Abs. 1 gilt z. B. das.  Am 1. Januar 2026 beginnt es. Fertig!"
+    parts = split_sentences(text, "de")
+    assert len(parts) == 3 and all(p in text for p in parts)
+
+
+def test_prose_units_drop_labels_and_join_wrapped_lines():
+    text = """## Zusammenfassung
+Stand: 2026-01
+**Rechtsgrundlage:** AltTZG § 2
+---
+
+Der Arbeitgeber zahlt einen Aufstockungsbetrag
+von 20 % des Regelarbeitsentgelts.
+- Erstens gilt das.
+1. Zweitens
+   auch das.
+| Spalte | Wert |
+|---|---|
+Hinweis: Das gilt immer.
+```
+code. Code.
+```
+**Wichtig**
+"""
+    assert prose_units(text) == [
+        "Der Arbeitgeber zahlt einen Aufstockungsbetrag von 20 % des Regelarbeitsentgelts.",
+        "Erstens gilt das.",
+        "Zweitens auch das.",
+        "Hinweis: Das gilt immer.",
+    ]
+
+
+def test_weak_extra_sentences_are_dropped_even_close_to_the_best():
+    # Six topics, one sentence each: every sentence covers a sixth of the question.
+    text = (
+        "Employees get parking. Employees get a laptop. The canteen opens at noon. "
+        "The gym is free. Bikes are leased. Phones are provided."
+    )
+    pairs = cited_sentences(ask("parking laptop canteen gym bikes phones", evidence(("perks", text))))
+    assert pairs == [("Employees get parking.", "perks")]
