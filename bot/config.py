@@ -1,0 +1,234 @@
+"""Settings, read once at start from the environment and `.env`.
+
+A missing or invalid setting must stop the process at start with one line that
+names the variable, never later with a traceback from deep inside a job: so
+every field validates its own input with a message written for the operator,
+and `load_settings` folds pydantic's error list into one `ConfigError` line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+import kb_index
+from bot.models import AnswerMode
+
+# The sample KB ships inside the kb_index package, so an installed wheel and a
+# source checkout both find it without a path in the environment.
+BUNDLED_KB_DIR = Path(kb_index.__file__).resolve().parent / "sample"
+
+LLM_BACKENDS = ("extractive", "openai", "ollama")
+LANGUAGES = ("en", "de")
+OLLAMA_DEFAULT_URL = "http://localhost:11434"
+
+# Endpoint suffixes people paste along with the server root; the backends add
+# their own paths ({url}/v1/chat/completions, {url}/api/chat), so we keep the root.
+_LLM_URL_SUFFIXES = re.compile(r"(/v1)?(/chat/completions|/completions|/api/chat|/api)?/*$")
+
+
+class ConfigError(Exception):
+    """A setting is missing or invalid. The message is one line naming the variable."""
+
+
+def _fail(message: str) -> PydanticCustomError:
+    # PydanticCustomError keeps our wording as is (a ValueError would get a "Value error, " prefix).
+    return PydanticCustomError("citebot_config", message)
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise _fail("must be a positive integer")
+    try:
+        number = int(str(value).strip()) if not isinstance(value, int) else value
+    except ValueError:
+        raise _fail("must be a positive integer") from None
+    if number <= 0:
+        raise _fail("must be a positive integer")
+    return number
+
+
+def _choice(value: Any, choices: tuple[str, ...]) -> str:
+    text = str(value).strip().lower()
+    if text not in choices:
+        raise _fail("must be one of " + ", ".join(choices))
+    return text
+
+
+def _http_url(value: str) -> str:
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise _fail("must be an http:// or https:// URL")
+    return value.strip()
+
+
+def normalize_llm_url(value: str) -> str:
+    """'http://h:8000/v1/' -> 'http://h:8000': the server root, whatever was pasted."""
+    url = _http_url(value).rstrip("/")
+    return _LLM_URL_SUFFIXES.sub("", url) or url
+
+
+class Settings(BaseSettings):
+    """Every setting of DESIGN.md 3.3. Field names are for code; env names are the aliases."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        populate_by_name=True,
+        env_ignore_empty=True,  # `CITEBOT_REVIEW_CHANNEL=` in a copied .env.example means "unset"
+    )
+
+    slack_bot_token: str | None = Field(None, validation_alias="SLACK_BOT_TOKEN", repr=False)
+    slack_signing_secret: str | None = Field(None, validation_alias="SLACK_SIGNING_SECRET", repr=False)
+    slack_app_token: str | None = Field(None, validation_alias="SLACK_APP_TOKEN", repr=False)
+    slack_api_url: str = Field("https://slack.com/api/", validation_alias="CITEBOT_SLACK_API_URL")
+    redis_url: str = Field("redis://localhost:6379/0", validation_alias="CITEBOT_REDIS_URL")
+    kb_dir: Path = Field(BUNDLED_KB_DIR, validation_alias="CITEBOT_KB_DIR")
+    index_dir: Path = Field(Path("./.citebot/index"), validation_alias="CITEBOT_INDEX_DIR")
+    language: str = Field("en", validation_alias="CITEBOT_LANGUAGE")
+    llm: str = Field("extractive", validation_alias="CITEBOT_LLM")
+    llm_url: str | None = Field(None, validation_alias="CITEBOT_LLM_URL")
+    llm_model: str | None = Field(None, validation_alias="CITEBOT_LLM_MODEL")
+    llm_api_key: str | None = Field(None, validation_alias="CITEBOT_LLM_API_KEY", repr=False)
+    llm_timeout: float = Field(60.0, validation_alias="CITEBOT_LLM_TIMEOUT")
+    answer_mode: AnswerMode = Field(AnswerMode.CITATIONS, validation_alias="CITEBOT_ANSWER_MODE")
+    top_k: int = Field(8, validation_alias="CITEBOT_TOP_K")
+    prompt_budget_chars: int = Field(24_000, validation_alias="CITEBOT_PROMPT_BUDGET_CHARS")
+    review_channel: str | None = Field(None, validation_alias="CITEBOT_REVIEW_CHANNEL")
+    channels_file: Path | None = Field(None, validation_alias="CITEBOT_CHANNELS_FILE")
+    reviewers: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias="CITEBOT_REVIEWERS"
+    )
+    max_question_chars: int = Field(4000, validation_alias="CITEBOT_MAX_QUESTION_CHARS")
+
+    @field_validator("top_k", "prompt_budget_chars", "max_question_chars", mode="before")
+    @classmethod
+    def _check_positive(cls, value: Any) -> int:
+        return _positive_int(value)
+
+    @field_validator("llm_timeout", mode="before")
+    @classmethod
+    def _check_timeout(cls, value: Any) -> float:
+        try:
+            seconds = float(str(value).strip())
+        except ValueError:
+            raise _fail("must be a positive number of seconds") from None
+        if not seconds > 0 or seconds == float("inf"):
+            raise _fail("must be a positive number of seconds")
+        return seconds
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _check_language(cls, value: Any) -> str:
+        return _choice(value, LANGUAGES)
+
+    @field_validator("llm", mode="before")
+    @classmethod
+    def _check_llm(cls, value: Any) -> str:
+        return _choice(value, LLM_BACKENDS)
+
+    @field_validator("answer_mode", mode="before")
+    @classmethod
+    def _check_answer_mode(cls, value: Any) -> AnswerMode:
+        return AnswerMode(_choice(value, tuple(m.value for m in AnswerMode)))
+
+    @field_validator("slack_api_url", mode="before")
+    @classmethod
+    def _check_slack_api_url(cls, value: Any) -> str:
+        # The Slack client joins method names onto the base URL: it needs the trailing slash.
+        return _http_url(str(value)).rstrip("/") + "/"
+
+    @field_validator("llm_url", mode="before")
+    @classmethod
+    def _check_llm_url(cls, value: Any) -> str | None:
+        return None if value is None else normalize_llm_url(str(value))
+
+    @field_validator("redis_url", mode="before")
+    @classmethod
+    def _check_redis_url(cls, value: Any) -> str:
+        text = str(value).strip()
+        if urlsplit(text).scheme not in ("redis", "rediss", "unix"):
+            raise _fail("must be a redis://, rediss:// or unix:// URL")
+        return text
+
+    @field_validator("kb_dir", mode="after")
+    @classmethod
+    def _check_kb_dir(cls, value: Path) -> Path:
+        if not value.is_dir():
+            raise _fail("is not a directory")
+        return value
+
+    @field_validator("channels_file", mode="after")
+    @classmethod
+    def _check_channels_file(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise _fail("file not found")
+        return value
+
+    @field_validator("reviewers", mode="before")
+    @classmethod
+    def _split_reviewers(cls, value: Any) -> list[str]:
+        items = value.split(",") if isinstance(value, str) else list(value or [])
+        return [str(item).strip() for item in items if str(item).strip()]
+
+    @model_validator(mode="after")
+    def _check_llm_endpoint(self) -> Settings:
+        if self.llm == "ollama" and self.llm_url is None:
+            self.llm_url = OLLAMA_DEFAULT_URL  # Ollama's own default port: the common local setup
+        if self.llm == "openai" and self.llm_url is None:
+            raise _fail(f"CITEBOT_LLM_URL: required when CITEBOT_LLM={self.llm}")
+        if self.llm != "extractive" and not self.llm_model:
+            raise _fail(f"CITEBOT_LLM_MODEL: required when CITEBOT_LLM={self.llm}")
+        return self
+
+    @property
+    def socket_mode(self) -> bool:
+        return bool(self.slack_app_token)
+
+    def require_slack(self) -> None:
+        """`serve` and `worker` call this first: Slack credentials are needed there only."""
+        for var, value in (
+            ("SLACK_BOT_TOKEN", self.slack_bot_token),
+            ("SLACK_SIGNING_SECRET", self.slack_signing_secret),
+        ):
+            if not value:
+                raise ConfigError(f"{var}: required for serve and worker (not set)")
+
+
+def _env_name(loc: tuple[Any, ...]) -> str | None:
+    if not loc:
+        return None
+    key = str(loc[0])
+    field = Settings.model_fields.get(key)
+    if field is not None and isinstance(field.validation_alias, str):
+        return field.validation_alias
+    return key.upper()
+
+
+def _one_line(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors(include_url=False):
+        name = _env_name(tuple(error.get("loc", ())))
+        msg = error["msg"]
+        if name is None:  # cross-field checks already name their variable
+            lines.append(msg)
+            continue
+        shown = error.get("input")
+        got = f" (got {str(shown)!r})" if shown is not None and not isinstance(shown, dict) else ""
+        lines.append(f"{name}: {msg}{got}")
+    return "; ".join(lines)
+
+
+def load_settings(env_file: str | Path | None = ".env", **overrides: Any) -> Settings:
+    """Settings from env and `env_file` (keyword `overrides` win); ConfigError on anything bad."""
+    try:
+        return Settings(_env_file=env_file, **overrides)
+    except ValidationError as exc:
+        raise ConfigError(_one_line(exc)) from None

@@ -1,0 +1,221 @@
+"""From a verified draft to the Answer that is posted: footnotes and sources.
+
+KB-IDs in the draft become numbered markers [1], [2] in order of first use, and
+each number gets one Source. The markers index `Answer.sources`; what the
+citation pointed at stays in `Answer.citations` as KB-IDs.
+"""
+
+from __future__ import annotations
+
+from bot.grounding.refs import IdSet, find_refs
+from bot.grounding.text import strip_think
+from bot.messages import Key, message
+from bot.models import (
+    Answer,
+    AnswerMode,
+    AuditMode,
+    Claim,
+    Evidence,
+    Outcome,
+    Question,
+    Source,
+    Verdict,
+)
+
+
+def _question_text(question: Question | str) -> str:
+    return question.text if isinstance(question, Question) else question
+
+
+def _with_notes(text: str, question: Question | str, language: str) -> str:
+    """Whatever the outcome, an asker whose question was cut is told so."""
+    if isinstance(question, Question) and question.truncated:
+        return f"{text}\n\n{message(Key.TRUNCATED, language, limit=len(question.text))}"
+    return text
+
+
+def make_source(n: int, ev: Evidence) -> Source:
+    c = ev.chunk
+    return Source(
+        n=n,
+        id=c.entry_id,
+        title=c.title,
+        section=c.section,
+        stand=c.stand,
+        url=c.url,
+        passage=c.text,
+        collection=c.collection,
+        content_hash=c.content_hash or ev.evidence_id,
+    )
+
+
+class _Footnotes:
+    """Numbers KB-IDs in order of first use; the first block seen for an entry is its source."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+        self.sources: list[Source] = []
+
+    def number(self, ev: Evidence) -> int:
+        if ev.entry_id not in self.numbers:
+            self.numbers[ev.entry_id] = len(self.numbers) + 1
+            self.sources.append(make_source(self.numbers[ev.entry_id], ev))
+        return self.numbers[ev.entry_id]
+
+    @property
+    def citations(self) -> list[str]:
+        return list(self.numbers)
+
+
+def render_citations_text(draft_text: str, evidence: list[Evidence]) -> tuple[str, list[Source], list[str]]:
+    """(text with [n] markers, sources, KB-IDs in order of first use) of a citations-mode draft.
+
+    A bracket of several ids becomes "[1][2]"; a bare mention keeps the id in the
+    sentence and gets its marker after it. An entry with several blocks in context
+    is sourced by its best-ranked block (the first in prompt order).
+    """
+    text = strip_think(draft_text)
+    first_block: dict[str, Evidence] = {}
+    for ev in evidence:
+        first_block.setdefault(ev.entry_id, ev)
+    notes = _Footnotes()
+    out, position = [], 0
+    for ref in find_refs(text, IdSet(list(first_block))):
+        markers = "".join(f"[{notes.number(first_block[i])}]" for i in ref.ids)
+        out.append(text[position : ref.start])
+        out.append(f"{text[ref.start:ref.end]} {markers}" if ref.bare and markers else markers)
+        position = ref.end
+    out.append(text[position:])
+    return "".join(out).strip(), notes.sources, notes.citations
+
+
+def _claim_sentence(claim: Claim, markers: str) -> str:
+    body = claim.text.rstrip()
+    end = body[-1] if body and body[-1] in ".!?" else "."
+    body = body.rstrip(".!? ")
+    return f"{body} {markers}{end}" if markers else f"{body}{end}"
+
+
+def render_claims_text(claims: list[Claim], evidence: list[Evidence]) -> tuple[str, list[Source], list[str]]:
+    """(text, sources, KB-IDs) from the verified claims, one sentence each with its
+    markers. A footnote's source is the block the first claim citing the entry used."""
+    by_pointer = {ev.pointer_id: ev for ev in evidence}
+    notes = _Footnotes()
+    sentences = []
+    for claim in claims:
+        if not claim.verified:
+            continue
+        numbers: list[int] = []
+        for pointer in claim.evidence_ids:
+            ev = by_pointer.get(pointer)
+            if ev is not None and (n := notes.number(ev)) not in numbers:
+                numbers.append(n)
+        sentences.append(_claim_sentence(claim, "".join(f"[{n}]" for n in numbers)))
+    return " ".join(sentences), notes.sources, notes.citations
+
+
+def refusal_answer(
+    question: Question | str, language: str = "en", mode: AnswerMode = AnswerMode.CITATIONS, n_context: int = 0
+) -> Answer:
+    """The KB has nothing on it: a verified refusal (no footnotes, nothing to review)."""
+    return Answer(
+        question=_question_text(question),
+        answer=_with_notes(message(Key.REFUSAL, language), question, language),
+        verified=True,
+        refused=True,
+        mode=mode,
+        n_context=n_context,
+        outcome=Outcome.REFUSED,
+    )
+
+
+def uncertain_answer(
+    question: Question | str,
+    draft: str,
+    verdict: Verdict,
+    language: str = "en",
+    mode: AnswerMode = AnswerMode.CITATIONS,
+    n_context: int = 0,
+) -> Answer:
+    """Verification failed after the retry: the asker gets the uncertain message,
+    the rejected draft and its violations go along for the review card."""
+    return Answer(
+        question=_question_text(question),
+        answer=_with_notes(message(Key.UNCERTAIN, language), question, language),
+        verified=False,
+        refused=True,
+        mode=mode,
+        audit_mode=verdict.audit_mode,
+        violations=list(verdict.violations),
+        n_context=n_context,
+        draft=draft,
+        outcome=Outcome.UNCERTAIN,
+        json_fixups=list(verdict.json_fixups),
+    )
+
+
+def error_answer(
+    question: Question | str, language: str = "en", mode: AnswerMode = AnswerMode.CITATIONS, n_context: int = 0
+) -> Answer:
+    """The model failed past all retries: an apology, so the asker is never left waiting."""
+    return Answer(
+        question=_question_text(question),
+        answer=message(Key.LLM_DOWN, language),
+        verified=False,
+        refused=False,
+        mode=mode,
+        n_context=n_context,
+        outcome=Outcome.ERROR,
+    )
+
+
+def build_answer(
+    question: Question | str,
+    draft: str,
+    verdict: Verdict,
+    evidence: list[Evidence],
+    mode: AnswerMode = AnswerMode.CITATIONS,
+    language: str = "en",
+) -> Answer:
+    """The Answer for the final verdict on `draft`: posted, partial, refusal or uncertain."""
+    n_context = len(evidence)
+    if verdict.refusal:
+        answer = refusal_answer(question, language, mode, n_context)
+        answer.json_fixups = list(verdict.json_fixups)
+        return answer
+    partial = verdict.audit_mode is AuditMode.HYBRID
+    if not verdict.ok and not partial:
+        return uncertain_answer(question, draft, verdict, language, mode, n_context)
+    if mode is AnswerMode.CLAIMS:
+        text, sources, citations = render_claims_text(verdict.claims, evidence)
+    else:
+        text, sources, citations = render_citations_text(draft, evidence)
+    if partial:
+        text = f"{text}\n\n{message(Key.PARTIAL, language)}"
+    return Answer(
+        question=_question_text(question),
+        answer=_with_notes(text, question, language),
+        verified=True,
+        refused=False,
+        citations=citations,
+        sources=sources,
+        mode=mode,
+        audit_mode=verdict.audit_mode,
+        violations=list(verdict.violations) if partial else [],
+        n_context=n_context,
+        outcome=Outcome.ANSWERED,
+        partial=partial,
+        json_fixups=list(verdict.json_fixups),
+    )
+
+
+def format_text_answer(answer: Answer, language: str = "en") -> str:
+    """The answer for a terminal: text, a blank line, then one line per footnote."""
+    if not answer.sources:
+        return answer.answer
+    lines = [answer.answer, "", f"{message(Key.SOURCES, language)}:"]
+    for s in answer.sources:
+        parts = [s.title, s.section] + ([f"Stand {s.stand}"] if s.stand else []) + ([s.url] if s.url else [])
+        lines.append(f"[{s.n}] " + " · ".join(p for p in parts if p))
+    return "\n".join(lines)
+

@@ -1,0 +1,197 @@
+"""Claim-lattice verifier: an answer as JSON claims, each pointing at evidence.
+
+The model returns {"claims": [{"text": ..., "evidence_ids": ["E1", ...]}]}. Each
+claim is checked on its own; the verdict's audit mode then says what may be posted:
+
+- STRICT: no violation at all; the whole answer is posted.
+- HYBRID: some claims verified and every violation is local to a claim
+  (UNKNOWN_EVIDENCE_ID, UNSUPPORTED_CLAIM, NUMBER_NOT_IN_SOURCE, TOO_MANY_CLAIMS);
+  only the verified claims are posted, marked partial.
+- UNGROUNDED: the output is not the schema (SCHEMA_INVALID), a claim quotes
+  (MANUAL_QUOTE_VIOLATION: quotations cannot be checked claim by claim, so none
+  are allowed), a claim relies on a blocked source role (SOURCE_ROLE_BLOCKED), or
+  nothing verified. Handled like a failed verification.
+
+Evidence ids: the prompt's pointer ids (E1..En, any case) are the normal way to
+cite. A content-addressed evidence_id or a KB entry id is accepted too, since both
+name context blocks unambiguously (an entry id stands for all of its blocks); the
+verdict's claims carry the resolved pointer ids.
+
+A refusal is a verified answer without claims: an empty claim list (the only way
+to refuse under schema-constrained decoding), claims that only say the refusal
+sentence, or the refusal sentence as plain text instead of JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot.grounding.lenient_json import parse_lenient_json
+from bot.grounding.numbers import missing_numbers
+from bot.grounding.support import assess
+from bot.grounding.text import DOUBLE_QUOTE_CHARS, contains_refusal, strip_think
+from bot.models import AuditMode, Claim, Evidence, Verdict, Violation
+
+# Source roles a claim may rest on. Background material (noisy_background_source)
+# gives context to the model but is not what an employee should be told as fact.
+DEFAULT_ALLOWED_ROLES = frozenset(
+    {
+        "primary_answer_source",
+        "secondary_answer_source",
+        "supporting_source",
+        "definition_source",
+        "procedure_source",
+    }
+)
+
+# More claims than this is a runaway answer (repetition, listing a whole block):
+# operators must see it, so it demotes to HYBRID; it never cuts claims off.
+MAX_CLAIMS = 12
+
+_CLAIM_LOCAL = {"UNKNOWN_EVIDENCE_ID", "UNSUPPORTED_CLAIM", "NUMBER_NOT_IN_SOURCE", "TOO_MANY_CLAIMS"}
+
+
+class _SchemaError(ValueError):
+    pass
+
+
+def _read_claims(obj: Any) -> list[Claim]:
+    if not isinstance(obj, dict) or not isinstance(obj.get("claims"), list):
+        raise _SchemaError('expected an object {"claims": [...]}')
+    claims = []
+    for i, item in enumerate(obj["claims"]):
+        if not isinstance(item, dict):
+            raise _SchemaError(f"claim {i} is not an object")
+        text, ids = item.get("text"), item.get("evidence_ids")
+        if not isinstance(text, str) or not text.strip():
+            raise _SchemaError(f"claim {i} has no text")
+        if isinstance(ids, str):
+            ids = [ids]  # a single id not wrapped in a list: the meaning is plain
+        if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
+            raise _SchemaError(f"claim {i}: evidence_ids must be a list of strings")
+        claims.append(Claim(text=text.strip(), evidence_ids=[x.strip().strip("[]") for x in ids]))
+    return claims
+
+
+class EvidenceIndex:
+    """Resolves what a claim cites to the context blocks."""
+
+    def __init__(self, evidence: list[Evidence]):
+        self.evidence = evidence
+        self._by_key: dict[str, list[Evidence]] = {}
+        for ev in evidence:
+            for key in (ev.pointer_id, ev.evidence_id):
+                self._by_key.setdefault(key.casefold(), []).append(ev)
+        for ev in evidence:
+            if ev.entry_id.casefold() not in self._by_key:
+                self._by_key[ev.entry_id.casefold()] = [e for e in evidence if e.entry_id == ev.entry_id]
+
+    def resolve(self, token: str) -> list[Evidence]:
+        return self._by_key.get(token.casefold(), [])
+
+
+def _haystack(ev: Evidence) -> str:
+    c = ev.chunk
+    header = " ".join(filter(None, [c.title, c.section, c.stand or "", *c.legal_bases]))
+    return f"{header}\n{c.text}"
+
+
+def _check_claim(
+    i: int, claim: Claim, index: EvidenceIndex, language: str, allowed_roles: frozenset[str]
+) -> tuple[Claim, list[Violation]]:
+    """The claim with resolved pointer ids and its `verified` flag, and its violations."""
+    out: list[Violation] = []
+
+    def add(kind: str, detail: str) -> None:
+        out.append(Violation(kind=kind, detail=detail, claim=i))
+
+    if any(ch in claim.text for ch in DOUBLE_QUOTE_CHARS):
+        add("MANUAL_QUOTE_VIOLATION", "claim text contains a double quote; state facts without quoting")
+    resolved: list[Evidence] = []
+    for token in claim.evidence_ids:
+        found = index.resolve(token)
+        if not found:
+            add("UNKNOWN_EVIDENCE_ID", f"{token!r} is not one of the evidence ids")
+        resolved.extend(ev for ev in found if ev not in resolved)
+    for ev in resolved:
+        if ev.source_role not in allowed_roles:
+            add("SOURCE_ROLE_BLOCKED", f"{ev.pointer_id} ({ev.entry_id}) has role {ev.source_role!r}")
+    if not claim.evidence_ids:
+        add("UNSUPPORTED_CLAIM", "the claim cites no evidence")
+    elif resolved:
+        for number in missing_numbers(claim.text, [_haystack(ev) for ev in resolved], language):
+            add("NUMBER_NOT_IN_SOURCE", f"{number!r} is not stated in the cited evidence")
+        support = assess(claim.text, [ev.text for ev in resolved], language)
+        if not support.supported:
+            missing = ", ".join(support.missing) or "-"
+            add("UNSUPPORTED_CLAIM", f"the cited evidence does not state this (words not found: {missing})")
+    pointers = [ev.pointer_id for ev in resolved] + [t for t in claim.evidence_ids if not index.resolve(t)]
+    return Claim(text=claim.text, evidence_ids=pointers, verified=not out), out
+
+
+def _audit_mode(violations: list[Violation], n_verified: int) -> AuditMode:
+    if n_verified == 0 or any(v.kind not in _CLAIM_LOCAL for v in violations):
+        return AuditMode.UNGROUNDED
+    return AuditMode.HYBRID if violations else AuditMode.STRICT
+
+
+def _refusal(fixups: list[str]) -> Verdict:
+    return Verdict(ok=True, refusal=True, audit_mode=AuditMode.STRICT, json_fixups=fixups)
+
+
+def _citations(claims: list[Claim], index: EvidenceIndex) -> list[str]:
+    seen: list[str] = []
+    for claim in claims:
+        if claim.verified:
+            for token in claim.evidence_ids:
+                seen.extend(ev.entry_id for ev in index.resolve(token) if ev.entry_id not in seen)
+    return seen
+
+
+def verify_claims(
+    draft_text: str,
+    evidence: list[Evidence],
+    language: str = "en",
+    allowed_roles: frozenset[str] | set[str] = DEFAULT_ALLOWED_ROLES,
+    max_claims: int = MAX_CLAIMS,
+) -> Verdict:
+    """Check a claims-mode draft against the context blocks it was written from."""
+    text = strip_think(draft_text)
+    try:
+        obj, fixups = parse_lenient_json(text)
+        claims = _read_claims(obj)
+    except json.JSONDecodeError as exc:
+        if contains_refusal(text):
+            return _refusal([])
+        return _schema_invalid(f"not JSON: {exc.msg}", [])
+    except _SchemaError as exc:
+        return _schema_invalid(str(exc), fixups)
+    if all(not c.evidence_ids and contains_refusal(c.text) for c in claims):
+        return _refusal(fixups)  # also true for an empty list
+    index = EvidenceIndex(evidence)
+    checked, violations = [], []
+    for i, claim in enumerate(claims):
+        result, found = _check_claim(i, claim, index, language, frozenset(allowed_roles))
+        checked.append(result)
+        violations += found
+    if len(claims) > max_claims:
+        violations.append(Violation(kind="TOO_MANY_CLAIMS", detail=f"{len(claims)} claims; at most {max_claims}"))
+    mode = _audit_mode(violations, sum(c.verified for c in checked))
+    return Verdict(
+        ok=mode is AuditMode.STRICT,
+        violations=violations,
+        citations=_citations(checked, index),
+        audit_mode=mode,
+        claims=checked,
+        json_fixups=fixups,
+    )
+
+
+def _schema_invalid(detail: str, fixups: list[str]) -> Verdict:
+    return Verdict(
+        ok=False,
+        violations=[Violation(kind="SCHEMA_INVALID", detail=detail)],
+        audit_mode=AuditMode.UNGROUNDED,
+        json_fixups=fixups,
+    )

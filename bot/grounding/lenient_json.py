@@ -1,0 +1,73 @@
+"""A JSON parser that survives what models wrap around JSON.
+
+Constrained decoding (vLLM guided_json, Ollama `format`) gives strict JSON, but
+not every backend has it, and unconstrained models add Markdown fences, a line
+of prose, typographic quotes or a trailing comma. Each repair is tried only if
+the text does not parse yet, and each one made is reported by name, so the
+audit shows how far the output was from strict JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+FENCE = "fence"
+PROSE_TRIM = "prose_trim"
+CURLY_QUOTES = "curly_quotes"
+TRAILING_COMMA = "trailing_comma"
+
+_FENCED = re.compile(r"```[ \t]*[\w-]*[ \t]*\n?(.*?)(?:```|\Z)", re.S)
+_CURLY = str.maketrans({"“": '"', "”": '"', "„": '"', "‟": '"'})
+_TRAILING = re.compile(r",(\s*[}\]])")
+
+
+def _try(text: str) -> tuple[bool, Any]:
+    try:
+        return True, json.loads(text)
+    except json.JSONDecodeError:
+        return False, None
+
+
+def _unfence(text: str) -> str:
+    match = _FENCED.search(text)
+    return match.group(1).strip() if match else text
+
+
+def _trim_prose(text: str) -> str:
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        return text
+    start = min(starts)
+    end = text.rfind("}" if text[start] == "{" else "]")
+    return text[start : end + 1] if end > start else text
+
+
+_REPAIRS = (
+    (FENCE, _unfence),
+    (PROSE_TRIM, _trim_prose),
+    (TRAILING_COMMA, lambda t: _TRAILING.sub(r"\1", t)),
+    # Last: it also turns typographic quotes inside string values into JSON
+    # delimiters, so it is tried only when nothing gentler made the text parse.
+    (CURLY_QUOTES, lambda t: t.translate(_CURLY)),
+)
+
+
+def parse_lenient_json(text: str) -> tuple[Any, list[str]]:
+    """(object, repairs made). Raises json.JSONDecodeError when no repair helps."""
+    current = text.strip()
+    fixups: list[str] = []
+    ok, obj = _try(current)
+    if ok:
+        return obj, fixups
+    for name, repair in _REPAIRS:
+        repaired = repair(current).strip()
+        if repaired == current:
+            continue
+        current = repaired
+        fixups.append(name)
+        ok, obj = _try(current)
+        if ok:
+            return obj, fixups
+    return json.loads(current), fixups  # raises the decoder's own error, with its position

@@ -1,0 +1,125 @@
+"""KB-ID references in an answer written in citations mode.
+
+The model cites with square brackets ("[lb-atz-01]", also "[lb-atz-01, lb-atz-02]"
+or "[Quelle: lb-atz-01]"); it also names an entry in running text ("siehe
+lb-min-02"), which counts as a citation too. The verifier reads references with
+`find_refs`; the renderer replaces the very same spans with footnote markers, so
+both agree on what was cited.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Square brackets not followed by "(": "[text](url)" is a Markdown link, not a citation.
+_BRACKET = re.compile(r"\[([^\[\]\n]{1,200})\](?!\()")
+_PART_SPLIT = re.compile(r"\s*[,;]\s*|\s+(?:und|and|&)\s+")
+_LABEL = re.compile(r"^(?:kb-id|kb|id|quelle|quellen|source|sources|siehe|see|vgl\.?|cf\.?)\s*:?\s+", re.I)
+_ID_LIKE = re.compile(r"^[A-Za-z0-9][\w.\-/]*$")
+
+
+@dataclass(frozen=True)
+class Ref:
+    """One reference: a bracket (possibly several ids) or a bare mention of one id."""
+
+    start: int
+    end: int
+    ids: tuple[str, ...]  # known KB-IDs, canonical spelling, without repeats
+    unknown: tuple[str, ...]  # id-shaped tokens that are no context block's KB-ID
+    bare: bool = False
+
+
+class IdSet:
+    """The KB-IDs of the context blocks, matched without regard to case
+    (models like to upper-case ids)."""
+
+    def __init__(self, ids: list[str]):
+        self._canonical = {i.casefold(): i for i in ids}
+        # Shapes of the known ids ("lb", 3 parts): a bare token of the same shape
+        # that is not known is a made-up id, not an ordinary word.
+        self._shapes = {_shape(i) for i in ids if _shape(i)}
+        bare = sorted((i for i in ids if _bare_mentionable(i)), key=len, reverse=True)
+        self._bare = (
+            re.compile(r"(?<![\w\-/])(" + "|".join(re.escape(i) for i in bare) + r")(?![\w\-/])", re.I)
+            if bare
+            else None
+        )
+
+    def get(self, token: str) -> str | None:
+        return self._canonical.get(token.casefold())
+
+    def has_shape_of_known(self, token: str) -> bool:
+        return _shape(token) in self._shapes
+
+    def bare_mentions(self, text: str):
+        return self._bare.finditer(text) if self._bare else iter(())
+
+
+def _shape(token: str) -> tuple[str, int] | None:
+    parts = token.casefold().split("-")
+    if len(parts) < 2 or not any(ch.isdigit() for ch in token):
+        return None
+    return parts[0], len(parts)
+
+
+def _bare_mentionable(kb_id: str) -> bool:
+    # A one-word id ("faq") would match ordinary prose; only ids with a digit or a
+    # separator are unmistakable enough to count without brackets.
+    return any(ch.isdigit() or ch in "-_/." for ch in kb_id)
+
+
+def _looks_like_id(token: str) -> bool:
+    return bool(_ID_LIKE.match(token)) and any(ch.isdigit() or ch in "-_/." for ch in token)
+
+
+def _bracket_ref(match: re.Match[str], known: IdSet) -> Ref | None:
+    ids: list[str] = []
+    unknown: list[str] = []
+    for part in _PART_SPLIT.split(match.group(1).strip()):
+        token = _LABEL.sub("", part.strip()).strip()
+        canonical = known.get(token)
+        if canonical:
+            if canonical not in ids:
+                ids.append(canonical)
+        elif _looks_like_id(token):
+            unknown.append(token)
+    if not ids and not unknown:
+        return None  # "[sic]", "[Hinweis]", "[Stand 2026]": editorial brackets, not citations
+    return Ref(match.start(), match.end(), tuple(ids), tuple(unknown))
+
+
+def find_refs(text: str, known: IdSet) -> list[Ref]:
+    """All references in `text`, in order of position."""
+    refs = [r for m in _BRACKET.finditer(text) if (r := _bracket_ref(m, known))]
+    taken = [(m.start(), m.end()) for m in _BRACKET.finditer(text)]
+
+    def outside(start: int) -> bool:
+        return not any(a <= start < b for a, b in taken)
+
+    for m in known.bare_mentions(text):
+        if outside(m.start()):
+            refs.append(Ref(m.start(), m.end(), (known.get(m.group(1)) or m.group(1),), (), bare=True))
+    for m in re.finditer(r"(?<![\w\-/])[A-Za-z][\w]*(?:-[\w]+)+(?![\w\-/])", text):
+        token = m.group(0)
+        if outside(m.start()) and not known.get(token) and known.has_shape_of_known(token):
+            refs.append(Ref(m.start(), m.end(), (), (token,), bare=True))
+    return sorted(refs, key=lambda r: r.start)
+
+
+def strip_refs(text: str, refs: list[Ref]) -> str:
+    """`text` without its references: ids must not count as numbers ("lb-atz-01" has a 1)."""
+    out, position = [], 0
+    for ref in refs:
+        out.append(text[position : ref.start])
+        position = ref.end
+    out.append(text[position:])
+    return "".join(out)
+
+
+def ordered_ids(refs: list[Ref]) -> list[str]:
+    """Known KB-IDs in order of first use."""
+    seen: list[str] = []
+    for ref in refs:
+        seen.extend(i for i in ref.ids if i not in seen)
+    return seen

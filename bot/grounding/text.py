@@ -1,0 +1,171 @@
+"""Plain-text helpers the verifiers share: reasoning blocks, sentences, quotes, refusals.
+
+Pure functions over strings. The sentence splitter is tuned for what models
+write in answers (German ordinals, legal abbreviations, citations after the full
+stop), not for general prose.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+
+from bot.messages import Key, all_translations
+
+# --------------------------------------------------------------------- reasoning
+
+_THINK_CLOSED = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
+_THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
+_THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.I)
+
+
+def strip_think(text: str) -> str:
+    """Remove reasoning blocks before anything is checked or shown.
+
+    Three shapes occur: a closed block; a lone closing tag (chat templates that
+    put the opening tag into the prompt, so the output starts mid-reasoning);
+    and an opening tag that never closes (the model ran out of tokens while
+    reasoning: everything after it is reasoning, there is no answer).
+    """
+    text = _THINK_CLOSED.sub("", text)
+    close = _THINK_CLOSE.search(text)
+    if close and not _THINK_OPEN.search(text, 0, close.start()):
+        text = text[close.end() :]
+    opened = _THINK_OPEN.search(text)
+    if opened:
+        text = text[: opened.start()]
+    return text.strip()
+
+
+# --------------------------------------------------------------------- quotes
+
+# Double-quoted passages: straight, English curly, German „…“ (closing with “ or ”),
+# and guillemets both ways. Single quotes are left alone: they are apostrophes too.
+QUOTED = re.compile(
+    r"„(?P<de>[^“”\"\n]+)[“”]"
+    r"|“(?P<en>[^“”\n]+)[”“]"
+    r"|\"(?P<plain>[^\"\n]+)\""
+    r"|»(?P<gr>[^«»\n]+)«"
+    r"|«(?P<gl>[^«»\n]+)»"
+)
+
+DOUBLE_QUOTE_CHARS = "\"“”„‟«»"
+
+
+def quoted_passages(text: str) -> list[str]:
+    """The inner text of each double-quoted passage, in order."""
+    return [next(g for g in m.groups() if g is not None).strip() for m in QUOTED.finditer(text)]
+
+
+def squash(text: str) -> str:
+    """Whitespace runs to one space, typographic apostrophes and dashes to plain ones:
+    a model that copies a passage "verbatim" still re-flows lines and types ' for ’."""
+    text = text.replace("’", "'").replace("‘", "'").replace("–", "-").replace("—", "-")
+    text = text.replace("\u00a0", " ").replace("\u202f", " ")
+    return " ".join(text.split())
+
+
+_ELLIPSIS = re.compile(r"\s*(?:\[\s*(?:\.\.\.|…)\s*\]|\(\s*(?:\.\.\.|…)\s*\)|\.\.\.|…)\s*")
+
+
+def quote_in(passage: str, source: str) -> bool:
+    """Is `passage` verbatim in `source`? An ellipsis in the quote stands for an omission:
+    each fragment must then appear, in order."""
+    haystack = squash(source)
+    position = 0
+    fragments = [f for f in (squash(p) for p in _ELLIPSIS.split(passage)) if f]
+    if not fragments:
+        return False
+    for fragment in fragments:
+        found = haystack.find(fragment, position)
+        if found < 0:
+            return False
+        position = found + len(fragment)
+    return True
+
+
+# --------------------------------------------------------------------- sentences
+
+# Words after which a full stop does not end a sentence.
+_ABBREVIATIONS = {
+    "abs", "art", "nr", "ziff", "bzw", "ca", "vgl", "ggf", "usw", "inkl", "zzgl", "evtl",
+    "gem", "lt", "max", "min", "mind", "bspw", "sog", "str", "tel", "dr", "prof",
+    "e.g", "i.e", "etc", "vs", "approx", "no", "mr", "mrs", "ms", "st", "jr", "sr", "inc",
+    "ltd", "co", "corp", "dept", "fig", "eq", "al", "cf", "resp", "z.b", "d.h", "u.a", "s",
+}
+
+# A candidate end: terminal punctuation, closing quotes/brackets, and citation
+# brackets the model put after the full stop ("... 55 Jahre. [lb-atz-01]").
+_END = re.compile(r"[.!?…]+[\"'”“»«)]*(?:[ \t]*\[[^\[\]\n]{1,200}\])*(?=\s)")
+_NEXT_STARTS_SENTENCE = re.compile(r"\s+(?=[A-ZÄÖÜ0-9\"„“«»(\[*•\-])")
+_WORD_BEFORE = re.compile(r"([\w.]+)$")
+_PARAGRAPH = re.compile(r"\n[ \t]*\n+")
+
+
+def paragraphs(text: str) -> list[str]:
+    return [p.strip() for p in _PARAGRAPH.split(text.strip()) if p.strip()]
+
+
+def _is_abbreviation(head: str, language: str) -> bool:
+    match = _WORD_BEFORE.search(head)
+    if not match:
+        return False
+    word = match.group(1).lower().rstrip(".")
+    if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+        return True
+    # German writes ordinals and dates with a full stop ("ab dem 60. Lebensjahr",
+    # "1. Januar"): a number before the stop does not end a German sentence.
+    return language == "de" and word.isdigit()
+
+
+def _quote_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in QUOTED.finditer(text)]
+
+
+def _split_line(line: str, language: str) -> list[str]:
+    quotes = _quote_spans(line)
+    pieces, start = [], 0
+    for match in _END.finditer(line):
+        end = match.end()
+        if any(a < end < b for a, b in quotes):
+            continue  # a full stop inside a quotation does not end the sentence around it
+        if not _NEXT_STARTS_SENTENCE.match(line, end):
+            continue
+        if match.group(0)[0] == "." and _is_abbreviation(line[start : match.start()], language):
+            continue
+        pieces.append(line[start:end].strip())
+        start = end
+    pieces.append(line[start:].strip())
+    return [p for p in pieces if p]
+
+
+def sentences(text: str, language: str = "en") -> list[str]:
+    """Sentences of one paragraph. A line break ends a sentence too (list items)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        out.extend(_split_line(line, language))
+    return out
+
+
+# --------------------------------------------------------------------- refusals
+
+_PUNCT = str.maketrans({ch: " " for ch in string.punctuation + "„“”‚‘’«»…–—"})
+
+
+def fold(text: str) -> str:
+    """Lower case, no accents, no punctuation, single spaces: for phrase comparison."""
+    text = unicodedata.normalize("NFKD", text.replace("ß", "ss").casefold())
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = text.replace("n't", " not")
+    return " ".join(text.translate(_PUNCT).split())
+
+
+_REFUSAL_PHRASES = tuple(fold(p) for p in all_translations(Key.REFUSAL))
+
+
+def contains_refusal(text: str) -> bool:
+    """Does the text say the refusal sentence (any language, any punctuation or case),
+    alone or inside a longer reply ("Zu dieser Frage: Dazu enthält ...")?"""
+    folded = f" {fold(text)} "
+    return any(f" {phrase} " in folded for phrase in _REFUSAL_PHRASES)
