@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from bot.models import AnswerMode, Draft, Evidence, GenerationRequest
-from kb_index.analysis import terms
+from kb_index.analysis import stop_words, terms
 
 REFUSALS = {
     "en": "The knowledge base does not cover this question.",
@@ -101,8 +101,12 @@ def _is_ordinal_or_date(word: str, following: str, language: str) -> bool:
     if next_word and next_word.group().lower() in MONTHS:
         return True
     # German writes ordinals with a period; days, months and ages have at most
-    # two digits, while a sentence ending in a year or an amount has more.
-    return language == "de" and len(word.rsplit(".", 1)[-1]) <= 2
+    # two digits, while a sentence ending in a year or an amount has more. An
+    # ordinal is followed by a noun ("18. Lebensjahr"), a new sentence mostly
+    # by a function word ("÷ 6. Bei vier Tagen ...").
+    if language != "de" or len(word.rsplit(".", 1)[-1]) > 2:
+        return False
+    return not (next_word and next_word.group().lower() in stop_words("de"))
 
 
 # ----------------------------------------------------------------- markdown

@@ -268,6 +268,7 @@ def test_does_not_split_inside_a_sentence(text, language):
         ("The limit is 100. Then it rises.", "en", ["The limit is 100.", "Then it rises."]),
         ('He said "stop." Then he left.', "en", ['He said "stop."', "Then he left."]),
         ("Der Betrag ist 13,90 EUR. 2026 steigt er.", "de", ["Der Betrag ist 13,90 EUR.", "2026 steigt er."]),
+        ("Geteilt durch 6. Bei vier Tagen sind es 16.", "de", ["Geteilt durch 6.", "Bei vier Tagen sind es 16."]),
         ("No final stop", "en", ["No final stop"]),
         ("", "en", []),
     ],
