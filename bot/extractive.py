@@ -15,13 +15,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from bot.grounding.claims import DEFAULT_ALLOWED_ROLES
+from bot.grounding.text import DOUBLE_QUOTE_CHARS
+from bot.messages import Key, message
 from bot.models import AnswerMode, Draft, Evidence, GenerationRequest
 from kb_index.analysis import stop_words, terms
-
-REFUSALS = {
-    "en": "The knowledge base does not cover this question.",
-    "de": "Dazu enthält die Wissensbasis keine Aussage.",
-}
 
 MAX_BLOCKS = 5  # beyond the top few blocks retrieval is mostly noise
 MAX_SENTENCES = 4  # a Slack answer, not a report
@@ -35,9 +33,6 @@ RANK_DECAY = 0.1  # each lower-ranked block counts 10 % less
 COMPOUND_WEIGHT = 0.5
 MIN_COMPOUND_STEM = 4
 MIN_WORDS = 3  # shorter lines are labels ("Details", "Ja."), not statements
-# Background sources may be blocked by the grounding policy; an answer that
-# cites them would be rejected, so they are never quoted.
-BACKGROUND_ROLES = frozenset({"noisy_background_source"})
 
 # ----------------------------------------------------------------- sentences
 
@@ -171,7 +166,9 @@ class Candidate:
 def candidates(evidence: Iterable[Evidence], language: str) -> list[Candidate]:
     found: list[Candidate] = []
     seen: set[str] = set()
-    usable = [e for e in evidence if e.source_role not in BACKGROUND_ROLES][:MAX_BLOCKS]
+    # Background material may not back an answer (the claims verifier blocks
+    # its role), so it is never quoted.
+    usable = [e for e in evidence if e.source_role in DEFAULT_ALLOWED_ROLES][:MAX_BLOCKS]
     for rank, ev in enumerate(usable):
         position = 0
         for unit in prose_units(ev.text):
@@ -226,9 +223,14 @@ def select(scored: list[Candidate]) -> list[Candidate]:
     return sorted(chosen, key=lambda c: (c.rank, c.position))
 
 
-def best_sentences(question: str, evidence: list[Evidence], language: str) -> list[Candidate]:
+def best_sentences(
+    question: str, evidence: list[Evidence], language: str, *, quotes: bool = True
+) -> list[Candidate]:
+    """The sentences to answer with; `quotes=False` leaves out any with a double quote."""
     question_terms = set(terms(question, language))
     pool = candidates(evidence, language)
+    if not quotes:
+        pool = [c for c in pool if not any(ch in c.text for ch in DOUBLE_QUOTE_CHARS)]
     if not question_terms or not pool:
         return []
     return select(score(question_terms, pool, language))
@@ -256,10 +258,13 @@ class ExtractiveBackend:
         return Draft(text=text, model=self.name, raw=text)
 
     def answer(self, request: GenerationRequest) -> str:
-        chosen = best_sentences(request.question, request.evidence, request.language)
+        claims = request.mode == AnswerMode.CLAIMS
+        # The claims rules reject a claim that quotes (MANUAL_QUOTE_VIOLATION):
+        # a claim states a fact in its own words, so quoting sentences are skipped.
+        chosen = best_sentences(request.question, request.evidence, request.language, quotes=not claims)
         if not chosen:
-            return REFUSALS[request.language]
-        if request.mode == AnswerMode.CLAIMS:
+            return message(Key.REFUSAL, request.language)
+        if claims:
             return render_claims(chosen)
         return render_citations(chosen)
 

@@ -5,7 +5,8 @@ A backend turns a `GenerationRequest` into a `Draft`. Three kinds exist:
 POST /v1/chat/completions: vLLM, llama.cpp, LM Studio, OpenAI) and `ollama`
 (POST /api/chat). Transient failures (connection errors, timeouts, HTTP 429
 and 5xx) are retried with exponential backoff; a 429 or 503 with Retry-After
-waits at least that long.
+waits at least that long. Reasoning blocks (<think>…</think>) are removed from
+`Draft.text`; `Draft.raw` keeps the reply as it came.
 
 Errors. httpx exceptions never leave this module; they are translated once,
 here, and re-raised `from` the original:
@@ -14,13 +15,14 @@ here, and re-raised `from` the original:
      ├── LLMUnavailable       connection refused/reset, timeout, 429, 5xx:
      │                        the retries ran out (`retryable` is True, so the
      │                        job may be tried again later)
-     ├── LLMRejected          any other 4xx: wrong model name, bad API key,
-     │                        a body the server refuses (`retryable` False)
+     ├── LLMRejected          any other 4xx (wrong model name, bad API key, a
+     │                        body the server refuses), a redirect, a request
+     │                        httpx cannot send; not retried (`retryable` False)
      └── LLMBadReply          2xx, but not a chat reply: not JSON, or no
                               choices/message/content (`retryable` False)
 
-Every error carries `url` (credentials removed) and `status` (None when no
-HTTP response came), and its message names both.
+Every error carries `url` (credentials removed), `status` (None when no HTTP
+response came) and `attempts` (requests sent); its message names URL and status.
 """
 
 from __future__ import annotations
@@ -30,14 +32,15 @@ import email.utils
 import json
 import logging
 import random
-import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
+from bot.config import LLM_BACKENDS, normalize_llm_url
 from bot.extractive import ExtractiveBackend
+from bot.grounding.text import strip_think
 from bot.models import Draft, GenerationRequest
 
 log = logging.getLogger(__name__)
@@ -98,27 +101,6 @@ class Backend(Protocol):
     async def aclose(self) -> None: ...
 
 
-# ----------------------------------------------------------------- reasoning
-
-_CLOSED_BLOCK = re.compile(r"<(think|thinking)>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
-_UNCLOSED_BLOCK = re.compile(r"<(?:think|thinking)>.*\Z", re.DOTALL | re.IGNORECASE)
-# Some chat templates put the opening tag into the prompt, so the reply starts
-# inside the block and only the closing tag shows.
-_ORPHAN_CLOSE = re.compile(r"\A.*?</(?:think|thinking)\s*>", re.DOTALL | re.IGNORECASE)
-
-
-def strip_reasoning(text: str) -> str:
-    """The reply without <think>/<thinking> blocks, trimmed.
-
-    A block the model never closed (it ran out of tokens while thinking) takes
-    the rest of the text with it: half a thought is not an answer.
-    """
-    text = _CLOSED_BLOCK.sub("", text)
-    text = _ORPHAN_CLOSE.sub("", text, count=1)
-    text = _UNCLOSED_BLOCK.sub("", text)
-    return text.strip()
-
-
 # ----------------------------------------------------------------- retries
 
 
@@ -153,25 +135,6 @@ def _is_retryable_status(status: int) -> bool:
 _TRANSIENT_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 
 
-# ----------------------------------------------------------------- urls
-
-
-def server_root(url: str, suffixes: tuple[str, ...]) -> str:
-    """The server root of an endpoint URL.
-
-    People paste what their server's docs show: `http://host:8000/v1`,
-    `.../v1/chat/completions`, `http://host:11434/api`. All of them mean the root.
-    """
-    parsed = httpx.URL(url.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ValueError(f"LLM url must be http(s)://host[:port], got {url!r}")
-    root = url.strip().rstrip("/")
-    for suffix in suffixes:
-        if root.endswith(suffix):
-            return root[: -len(suffix)]
-    return root
-
-
 def _redact(url: str) -> str:
     """The URL as shown in errors and logs: without user:password."""
     return str(httpx.URL(url).copy_with(username=None, password=None))
@@ -184,7 +147,6 @@ class _ChatBackend:
     """What both chat APIs share: one client, the retry loop, error translation."""
 
     path = ""
-    root_suffixes: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -204,7 +166,13 @@ class _ChatBackend:
             raise ValueError(f"retries must be >= 0, got {retries}")
         self.name = model
         self.model = model
-        self.endpoint = server_root(url, self.root_suffixes) + self.path
+        try:
+            # People paste what their server's docs show (".../v1", ".../api/chat"):
+            # all of it means the server root, to which each API adds its own path.
+            root = normalize_llm_url(url)
+        except ValueError as exc:
+            raise ValueError(f"{url!r} {exc}") from exc
+        self.endpoint = root + self.path
         self._shown = _redact(self.endpoint)
         self.timeout = timeout
         self.retries = retries
@@ -229,7 +197,8 @@ class _ChatBackend:
     async def generate(self, request: GenerationRequest) -> Draft:
         reply = await self._post(self._body(request))
         raw = self._content(reply)
-        return Draft(text=strip_reasoning(raw), model=self.name, raw=raw)
+        # Reasoning never reaches the verifier or Slack; `raw` keeps it for the audit.
+        return Draft(text=strip_think(raw), model=self.name, raw=raw)
 
     def _body(self, request: GenerationRequest) -> dict[str, Any]:
         raise NotImplementedError
@@ -334,7 +303,6 @@ class OpenAIBackend(_ChatBackend):
     """
 
     path = "/v1/chat/completions"
-    root_suffixes = ("/v1/chat/completions", "/v1")
 
     def __init__(self, url: str, model: str, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  retries: int = DEFAULT_RETRIES, guided_json: bool = True, **kwargs: Any):
@@ -366,7 +334,6 @@ class OllamaBackend(_ChatBackend):
     """Ollama's native API: POST {root}/api/chat, JSON schema in `format`."""
 
     path = "/api/chat"
-    root_suffixes = ("/api/chat", "/api", "/v1")
 
     def _body(self, request: GenerationRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -385,9 +352,6 @@ class OllamaBackend(_ChatBackend):
 
 # ----------------------------------------------------------------- factory
 
-KINDS = ("extractive", "openai", "ollama")
-
-
 def make_backend(
     kind: str,
     url: str | None = None,
@@ -399,8 +363,8 @@ def make_backend(
     kind = (kind or "").strip().lower()
     if kind == "extractive":
         return ExtractiveBackend()
-    if kind not in KINDS:
-        raise ValueError(f"CITEBOT_LLM must be one of {', '.join(KINDS)}, got {kind!r}")
+    if kind not in LLM_BACKENDS:
+        raise ValueError(f"CITEBOT_LLM must be one of {', '.join(LLM_BACKENDS)}, got {kind!r}")
     if not url:
         raise ValueError(f"CITEBOT_LLM_URL is required when CITEBOT_LLM={kind}")
     if not model:

@@ -9,12 +9,13 @@ import pytest
 
 from bot.extractive import (
     MAX_SENTENCES,
-    REFUSALS,
     ExtractiveBackend,
     prose_units,
     split_sentences,
 )
-from bot.models import AnswerMode, Evidence, GenerationRequest
+from bot.grounding.citations import verify_citations
+from bot.grounding.claims import verify_claims
+from bot.models import AnswerMode, AuditMode, Evidence, GenerationRequest
 from kb_index import ChunkResult
 
 TRAVEL = """## Details
@@ -182,17 +183,16 @@ def test_background_sources_are_not_quoted():
 # ----------------------------------------------------------------- refusal
 
 
+REFUSALS = {
+    "en": "The knowledge base does not cover this question.",
+    "de": "Dazu enthält die Wissensbasis keine Aussage.",
+}
+
+
 @pytest.mark.parametrize("language", ["en", "de"])
 def test_refuses_when_nothing_overlaps(language):
     blocks = evidence(("travel-policy", TRAVEL), ("reise-vma", MEAL))
     assert ask("Bermuda dollar exchange rate?", blocks, language=language) == REFUSALS[language]
-
-
-def test_refusal_texts():
-    assert REFUSALS == {
-        "en": "The knowledge base does not cover this question.",
-        "de": "Dazu enthält die Wissensbasis keine Aussage.",
-    }
 
 
 @pytest.mark.parametrize("mode", list(AnswerMode))
@@ -220,8 +220,16 @@ def test_claims_mode_is_valid_json_with_pointer_ids():
 
 
 def test_claims_keep_non_ascii_text_readable():
-    out = ask("Aufstockungsbetrag Altersteilzeit", evidence(("lb-atz-01", ATZ)), AnswerMode.CLAIMS, "de")
-    assert "„Aufstockungsbetrag“" in out
+    out = ask("Übergang Ruhestand", evidence(("lb-atz-01", ATZ)), AnswerMode.CLAIMS, "de")
+    assert "Übergang" in out
+
+
+def test_claims_leave_out_sentences_that_quote():
+    # The same question in citations mode answers with the quoting sentence.
+    question = "Wie hoch ist der Aufstockungsbetrag bei Altersteilzeit?"
+    assert "„Aufstockungsbetrag“" in ask(question, evidence(("lb-atz-01", ATZ)), language="de")
+    out = json.loads(ask(question, evidence(("lb-atz-01", ATZ)), AnswerMode.CLAIMS, "de"))
+    assert out["claims"] and not any("„" in c["text"] for c in out["claims"])
 
 
 async def test_generate_returns_a_draft():
@@ -318,3 +326,33 @@ def test_weak_extra_sentences_are_dropped_even_close_to_the_best():
     )
     pairs = cited_sentences(ask("parking laptop canteen gym bikes phones", evidence(("perks", text))))
     assert pairs == [("Employees get parking.", "perks")]
+
+
+# ----------------------------------------------------------------- against the verifiers
+
+
+@pytest.mark.parametrize(
+    ("question", "language"),
+    [
+        ("How many vacation days do part-time employees get?", "en"),
+        ("Do unused vacation days expire?", "en"),
+        ("Is the train preferred for short trips?", "en"),
+        ("Wie hoch ist der Verpflegungsmehraufwand bei 24 Stunden?", "de"),
+        ("Sachbezugswert Mittagessen", "de"),
+        ("Wie heißt der Aufstockungsbetrag bei Altersteilzeit?", "de"),
+    ],
+)
+def test_drafts_pass_both_verifiers(question, language):
+    blocks = evidence(("travel-policy", TRAVEL), ("hr-vacation", VACATION), ("reise-vma", MEAL), ("lb-atz-01", ATZ))
+    verdict = verify_citations(ask(question, blocks, language=language), blocks, language)
+    assert verdict.ok and not verdict.refusal, verdict.violations
+    verdict = verify_claims(ask(question, blocks, AnswerMode.CLAIMS, language), blocks, language)
+    assert verdict.audit_mode is AuditMode.STRICT, verdict.violations
+
+
+@pytest.mark.parametrize("mode", list(AnswerMode))
+def test_refusal_passes_as_a_refusal(mode):
+    blocks = evidence(("travel-policy", TRAVEL))
+    draft = ask("Bermuda dollar exchange rate?", blocks, mode=mode)
+    verify = verify_claims if mode is AnswerMode.CLAIMS else verify_citations
+    assert verify(draft, blocks, "en").refusal
