@@ -3,7 +3,9 @@
 It picks the sentences of the top evidence blocks that best match the question
 and cites each one. Sentences are copied verbatim (only line breaks inside a
 sentence become spaces), so every number and quotation in the answer is in the
-block it cites and the verifiers pass them as they would a model's draft.
+block it cites and the verifiers pass them as they would a model's draft. In
+claims mode sentences with a quotation are left out, because the claims rules
+reject quoting claims. Nothing matches the question: the refusal sentence.
 Deterministic: the same request gives the same draft.
 """
 
@@ -40,7 +42,7 @@ MIN_WORDS = 3  # shorter lines are labels ("Details", "Ja."), not statements
 # ("z. B.", initials) and dotted forms ("z.B.", "e.g.") are handled by rule.
 ABBREVIATIONS = frozenset(
     """
-    abs abschn anm art bspw bzw ca dr etc evtl fr gem ggf ggü hr inkl jh lt max
+    abs abschn anm art bspw bzw ca dr etc evtl ff fr gem ggf ggü hr inkl jh lt max
     mind min mio mrd nr prof sog str tel tsd usw vgl zzgl ziff lit bzgl
     approx cf co dept est fig inc jr ltd mr mrs ms nos pp sec sr st vs al
     """.split()

@@ -260,6 +260,7 @@ async def test_generate_returns_a_draft():
         ("It starts on 1. January for everyone.", "en"),
         ("Ask Dr. Meier or Prof. Schulz.", "en"),
         ("Gilt auch bzw. Nr. 4 Ziff. 2 ff.", "de"),
+        ("Siehe §§ 3 ff. EStG für die Details.", "de"),
     ],
 )
 def test_does_not_split_inside_a_sentence(text, language):
