@@ -25,14 +25,17 @@ from pathlib import Path
 
 import numpy as np
 
-FILE_NAME = "impacts.npz"
-VOCAB_FILE = "impacts.json"
+# Arrays are separate .npy files opened with mmap: pages load on first touch
+# and are shared by every process on the machine (web, workers).
+ARRAY_PREFIX = "impacts-"
+META_FILE = "impacts.json"
+_ARRAYS = ("terms", "offsets", "docs", "weights", "idf", "live", "collection_of", "entry_of")
 
 # Tuned on the SciFact train qrels (bench/retrieval_scifact.py --tune), where
 # titles carry strong signal; they are per-field BM25F weights and saturation.
 DEFAULT_K1 = 1.2
-DEFAULT_FIELD_WEIGHTS = {"title": 2.0, "meta": 1.0, "body": 1.0, "sub": 1.0}
-DEFAULT_FIELD_B = {"title": 0.5, "meta": 0.5, "body": 0.75, "sub": 0.75}
+DEFAULT_FIELD_WEIGHTS = {"title": 3.0, "meta": 1.0, "body": 1.0, "sub": 1.0}
+DEFAULT_FIELD_B = {"title": 0.6, "meta": 0.5, "body": 0.75, "sub": 0.75}
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ def _spaces(fieldnames: list[str]) -> dict[str, list[tuple[str, str]]]:
 class Impacts:
     """Postings of BM25F impacts plus per-chunk facts used for filtering."""
 
-    vocab: dict[str, int]  # term key -> row
+    terms: np.ndarray  # sorted utf-8 term keys ("en:urlaub"), one per row
     offsets: np.ndarray  # int64, len(vocab) + 1
     docs: np.ndarray  # int32 docnums, row by row
     weights: np.ndarray  # float32 impacts, aligned with docs
@@ -75,7 +78,9 @@ class Impacts:
         return len(self.live)
 
     def row(self, key: str) -> int | None:
-        return self.vocab.get(key)
+        encoded = key.encode("utf-8")
+        i = int(np.searchsorted(self.terms, encoded))
+        return i if i < len(self.terms) and self.terms[i] == encoded else None
 
     def postings(self, row: int) -> tuple[np.ndarray, np.ndarray]:
         start, end = self.offsets[row], self.offsets[row + 1]
@@ -100,27 +105,16 @@ class Impacts:
     # ------------------------------------------------------------ persistence
 
     def save(self, gen_dir: Path) -> None:
-        np.savez(
-            gen_dir / FILE_NAME,
-            offsets=self.offsets,
-            docs=self.docs,
-            weights=self.weights,
-            idf=self.idf,
-            live=self.live,
-            collection_of=self.collection_of,
-            entry_of=self.entry_of,
-        )
-        terms = sorted(self.vocab, key=self.vocab.__getitem__)
-        meta = {"terms": terms, "collections": self.collections, "entries": self.entries, "params": asdict(self.params)}
-        (gen_dir / VOCAB_FILE).write_text(json.dumps(meta, ensure_ascii=False))
+        for name in _ARRAYS:
+            np.save(gen_dir / f"{ARRAY_PREFIX}{name}.npy", getattr(self, name), allow_pickle=False)
+        meta = {"collections": self.collections, "entries": self.entries, "params": asdict(self.params)}
+        (gen_dir / META_FILE).write_text(json.dumps(meta, ensure_ascii=False))
 
     @classmethod
     def load(cls, gen_dir: Path) -> Impacts:
-        meta = json.loads((gen_dir / VOCAB_FILE).read_text())
-        with np.load(gen_dir / FILE_NAME) as arrays:
-            data = {name: arrays[name] for name in arrays.files}
+        meta = json.loads((gen_dir / META_FILE).read_text())
+        data = {name: np.load(gen_dir / f"{ARRAY_PREFIX}{name}.npy", mmap_mode="r") for name in _ARRAYS}
         return cls(
-            vocab={term: i for i, term in enumerate(meta["terms"])},
             collections=meta["collections"],
             entries=meta["entries"],
             params=Params(**meta["params"]),
@@ -142,7 +136,7 @@ def build(reader, params: Params | None = None, progress=None) -> Impacts:
     collections, collection_of = _id_field_codes(reader, "collection", n_docs, np.int16)
     entries, entry_of = _id_field_codes(reader, "entry_id", n_docs, np.int32)
 
-    keys: list[str] = []
+    keys: list[bytes] = []
     doc_parts: list[np.ndarray] = []
     weight_parts: list[np.ndarray] = []
     idfs: list[float] = []
@@ -162,22 +156,26 @@ def build(reader, params: Params | None = None, progress=None) -> Impacts:
             ids, tf = _merge(parts, n_docs)
             df = len(ids)
             idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
-            keys.append(f"{space}:{text}")
+            keys.append(f"{space}:{text}".encode("utf-8"))
             doc_parts.append(ids.astype(np.int32))
             weight_parts.append((idf * tf / (tf + params.k1)).astype(np.float32))
             idfs.append(idf)
             if progress:
                 progress(1)
 
+    # Rows in key order, so a term is found by binary search without a dict.
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    doc_parts = [doc_parts[i] for i in order]
+    weight_parts = [weight_parts[i] for i in order]
     sizes = np.fromiter((len(p) for p in doc_parts), dtype=np.int64, count=len(doc_parts))
     offsets = np.zeros(len(keys) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     return Impacts(
-        vocab={k: i for i, k in enumerate(keys)},
+        terms=np.array([keys[i] for i in order], dtype=bytes) if keys else np.zeros(0, dtype="S1"),
         offsets=offsets,
         docs=np.concatenate(doc_parts) if doc_parts else np.zeros(0, np.int32),
         weights=np.concatenate(weight_parts) if weight_parts else np.zeros(0, np.float32),
-        idf=np.asarray(idfs, dtype=np.float32),
+        idf=np.asarray([idfs[i] for i in order], dtype=np.float32),
         live=live,
         collection_of=collection_of,
         entry_of=entry_of,

@@ -287,7 +287,7 @@ def _link_copy(src: Path, dst: Path) -> None:
         except OSError:
             shutil.copy2(s, d)
 
-    ignore = shutil.ignore_patterns(MANIFEST_FILE, impacts.FILE_NAME, impacts.VOCAB_FILE, "*.lock", "MAIN_WRITELOCK")
+    ignore = shutil.ignore_patterns(MANIFEST_FILE, f"{impacts.ARRAY_PREFIX}*", impacts.META_FILE, "*.lock", "MAIN_WRITELOCK")
     shutil.copytree(src, dst, copy_function=link_or_copy, ignore=ignore)
 
 

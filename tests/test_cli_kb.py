@@ -1,0 +1,71 @@
+"""`citebot index` and `citebot search` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.cli import main
+from tests.kb_fixtures import write_mini_kb
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no stray .env from the developer's folder
+    kb = write_mini_kb(tmp_path / "kb")
+    monkeypatch.setenv("CITEBOT_KB_DIR", str(kb))
+    monkeypatch.setenv("CITEBOT_INDEX_DIR", str(tmp_path / "index"))
+    return tmp_path
+
+
+def test_index_prints_a_summary_and_exits_zero(env, capsys):
+    assert main(["index", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "index built: 7 entries" in out and "0 skipped" in out
+
+
+def test_index_with_a_broken_file_exits_one_unless_keep_going(env, capsys):
+    (env / "kb" / "handbook" / "broken.md").write_text("---\ntitle: no id\n---\n## S\nt\n")
+    assert main(["index", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert f"{env / 'kb' / 'handbook' / 'broken.md'}:1: front matter has no 'id'" in err
+    assert "--keep-going" in err
+    assert main(["index", "-q", "--keep-going"]) == 0
+
+
+def test_index_of_a_missing_folder_is_a_usage_error(env, capsys):
+    assert main(["index", "--kb", str(env / "nope")]) == 2
+    assert "knowledge base folder not found" in capsys.readouterr().err
+
+
+def test_search_json_lists_hits_with_the_contract_keys(env, capsys):
+    main(["index", "-q"])
+    capsys.readouterr()
+    assert main(["search", "Altersteilzeit Lebensjahr", "-k", "1", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert [(h["entry_id"], h["expanded"]) for h in hits] == [("lb-atz-01", False), ("lb-atz-02", True)]
+    assert {"entry_id", "section", "title", "collection", "score", "expanded"} <= set(hits[0])
+
+
+def test_search_text_output_and_no_hit(env, capsys):
+    main(["index", "-q"])
+    capsys.readouterr()
+    main(["search", "vacation carry over"])
+    assert "[hb-pto-01] Annual leave · Carry-over · Stand 2026-02" in capsys.readouterr().out
+    main(["search", "Bermuda exchange rate"])
+    assert "No usable hit" in capsys.readouterr().out
+    assert main(["search", "Bermuda exchange rate", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_search_without_an_index_says_how_to_build_one(env, capsys):
+    assert main(["search", "x"]) == 2
+    assert "run 'citebot index' first" in capsys.readouterr().err
+
+
+def test_invalid_setting_is_one_line_naming_the_variable(env, capsys, monkeypatch):
+    monkeypatch.setenv("CITEBOT_LANGUAGE", "fr")
+    assert main(["index"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "CITEBOT_LANGUAGE" in err[0]
