@@ -302,3 +302,14 @@ def test_number_readings():
     assert missing_numbers("am 2026-01-15", ["Stichtag 15.01.2026"]) == []
     assert missing_numbers("sechs Wochen", ["6 Wochen"], "de") == []
     assert missing_numbers("seven weeks", ["6 weeks"], "en") == ["seven"]
+
+
+def test_german_number_before_a_sentence_opener_ends_the_sentence():
+    assert sentences("Die Frist beträgt 30. Sie beginnt am 1. Januar.", "de") == [
+        "Die Frist beträgt 30.", "Sie beginnt am 1. Januar.",
+    ]
+
+
+def test_number_in_the_next_sentence_is_checked_against_that_sentences_citation():
+    verdict = verify("Urlaub gibt es 30 Tage [lb-url-02]. Die ATZ beginnt ab dem 55. Lebensjahr [lb-atz-01].")
+    assert verdict.ok

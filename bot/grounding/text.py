@@ -107,16 +107,29 @@ def paragraphs(text: str) -> list[str]:
     return [p.strip() for p in _PARAGRAPH.split(text.strip()) if p.strip()]
 
 
-def _is_abbreviation(head: str, language: str) -> bool:
+# Words that open a German sentence but never follow an ordinal: after "30."
+# they show the number ended the sentence ("Die Frist beträgt 30. Sie beginnt ...").
+_DE_SENTENCE_OPENERS = {
+    "der", "die", "das", "den", "dem", "des", "ein", "eine", "er", "sie", "es", "wir", "ihr",
+    "ich", "du", "man", "dies", "diese", "dieser", "dieses", "danach", "dann", "damit", "dabei",
+    "außerdem", "ausserdem", "zudem", "auch", "aber", "wenn", "falls", "bei", "für", "im", "in",
+    "nach", "vor", "seit", "ab", "bis", "zum", "zur", "hierfür", "dafür", "deshalb", "daher",
+}
+
+
+def _is_abbreviation(head: str, tail: str, language: str) -> bool:
     match = _WORD_BEFORE.search(head)
     if not match:
         return False
     word = match.group(1).lower().rstrip(".")
     if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
         return True
-    # German writes ordinals and dates with a full stop ("ab dem 60. Lebensjahr",
-    # "1. Januar"): a number before the stop does not end a German sentence.
-    return language == "de" and word.isdigit()
+    if language == "de" and word.isdigit():
+        # German writes ordinals and dates with a full stop ("ab dem 60. Lebensjahr",
+        # "1. Januar"): only a typical sentence opener after it shows a real end.
+        following = tail.split(maxsplit=1)[0].lower() if tail.split() else ""
+        return following.strip(",;:") not in _DE_SENTENCE_OPENERS
+    return False
 
 
 def _quote_spans(text: str) -> list[tuple[int, int]]:
@@ -132,7 +145,7 @@ def _split_line(line: str, language: str) -> list[str]:
             continue  # a full stop inside a quotation does not end the sentence around it
         if not _NEXT_STARTS_SENTENCE.match(line, end):
             continue
-        if match.group(0)[0] == "." and _is_abbreviation(line[start : match.start()], language):
+        if match.group(0)[0] == "." and _is_abbreviation(line[start : match.start()], line[end:], language):
             continue
         pieces.append(line[start:end].strip())
         start = end
