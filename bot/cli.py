@@ -63,6 +63,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON list of hits")
     p.add_argument("--index", type=Path, help="index folder (default: CITEBOT_INDEX_DIR)")
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("ask", help="answer a question from the knowledge base (the whole pipeline, no Slack)")
+    p.add_argument("question", help="the question, as plain text")
+    p.add_argument("--json", action="store_true", help="print the answer as one JSON object")
+    p.add_argument("--mode", choices=("citations", "claims"), help="answer mode (default: CITEBOT_ANSWER_MODE)")
+    p.add_argument("--collection", action="append", help="answer only from this collection (repeatable)")
+    p.add_argument("--language", choices=("en", "de"), help="the bot's language (default: guessed from the question)")
+    p.set_defaults(func=cmd_ask)
     return parser
 
 
@@ -158,6 +166,98 @@ def cmd_search(args, settings: Settings) -> int:
         print(f"{label} {hit.score:7.3f}  [{hit.entry_id}] {hit.title} · {hit.section}{stand}  ({hit.collection})")
         print(f"              {_snippet(hit.text)}")
     return EXIT_OK
+
+
+# ---------------------------------------------------------------- ask
+
+
+def ensure_index(settings: Settings) -> None:
+    """The embedded default must work on a fresh clone: index the KB on first use."""
+    from kb_index.index import IndexNotFound, current_generation
+
+    try:
+        current_generation(settings.index_dir)
+    except IndexNotFound:
+        print(f"citebot: no index yet; indexing {settings.kb_dir} into {settings.index_dir} first", file=sys.stderr)
+        report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language)
+        for error in report.errors:
+            print(f"{settings.kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
+        print(report.summary(), file=sys.stderr)
+
+
+def make_question(text: str, settings: Settings, *, language: str | None = None, collections=None):
+    from bot.models import Question
+    from kb_index.analysis import guess_language
+
+    text = text.strip()
+    truncated = len(text) > settings.max_question_chars
+    if truncated:
+        text = text[: settings.max_question_chars]
+    return Question(
+        text=text,
+        language=language or guess_language(text, default=settings.language),
+        collections=collections,
+        truncated=truncated,
+    )
+
+
+def make_pipeline(settings: Settings, retriever):
+    from bot.llm import make_backend
+    from bot.pipeline import Pipeline
+
+    try:
+        backend = make_backend(
+            settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout
+        )
+    except ValueError as exc:
+        raise CliError(f"configuration error: {exc}", EXIT_USAGE) from None
+    return Pipeline(
+        retriever,
+        backend,
+        mode=settings.answer_mode,
+        top_k=settings.top_k,
+        budget_chars=settings.prompt_budget_chars,
+    )
+
+
+def cmd_ask(args, settings: Settings) -> int:
+    import asyncio
+
+    from bot.grounding.answer import error_answer, format_text_answer
+    from bot.llm import LLMError
+    from bot.models import AnswerMode
+
+    if not args.question.strip():
+        raise CliError("the question is empty", EXIT_USAGE)
+    ensure_index(settings)
+    question = make_question(args.question, settings, language=args.language, collections=args.collection)
+    mode = AnswerMode(args.mode) if args.mode else None
+
+    async def run():
+        with open_retriever(settings.index_dir) as retriever:
+            pipeline = make_pipeline(settings, retriever)
+            try:
+                return await pipeline.answer(question, mode=mode)
+            finally:
+                await pipeline.backend.aclose()
+
+    code = EXIT_OK
+    try:
+        answer = asyncio.run(run())
+    except LLMError as exc:
+        print(f"citebot: the language model failed: {exc}", file=sys.stderr)
+        answer = error_answer(question, question.language, mode or settings.answer_mode)
+        code = EXIT_FAILED
+    if args.json:
+        print(json.dumps(answer.model_dump(mode="json"), ensure_ascii=False, indent=1))
+        return code
+    print(format_text_answer(answer, question.language))
+    if answer.draft:
+        print(f"\n(not posted: the draft failed verification with {len(answer.violations)} violation(s):", file=sys.stderr)
+        for v in answer.violations:
+            print(f"  {v.kind}: {v.detail}", file=sys.stderr)
+        print(")", file=sys.stderr)
+    return code
 
 
 def _hit_json(hit) -> dict:

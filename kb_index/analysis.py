@@ -18,6 +18,7 @@ index schema: the same code must analyze at index and at query time.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 
@@ -191,3 +192,31 @@ def query_terms(text: str, language: str) -> list[str]:
     """Terms of a question for the `language` term space."""
     _check(language)
     return [t.text for t in _query_analyzer(language)(text)]
+
+
+_WORD = re.compile(r"\w+")
+
+
+def guess_language(text: str, default: str = "en") -> str:
+    """'de' or 'en' for a question, by its function words; `default` when unclear.
+
+    Questions are short, so a statistical detector has little to go on; the
+    function words of a sentence ("ich", "der", "wie" / "the", "how", "I")
+    decide nearly always, umlauts and ß settle the rest.
+    """
+    own = _function_words()
+    words = [w.lower() for w in _WORD.findall(text[:2000])]
+    de = sum(1 for w in words if w in own["de"]) + 2 * len(re.findall(r"[äöüß]", text.lower()))
+    en = sum(1 for w in words if w in own["en"])
+    if de > en:
+        return "de"
+    if en > de:
+        return "en"
+    return default
+
+
+@lru_cache(maxsize=1)
+def _function_words() -> dict[str, frozenset[str]]:
+    """Stop words of one language that are not also stop words of the other."""
+    de, en = stop_words("de"), stop_words("en")
+    return {"de": de - en, "en": en - de}

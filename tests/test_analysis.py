@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from kb_index.analysis import analyzer, fold_accents, query_terms, subword_terms, terms
+from kb_index.analysis import analyzer, fold_accents, guess_language, query_terms, subword_terms, terms
 
 
 def test_english_snowball_not_porter_quirks():
@@ -67,3 +67,22 @@ def test_analyzer_pickles_for_the_whoosh_schema():
 def test_unknown_language_is_rejected():
     with pytest.raises(ValueError, match="unsupported language 'fr'"):
         analyzer("fr")
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("Ab wann kann ich in Altersteilzeit gehen?", "de"),
+        ("Wie viele Urlaubstage habe ich?", "de"),
+        ("Überstunden", "de"),
+        ("How many vacation days can I carry over?", "en"),
+        ("What is a Minijob?", "en"),
+    ],
+)
+def test_guess_language_by_function_words(text, language):
+    assert guess_language(text) == language
+
+
+def test_guess_language_falls_back_to_the_default():
+    assert guess_language("VPN", default="de") == "de"
+    assert guess_language("VPN") == "en"

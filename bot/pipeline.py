@@ -1,0 +1,123 @@
+"""The answering pipeline: question -> retrieve -> prompt -> generate -> verify -> Answer.
+
+One place wires the stages; `citebot ask` runs it in-process and the Slack
+worker runs it per job. The rules that make it safe:
+
+- nothing usable retrieved -> the refusal, without calling the model;
+- a draft that fails verification is regenerated once, with the violations
+  as feedback; a second failure gives the uncertain message and keeps the draft;
+- the model being down is not an answer: `LLMError` propagates, so the caller
+  can retry the job or, after the last try, apologise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+
+from bot.grounding.answer import build_answer, refusal_answer
+from bot.grounding.citations import verify_citations
+from bot.grounding.claims import DEFAULT_ALLOWED_ROLES, verify_claims
+from bot.grounding.prompt import build_evidence, build_request, retry_messages, trim_to_budget
+from bot.llm import Backend
+from bot.models import Answer, AnswerMode, AuditMode, Evidence, GenerationRequest, Question, Verdict, Violation
+from kb_index import ChunkResult, Retriever
+
+# How many earlier thread messages a follow-up question takes into retrieval:
+# "and for part-timers?" needs the question before it, not the whole thread.
+HISTORY_FOR_RETRIEVAL = 2
+
+
+class Pipeline:
+    def __init__(
+        self,
+        retriever: Retriever,
+        backend: Backend,
+        *,
+        mode: AnswerMode = AnswerMode.CITATIONS,
+        top_k: int = 8,
+        budget_chars: int | None = 24_000,
+        allowed_roles: frozenset[str] = DEFAULT_ALLOWED_ROLES,
+    ):
+        self.retriever = retriever
+        self.backend = backend
+        self.mode = mode
+        self.top_k = top_k
+        self.budget_chars = budget_chars
+        self.allowed_roles = allowed_roles
+
+    async def answer(self, question: Question, *, mode: AnswerMode | None = None) -> Answer:
+        mode = mode or self.mode
+        timings: dict[str, float] = {}
+        with _timed(timings, "retrieve"):
+            chunks = self.retrieve(question)
+        if not chunks:
+            answer = refusal_answer(question, question.language, mode)
+            answer.timings_ms = timings
+            return answer
+
+        evidence = build_evidence(trim_to_budget(chunks, self.budget_chars))
+        request = build_request(question, evidence, mode)
+        draft, verdict = await self._generate_and_verify(request, evidence, question.language, timings)
+        regenerations = 0
+        if not (verdict.ok or verdict.refusal):
+            regenerations = 1
+            retry = request.model_copy(
+                update={"messages": retry_messages(request.messages, draft, verdict.violations, question.language)}
+            )
+            second_draft, second = await self._generate_and_verify(retry, evidence, question.language, timings)
+            if _rank(second) >= _rank(verdict):
+                draft, verdict = second_draft, second
+
+        answer = build_answer(question, draft, verdict, evidence, mode, question.language)
+        answer.regenerations = regenerations
+        answer.model = self.backend.name
+        answer.timings_ms = timings
+        return answer
+
+    def retrieve(self, question: Question) -> list[ChunkResult]:
+        query = question.text
+        if question.history:
+            query = " ".join([*question.history[-HISTORY_FOR_RETRIEVAL:], question.text])
+        return self.retriever.search(query, k=self.top_k, collections=question.collections)
+
+    async def _generate_and_verify(
+        self, request: GenerationRequest, evidence: list[Evidence], language: str, timings: dict[str, float]
+    ) -> tuple[str, Verdict]:
+        with _timed(timings, "generate"):
+            draft = await self.backend.generate(request)
+        with _timed(timings, "verify"):
+            verdict = self.verify(draft.text, evidence, request.mode, language)
+        return draft.text, verdict
+
+    def verify(self, draft: str, evidence: list[Evidence], mode: AnswerMode, language: str) -> Verdict:
+        if mode is AnswerMode.CLAIMS:
+            return verify_claims(draft, evidence, language, allowed_roles=self.allowed_roles)
+        return _block_roles(verify_citations(draft, evidence, language), evidence, self.allowed_roles)
+
+
+def _block_roles(verdict: Verdict, evidence: list[Evidence], allowed: frozenset[str]) -> Verdict:
+    """Citations mode: a statement may rest only on entries whose role allows answering from them."""
+    roles = {ev.entry_id: ev.source_role for ev in evidence}
+    blocked = [eid for eid in verdict.citations if roles.get(eid, "") not in allowed and eid in roles]
+    if not blocked:
+        return verdict
+    extra = [Violation(kind="SOURCE_ROLE_BLOCKED", detail=f"[{eid}] is a {roles[eid]}, not an answer source") for eid in blocked]
+    return verdict.model_copy(update={"ok": False, "violations": [*verdict.violations, *extra]})
+
+
+def _rank(verdict: Verdict) -> int:
+    """Which of two verdicts to keep: verified > partial > failed."""
+    if verdict.ok or verdict.refusal:
+        return 2
+    return 1 if verdict.audit_mode is AuditMode.HYBRID else 0
+
+
+@contextmanager
+def _timed(timings: dict[str, float], stage: str, clock: Callable[[], float] = time.perf_counter):
+    start = clock()
+    try:
+        yield
+    finally:
+        timings[stage] = round(timings.get(stage, 0.0) + (clock() - start) * 1000, 3)

@@ -1,0 +1,208 @@
+"""The whole answering pipeline over a real index and a fake LLM server that speaks HTTP."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.extractive import ExtractiveBackend
+from bot.llm import LLMError, OllamaBackend, OpenAIBackend
+from bot.messages import Key, message
+from bot.models import AnswerMode, AuditMode, Outcome, Question
+from bot.pipeline import Pipeline
+from kb_index import Retriever, build_index
+from tests.fakes import FakeLLMServer, Reply
+from tests.kb_fixtures import write_mini_kb
+
+UNCERTAIN_DE = message(Key.UNCERTAIN, "de")
+REFUSAL_DE = message(Key.REFUSAL, "de")
+ATZ = Question(text="Was ist Altersteilzeit?", language="de")
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pipe")
+    build_index(write_mini_kb(root / "kb"), root / "index")
+    return root / "index"
+
+
+@pytest.fixture
+def retriever(index_dir):
+    with Retriever(index_dir) as r:
+        yield r
+
+
+@pytest.fixture
+def llm():
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def pipeline(retriever, llm):
+    made = []
+
+    def make(backend_cls=OpenAIBackend, **kwargs):
+        backend = backend_cls(llm.url, "test-model", retries=1, backoff=0)
+        made.append(backend)
+        return Pipeline(retriever, backend, **kwargs)
+
+    yield make
+    for backend in made:
+        await backend.aclose()
+
+
+async def test_happy_path_is_verified_with_footnotes(pipeline, llm):
+    llm.script("Altersteilzeit ist ab dem 55. Lebensjahr möglich [lb-atz-01].")
+    answer = await pipeline().answer(ATZ)
+    assert (answer.verified, answer.refused, answer.outcome) == (True, False, Outcome.ANSWERED)
+    assert answer.answer == "Altersteilzeit ist ab dem 55. Lebensjahr möglich [1]."
+    assert answer.citations == ["lb-atz-01"]
+    assert (answer.sources[0].id, answer.sources[0].stand, answer.sources[0].n) == ("lb-atz-01", "2026-01", 1)
+    assert answer.regenerations == 0 and len(llm.calls) == 1
+    assert set(answer.timings_ms) == {"retrieve", "generate", "verify"}
+
+
+async def test_prompt_has_numbered_blocks_and_the_question_last(pipeline, llm):
+    llm.script("Teilzeit [lb-atz-01].")
+    await pipeline().answer(ATZ)
+    system, user = llm.calls[0].body["messages"]
+    assert system["role"] == "system" and REFUSAL_DE in system["content"]
+    assert "Block 1 — [lb-atz-01]" in user["content"] and "Stand: 2026-01" in user["content"]
+    assert user["content"].rstrip().endswith("Frage: Was ist Altersteilzeit?")
+
+
+async def test_hallucinated_id_regenerates_then_gives_the_uncertain_message(pipeline, llm):
+    llm.script("ATZ gilt ab 60. Lebensjahr [lb-atz-99].", "ATZ gilt ab 60. Lebensjahr, siehe [lb-atz-99].")
+    answer = await pipeline().answer(ATZ)
+    assert (answer.verified, answer.refused, answer.outcome) == (False, True, Outcome.UNCERTAIN)
+    assert answer.answer == UNCERTAIN_DE
+    assert answer.regenerations == 1 and answer.citations == []
+    assert "lb-atz-99" in answer.draft
+    assert any(v.kind == "UNKNOWN_ID" for v in answer.violations)
+
+
+async def test_the_retry_carries_the_draft_and_its_violations(pipeline, llm):
+    llm.script("ATZ gilt ab 60 [lb-atz-99].", "ATZ ist Teilzeit [lb-atz-01].")
+    await pipeline().answer(ATZ)
+    retry = llm.calls[1].body["messages"]
+    assert retry[-2] == {"role": "assistant", "content": "ATZ gilt ab 60 [lb-atz-99]."}
+    assert retry[-1]["role"] == "user" and "lb-atz-99" in retry[-1]["content"]
+
+
+async def test_regeneration_can_recover(pipeline, llm):
+    llm.script("ATZ gilt ab 60 [lb-atz-99].", "Altersteilzeit halbiert die Arbeitszeit bis zur Rente [lb-atz-01].")
+    answer = await pipeline().answer(ATZ)
+    assert answer.verified and answer.regenerations == 1 and answer.citations == ["lb-atz-01"]
+
+
+async def test_wrong_number_for_a_cited_block_fails(pipeline, llm):
+    wrong = "Altersteilzeit gibt es ab dem 60. Lebensjahr [lb-atz-01]."
+    llm.script(wrong, wrong)
+    answer = await pipeline().answer(ATZ)
+    assert answer.outcome is Outcome.UNCERTAIN
+    assert [v.kind for v in answer.violations] == ["NUMBER_NOT_IN_SOURCE"]
+
+
+async def test_nothing_retrieved_refuses_without_calling_the_model(pipeline, llm):
+    question = Question(text="Wie hoch ist der Wechselkurs von Bermuda-Dollar?", language="de")
+    answer = await pipeline().answer(question)
+    assert (answer.refused, answer.verified, answer.answer) == (True, True, REFUSAL_DE)
+    assert llm.calls == []
+
+
+async def test_a_model_refusal_is_kept_as_verified(pipeline, llm):
+    llm.script(f"Zu dieser Frage: {REFUSAL_DE}")
+    answer = await pipeline().answer(ATZ)
+    assert (answer.refused, answer.verified, answer.outcome) == (True, True, Outcome.REFUSED)
+    assert len(llm.calls) == 1
+
+
+async def test_top_k_limits_the_main_blocks(pipeline, llm):
+    llm.script("Teilzeit [lb-atz-01].")
+    answer = await pipeline(top_k=1).answer(Question(text="Altersteilzeit Lebensjahr Rente", language="de"))
+    # one main hit plus its cross-ref expansion
+    assert answer.n_context == 2
+    assert llm.calls[0].body["messages"][1]["content"].count("Block ") == 2
+
+
+async def test_citing_a_blocked_source_role_fails(index_dir, tmp_path, llm):
+    from tests.kb_fixtures import write_entry
+
+    kb = write_mini_kb(tmp_path / "kb")
+    write_entry(kb, "it/faq.md", {"id": "it-faq-01", "title": "Forum dump", "source_role": "noisy_background_source"},
+                {"VPN": "Someone said the VPN password rotates every 30 days."})
+    build_index(kb, tmp_path / "ix")
+    llm.script("The VPN password rotates every 30 days [it-faq-01].", "The VPN password rotates every 30 days [it-faq-01].")
+    with Retriever(tmp_path / "ix") as r:
+        async with OpenAIBackend(llm.url, "m", retries=0, backoff=0) as backend:
+            answer = await Pipeline(r, backend).answer(Question(text="VPN password rotation"))
+    assert answer.outcome is Outcome.UNCERTAIN
+    assert any(v.kind == "SOURCE_ROLE_BLOCKED" for v in answer.violations)
+
+
+async def test_claims_mode_strict_answer_sends_the_schema(pipeline, llm):
+    claims = {"claims": [{"text": "Altersteilzeit ist ab dem 55. Lebensjahr möglich", "evidence_ids": ["E1"]}]}
+    llm.script(json.dumps(claims))
+    answer = await pipeline(mode=AnswerMode.CLAIMS).answer(ATZ)
+    assert answer.audit_mode is AuditMode.STRICT and answer.verified
+    assert answer.answer == "Altersteilzeit ist ab dem 55. Lebensjahr möglich [1]."
+    body = llm.calls[0].body
+    assert body["guided_json"]["properties"]["claims"]
+    assert body["response_format"]["type"] == "json_schema"
+
+
+async def test_claims_mode_through_ollama_sends_format(pipeline, llm):
+    claims = {"claims": [{"text": "Altersteilzeit ist ab dem 55. Lebensjahr möglich", "evidence_ids": ["E1"]}]}
+    llm.script(json.dumps(claims))
+    answer = await pipeline(OllamaBackend, mode=AnswerMode.CLAIMS).answer(ATZ)
+    assert answer.verified
+    assert llm.calls[0].path == "/api/chat" and llm.calls[0].body["format"]["properties"]["claims"]
+
+
+async def test_claims_mode_hybrid_posts_only_verified_claims_marked_partial(pipeline, llm):
+    hybrid = json.dumps({"claims": [
+        {"text": "Altersteilzeit ist ab dem 55. Lebensjahr möglich", "evidence_ids": ["E1"]},
+        {"text": "Der Mond ist aus Käse", "evidence_ids": ["E9"]},
+    ]})
+    llm.script(hybrid, hybrid)
+    answer = await pipeline(mode=AnswerMode.CLAIMS).answer(ATZ)
+    assert answer.audit_mode is AuditMode.HYBRID and answer.partial
+    assert "Käse" not in answer.answer and "55. Lebensjahr" in answer.answer
+    assert message(Key.PARTIAL, "de") in answer.answer
+    assert answer.regenerations == 1
+
+
+async def test_claims_mode_ungrounded_twice_is_uncertain(pipeline, llm):
+    llm.script("not json {[", '{"claims": [{"text": "ATZ is \\"great\\"", "evidence_ids": ["E1"]}]}')
+    answer = await pipeline(mode=AnswerMode.CLAIMS).answer(ATZ)
+    assert answer.outcome is Outcome.UNCERTAIN and answer.audit_mode is AuditMode.UNGROUNDED
+
+
+async def test_llm_down_raises_for_the_caller_to_handle(pipeline, llm):
+    llm.set_script([], default=Reply(status=503))
+    with pytest.raises(LLMError):
+        await pipeline().answer(ATZ)
+
+
+async def test_thread_history_joins_retrieval(retriever):
+    pipe = Pipeline(retriever, ExtractiveBackend())
+    alone = pipe.retrieve(Question(text="und wie hoch ist die Aufstockung?", language="de"))
+    followup = pipe.retrieve(Question(text="und wie hoch ist die Aufstockung?", language="de",
+                                      history=["Was ist Altersteilzeit?"]))
+    assert "lb-atz-02" in [h.entry_id for h in followup]
+    assert [h.entry_id for h in followup][:1] != [] and len(followup) >= len(alone)
+
+
+async def test_extractive_backend_answers_verified_from_the_blocks(retriever):
+    answer = await Pipeline(retriever, ExtractiveBackend()).answer(Question(text="How many vacation days can I carry over?"))
+    assert answer.verified and not answer.refused and answer.citations[0] == "hb-pto-01"
+    assert "[1]" in answer.answer
+
+
+async def test_collections_limit_what_can_be_cited(retriever):
+    answer = await Pipeline(retriever, ExtractiveBackend()).answer(
+        Question(text="sick doctor note", collections=["handbook"])
+    )
+    assert {s.collection for s in answer.sources} == {"handbook"}
