@@ -1,0 +1,316 @@
+"""What Slack sees: Answers and the bot's own messages as Block Kit, as plain dicts.
+
+Pure functions, no I/O: a message is `{"text": fallback, "blocks": [...]}`, ready
+for `chat.postMessage(channel=..., thread_ts=..., **message)` or `chat.update`;
+a modal is a view for `views.open(trigger_id=..., view=...)`. Every piece of
+model or KB text is escaped for mrkdwn before our own links and mentions are
+added (see render_blocks). The review channel's card lives in render_review and
+is re-exported here, so callers import one module.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bot.messages import LANGUAGES, Key, message
+from bot.models import Answer, Outcome, Source
+from bot.slack.render_blocks import (
+    MAX_FALLBACK_CHARS,
+    MAX_INPUT_CHARS,
+    MAX_MESSAGE_BLOCKS,
+    MAX_MODAL_BLOCKS,
+    MAX_SECTION_CHARS,
+    MESSAGE_TEXT_BUDGET,
+    actions,
+    block_text_length,
+    button,
+    checked_value,
+    clip,
+    clip_escaped,
+    context,
+    contexts,
+    divider,
+    escape,
+    escaped_mrkdwn,
+    link,
+    mention,
+    modal,
+    plain_text,
+    section,
+    source_line,
+    source_lines,
+    split_text,
+)
+from bot.slack.render_review import (
+    ACTION_REVIEW_ANSWER,
+    ACTION_REVIEW_APPROVE,
+    ACTION_REVIEW_DISMISS,
+    CALLBACK_REVIEW_ANSWER_SUBMIT,
+    REVIEW_ANSWER_ACTION,
+    REVIEW_ANSWER_BLOCK,
+    review_answer_from,
+    review_answer_modal,
+    review_card,
+    review_card_decided,
+)
+from bot.slack.render_text import phrase
+
+__all__ = [
+    "ACTION_FEEDBACK_DOWN",
+    "ACTION_FEEDBACK_UP",
+    "ACTION_REVIEW_ANSWER",
+    "ACTION_REVIEW_APPROVE",
+    "ACTION_REVIEW_DISMISS",
+    "ACTION_SOURCES",
+    "CALLBACK_FEEDBACK_REASON",
+    "CALLBACK_REVIEW_ANSWER_SUBMIT",
+    "FEEDBACK_REASON_ACTION",
+    "FEEDBACK_REASON_BLOCK",
+    "REVIEW_ANSWER_ACTION",
+    "REVIEW_ANSWER_BLOCK",
+    "answer_message",
+    "error_message",
+    "feedback_reason_from",
+    "feedback_reason_modal",
+    "help_message",
+    "placeholder_message",
+    "refusal_message",
+    "review_answer_from",
+    "review_answer_modal",
+    "review_card",
+    "review_card_decided",
+    "source_line",
+    "sources_modal",
+    "uncertain_message",
+]
+
+ACTION_SOURCES = "citebot_sources"
+ACTION_FEEDBACK_UP = "citebot_feedback_up"
+ACTION_FEEDBACK_DOWN = "citebot_feedback_down"
+CALLBACK_FEEDBACK_REASON = "citebot_feedback_reason"
+FEEDBACK_REASON_BLOCK = "citebot_feedback_reason"
+FEEDBACK_REASON_ACTION = "reason"
+
+# The footnote list must not crowd out the answer: past this many characters (or
+# 5 context blocks) it ends with "…and N more", the full list is in the modal.
+SOURCES_TEXT_BUDGET = 4000
+MAX_SOURCE_BLOCKS = 5
+# The modal shows whole passages up to this size; longer ones are cut so that
+# one huge chunk cannot push every other footnote out of the 100 blocks.
+MAX_PASSAGE_CHARS = 2 * MAX_SECTION_CHARS
+QUESTION_CHARS = 1000
+
+
+# -- notes the pipeline appended to the answer text
+
+
+def _note_pattern(key: Key, **fields: str) -> re.Pattern[str]:
+    """Every translation of a note, with its {limit} as any number."""
+    marker = "\x00"
+    variants = []
+    for language in LANGUAGES:
+        text = message(key, language, **{name: marker for name in fields})
+        variants.append(re.escape(text).replace(re.escape(marker), r"\d+"))
+    return re.compile("|".join(f"(?:{v})" for v in variants))
+
+
+_NOTES = (_note_pattern(Key.PARTIAL), _note_pattern(Key.TRUNCATED, limit=""))
+
+
+def split_notes(text: str) -> tuple[str, list[str]]:
+    """(body, notes): the partial and truncated-question notes that build_answer
+    appends as trailing paragraphs. They are shown apart from the body so that
+    shortening a long answer can never cut them off."""
+    body, notes = text.rstrip(), []
+    while True:
+        head, sep, last = body.rpartition("\n\n")
+        if not sep or not any(p.fullmatch(last.strip()) for p in _NOTES):
+            return body, notes
+        notes.insert(0, last.strip())
+        body = head.rstrip()
+
+
+def _notes_for(answer: Answer, notes: list[str], language: str) -> list[str]:
+    if answer.partial and not any(_NOTES[0].fullmatch(n) for n in notes):
+        notes = [message(Key.PARTIAL, language), *notes]
+    return notes
+
+
+# -- the answer
+
+
+def _answer_actions(answer: Answer, ref: str, language: str) -> dict[str, Any] | None:
+    elements = []
+    if answer.sources:
+        elements.append(button(message(Key.SOURCES, language), ACTION_SOURCES, ref, style="primary"))
+    if answer.outcome is Outcome.ANSWERED:
+        elements.append(button(phrase("helpful", language), ACTION_FEEDBACK_UP, ref))
+        elements.append(button(phrase("not_helpful", language), ACTION_FEEDBACK_DOWN, ref))
+    return actions(elements) if elements else None
+
+
+def _body_blocks(body: str, max_chars: int, max_blocks: int, shortened: str) -> list[dict[str, Any]]:
+    """The answer's sections within the budget; a cut answer ends with a visible note."""
+    pieces = split_text(escaped_mrkdwn(body), MAX_SECTION_CHARS)
+    if sum(map(len, pieces)) <= max_chars and len(pieces) <= max_blocks:
+        return [section(p) for p in pieces]
+    room_chars, room_blocks = max_chars - len(shortened), max_blocks - 1  # the note takes a block and its text
+    kept: list[str] = []
+    for piece in pieces:
+        if room_blocks <= 0 or room_chars <= 0:
+            break
+        if len(piece) > room_chars:
+            piece = clip(piece, room_chars)
+        kept.append(piece)
+        room_chars -= len(piece)
+        room_blocks -= 1
+    return [section(p) for p in kept] + [context([shortened])]
+
+
+def answer_message(answer: Answer, *, language: str, ref: str, reviewed_by: str | None = None) -> dict[str, Any]:
+    """The answer in the asker's thread: text with [n] markers, the footnote list,
+    and the Sources and feedback buttons, whose value is `ref` (e.g. the answer id).
+
+    `reviewed_by` is the user id of the reviewer who approved or wrote the answer.
+    Refused, uncertain and failed answers carry the bot's own sentence in
+    `answer.answer`; they get no feedback buttons.
+    """
+    checked_value(ref)
+    body, notes = split_notes(answer.answer)
+    notes = _notes_for(answer, notes, language)
+    tail: list[dict[str, Any]] = []
+    if notes:
+        tail.append(context([escape(n) for n in notes]))
+    if reviewed_by:
+        tail.append(context([message(Key.REVIEWED_BY, language, reviewer=mention(reviewed_by))]))
+    tail += contexts(source_lines(answer.sources, language, SOURCES_TEXT_BUDGET, MAX_SOURCE_BLOCKS))
+    if (buttons := _answer_actions(answer, ref, language)) is not None:
+        tail.append(buttons)
+    shortened = escape(phrase("shortened" if answer.sources else "shortened_no_sources", language))
+    blocks = _body_blocks(
+        body,
+        max_chars=MESSAGE_TEXT_BUDGET - block_text_length(tail),
+        max_blocks=MAX_MESSAGE_BLOCKS - len(tail),
+        shortened=shortened,
+    )
+    return {"text": _answer_fallback(answer, language), "blocks": blocks + tail}
+
+
+def _answer_fallback(answer: Answer, language: str) -> str:
+    """Notifications and clients without blocks show `text`; it is mrkdwn too, so escaped."""
+    lines = [escape(answer.answer)]
+    if answer.sources:
+        lines += ["", f"{escape(message(Key.SOURCES, language))}:"]
+        lines += [source_line(s, linked=False) + (f" {escape(s.url)}" if s.url else "") for s in answer.sources]
+    return clip("\n".join(lines), MAX_FALLBACK_CHARS)
+
+
+# -- the Sources modal
+
+
+def sources_modal(answer_sources: list[Source], *, question: str, language: str) -> dict[str, Any]:
+    """The modal behind the Sources button: each footnote with its passage."""
+    blocks = [section(f"*{escape(phrase('question', language))}*\n{clip_escaped(question, QUESTION_CHARS)}"), divider()]
+    room = MAX_MODAL_BLOCKS - len(blocks) - 1  # one block stays free for "N more are not shown"
+    for i, source in enumerate(answer_sources):
+        source_blocks = _passage_blocks(source, language)
+        if len(source_blocks) > room:
+            left = len(answer_sources) - i
+            blocks.append(context([escape(phrase("more_passages", language, count=left))]))
+            break
+        blocks += source_blocks
+        room -= len(source_blocks)
+    return modal(message(Key.SOURCES, language), blocks, close=phrase("close", language))
+
+
+def _passage_blocks(source: Source, language: str) -> list[dict[str, Any]]:
+    heading = f"*{source_line(source)}*"
+    passage = escaped_mrkdwn(source.passage)
+    if not passage.strip():
+        return [section(heading), context([escape(phrase("no_passage", language))]), divider()]
+    shortened = len(passage) > MAX_PASSAGE_CHARS
+    pieces = split_text(clip(passage, MAX_PASSAGE_CHARS), MAX_SECTION_CHARS)
+    blocks = [section(heading)] + [section(p) for p in pieces]
+    if shortened:
+        blocks.append(context([escape(phrase("passage_shortened", language))]))
+    return blocks + [divider()]
+
+
+# -- the bot's own messages
+
+
+def _notice(text: str) -> dict[str, Any]:
+    """A message in the bot's own words: the sentence, and any notes in smaller print."""
+    body, notes = split_notes(text)
+    blocks = [section(p) for p in split_text(escape(body), MAX_SECTION_CHARS)]
+    if notes:
+        blocks.append(context([escape(n) for n in notes]))
+    return {"text": escape(text), "blocks": blocks}
+
+
+def _with_truncated(text: str, language: str, question_limit: int | None) -> str:
+    if question_limit is None:
+        return text
+    return f"{text}\n\n{message(Key.TRUNCATED, language, limit=question_limit)}"
+
+
+def refusal_message(*, language: str, question_limit: int | None = None) -> dict[str, Any]:
+    """The KB has nothing on the question. `question_limit`: the question was cut to that length."""
+    return _notice(_with_truncated(message(Key.REFUSAL, language), language, question_limit))
+
+
+def uncertain_message(*, language: str, question_limit: int | None = None) -> dict[str, Any]:
+    """No answer could be backed by the KB; a reviewer may follow up in the thread."""
+    return _notice(_with_truncated(message(Key.UNCERTAIN, language), language, question_limit))
+
+
+def error_message(*, language: str) -> dict[str, Any]:
+    """The apology when the model (or Slack) failed past all retries."""
+    return _notice(message(Key.LLM_DOWN, language))
+
+
+def help_message(*, language: str) -> dict[str, Any]:
+    """The reply to an empty mention."""
+    return _notice(message(Key.HELP, language))
+
+
+def placeholder_message(*, language: str) -> dict[str, Any]:
+    """Posted at once and later replaced (chat.update) by the answer, so the asker sees progress."""
+    text = escape(phrase("placeholder", language))
+    return {"text": text, "blocks": [context([f":hourglass_flowing_sand: {text}"])]}
+
+
+# -- feedback
+
+
+def feedback_reason_modal(answer_ref: str, *, language: str = "en") -> dict[str, Any]:
+    """After 👎: an optional reason. `private_metadata` carries the answer's reference."""
+    field = {
+        "type": "plain_text_input",
+        "action_id": FEEDBACK_REASON_ACTION,
+        "multiline": True,
+        "max_length": MAX_INPUT_CHARS,
+        "placeholder": plain_text(phrase("feedback_placeholder", language), 150),
+    }
+    block = {
+        "type": "input",
+        "block_id": FEEDBACK_REASON_BLOCK,
+        "optional": True,  # a thumbs-down alone is already worth recording
+        "label": plain_text(phrase("feedback_label", language), 2000),
+        "element": field,
+    }
+    return modal(
+        phrase("feedback_title", language),
+        [block],
+        close=phrase("cancel", language),
+        submit=phrase("feedback_submit", language),
+        callback_id=CALLBACK_FEEDBACK_REASON,
+        private_metadata=answer_ref,
+    )
+
+
+def feedback_reason_from(view: dict[str, Any]) -> str:
+    """The reason typed into the feedback modal (view_submission payload's `view`), or ""."""
+    values = view.get("state", {}).get("values", {})
+    return (values.get(FEEDBACK_REASON_BLOCK, {}).get(FEEDBACK_REASON_ACTION, {}).get("value") or "").strip()

@@ -1,0 +1,259 @@
+"""The review channel's card for a rejected draft, its decided form, and the modal
+in which a reviewer writes the answer.
+
+Button values carry only the review id: the record (with the asker and the
+question) lives in Redis, so nothing private travels through Slack's payloads.
+A question asked in a DM shows neither the asker nor the DM channel on its card;
+the review channel is the one place besides the DM that sees its text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+from bot.models import Source, Violation
+from bot.slack.render_blocks import (
+    MAX_INPUT_CHARS,
+    MAX_SECTION_CHARS,
+    actions,
+    button,
+    channel_link,
+    checked_value,
+    clip,
+    clip_escaped,
+    context,
+    contexts,
+    escape,
+    escaped_mrkdwn,
+    header,
+    mention,
+    modal,
+    plain_text,
+    section,
+    slack_date,
+    source_lines,
+    split_text,
+)
+from bot.slack.render_text import phrase
+
+ACTION_REVIEW_APPROVE = "citebot_review_approve"
+ACTION_REVIEW_ANSWER = "citebot_review_answer"
+ACTION_REVIEW_DISMISS = "citebot_review_dismiss"
+CALLBACK_REVIEW_ANSWER_SUBMIT = "citebot_review_answer_submit"
+REVIEW_ANSWER_BLOCK = "citebot_review_answer"
+REVIEW_ANSWER_ACTION = "answer"
+REVIEW_ACTIONS_BLOCK = "citebot_review_actions"
+
+# Character budgets that keep a card under Slack's cumulative block-text limit
+# (render_blocks.MESSAGE_TEXT_BUDGET) whatever the record holds.
+QUESTION_CHARS = 1500
+DRAFT_CHARS = 4500
+DRAFT_CHARS_DECIDED = 2500  # a decided card also shows the posted answer
+POSTED_ANSWER_CHARS = 2000
+MAX_VIOLATIONS = 10
+VIOLATION_DETAIL_CHARS = 220
+SOURCES_CHARS = 1500
+MAX_SOURCE_BLOCKS = 2
+
+_DECISIONS = {
+    "approved": "approved_by",
+    "approve": "approved_by",
+    "answered": "answered_by",
+    "answer": "answered_by",
+    "dismissed": "dismissed_by",
+    "dismiss": "dismissed_by",
+}
+
+
+# -- reading the record, whatever shape the store gives it
+
+
+def _field(review: Any, *names: str, default: Any = None) -> Any:
+    """A record field from a dict or an object; the names after the first are
+    aliases, so the card does not break when the store renames a field."""
+    for name in names:
+        if isinstance(review, Mapping):
+            if name in review:
+                return review[name]
+        elif hasattr(review, name):
+            return getattr(review, name)
+    return default
+
+
+def _question(review: Any) -> str:
+    question = _field(review, "question", "question_text", "text", default="")
+    return getattr(question, "text", question) or ""  # a Question model, or its text
+
+
+def _violations(review: Any) -> list[Violation]:
+    items = _field(review, "violations", default=None) or []
+    return [v if isinstance(v, Violation) else Violation.model_validate(v) for v in items]
+
+
+def _sources(review: Any) -> list[Source]:
+    items = _field(review, "sources", default=None) or []
+    return [s if isinstance(s, Source) else Source.model_validate(s) for s in items]
+
+
+def _is_dm(review: Any) -> bool:
+    channel = _field(review, "channel", "channel_id") or ""
+    # A D… channel is a DM even if a record forgot the flag: privacy must not hang on one field.
+    return bool(_field(review, "is_dm", default=False)) or channel.startswith("D")
+
+
+# -- the card
+
+
+def _asked_line(review: Any, language: str) -> str:
+    asked = _asked_by(review, language)
+    created = slack_date(_field(review, "created_at", "created"))
+    return f"{asked} · {created}" if created else asked
+
+
+def _asked_by(review: Any, language: str) -> str:
+    if _is_dm(review):
+        return escape(phrase("asked_in_dm", language))
+    user = _field(review, "asker", "user", "asker_id", "user_id")
+    channel = _field(review, "channel", "channel_id")
+    if user and channel:
+        return phrase("asked_by", language, user=mention(user), channel=channel_link(channel))
+    if user:
+        return phrase("asked_by_user", language, user=mention(user))
+    return escape(phrase("asked_by_user", language, user="?"))
+
+
+def _quoted_sections(heading: str, text: str, limit: int) -> list[dict[str, Any]]:
+    """`heading` then `text` as a mrkdwn quote, escaped, over as many sections as it needs."""
+    body = escaped_mrkdwn(clip(text, limit)) if text.strip() else ""
+    quoted = "\n".join(f">{line}" for line in body.split("\n"))
+    pieces = split_text(quoted, MAX_SECTION_CHARS - len(heading) - 2)  # room for the newline and a re-added ">"
+    # A piece cut inside a paragraph starts without the quote mark.
+    pieces = [p if p.startswith(">") else f">{p}" for p in pieces] or [">"]
+    return [section(f"{heading}\n{pieces[0]}")] + [section(p) for p in pieces[1:]]
+
+
+def _violation_lines(violations: list[Violation], language: str) -> str:
+    if not violations:
+        return escape(phrase("no_violations", language))
+    lines = [
+        f"• *{escape(v.kind)}*: {clip_escaped(v.detail, VIOLATION_DETAIL_CHARS)}" for v in violations[:MAX_VIOLATIONS]
+    ]
+    if len(violations) > MAX_VIOLATIONS:
+        lines.append(escape(phrase("more_violations", language, count=len(violations) - MAX_VIOLATIONS)))
+    return "\n".join(lines)
+
+
+def _card_body(review: Any, language: str, draft_chars: int) -> list[dict[str, Any]]:
+    draft = _field(review, "draft", "draft_text", default="") or ""
+    sources = _sources(review)
+    blocks = [
+        header(phrase("review_heading", language)),
+        context([_asked_line(review, language)]),
+        section(f"*{escape(phrase('question', language))}*\n{clip_escaped(_question(review), QUESTION_CHARS)}"),
+    ]
+    if draft.strip():
+        blocks += _quoted_sections(f"*{escape(phrase('rejected_draft', language))}*", draft, draft_chars)
+    else:
+        blocks.append(section(f"*{escape(phrase('rejected_draft', language))}*\n{escape(phrase('no_draft', language))}"))
+    blocks.append(
+        section(f"*{escape(phrase('violations', language))}*\n{_violation_lines(_violations(review), language)}")
+    )
+    heading = f"*{escape(phrase('retrieved_sources', language))}*"
+    if sources:
+        blocks += contexts([heading, *source_lines(sources, language, SOURCES_CHARS, MAX_SOURCE_BLOCKS)])
+    else:
+        blocks.append(context([heading, escape(phrase("no_sources", language))]))
+    return blocks
+
+
+def _fallback(review: Any, language: str) -> str:
+    return escape(phrase("review_fallback", language, question=clip(_question(review), 200)))
+
+
+def review_id_of(review: Any) -> str:
+    return checked_value(str(_field(review, "review_id", "id", default="") or ""))
+
+
+def review_card(review: Any, *, language: str = "en") -> dict[str, Any]:
+    """The card posted to the review channel: question, rejected draft, violations,
+    retrieved sources, and the approve / write answer / dismiss buttons."""
+    review_id = review_id_of(review)
+    buttons = actions(
+        [
+            button(phrase("approve", language), ACTION_REVIEW_APPROVE, review_id, style="primary"),
+            button(phrase("write_answer", language), ACTION_REVIEW_ANSWER, review_id),
+            button(phrase("dismiss", language), ACTION_REVIEW_DISMISS, review_id, style="danger"),
+        ],
+        block_id=REVIEW_ACTIONS_BLOCK,
+    )
+    return {"text": _fallback(review, language), "blocks": _card_body(review, language, DRAFT_CHARS) + [buttons]}
+
+
+def review_card_decided(
+    review: Any,
+    decision: str | Enum,
+    reviewer_id: str,
+    decided_at: Any,
+    answer_text: str | None = None,
+    *,
+    language: str = "en",
+) -> dict[str, Any]:
+    """The card after a decision (for chat.update): no buttons any more, a line
+    saying who decided what and when, and the posted answer if there is one.
+
+    `decision`: approved, answered or dismissed (the verb forms work too).
+    `decided_at`: a datetime, epoch seconds or an ISO string.
+    """
+    key = _DECISIONS.get(str(getattr(decision, "value", decision)).strip().lower())
+    if key is None:
+        raise ValueError(f"unknown review decision {decision!r}; expected approved, answered or dismissed")
+    blocks = _card_body(review, language, DRAFT_CHARS_DECIDED)
+    if answer_text and answer_text.strip():
+        blocks += _quoted_sections(f"*{escape(phrase('posted_answer', language))}*", answer_text, POSTED_ANSWER_CHARS)
+    when = slack_date(decided_at) or "?"
+    decided = phrase(key, language, user=mention(reviewer_id), time=when)
+    blocks.append(context([decided]))
+    return {"text": f"{_fallback(review, language)}\n{decided}", "blocks": blocks}
+
+
+# -- the reviewer's answer
+
+
+def review_answer_modal(review_id: str, question: str, draft: str | None, *, language: str = "en") -> dict[str, Any]:
+    """Opened by the write-answer button; `private_metadata` is the review id, so the
+    submission handler finds the record without trusting anything else in the view."""
+    blocks = [section(f"*{escape(phrase('question', language))}*\n{clip_escaped(question, QUESTION_CHARS)}")]
+    if draft and draft.strip():
+        blocks += _quoted_sections(f"*{escape(phrase('rejected_draft', language))}*", draft, DRAFT_CHARS_DECIDED)
+    blocks.append(
+        {
+            "type": "input",
+            "block_id": REVIEW_ANSWER_BLOCK,
+            "label": plain_text(phrase("your_answer", language), 2000),
+            "hint": plain_text(phrase("answer_hint", language), 2000),
+            "element": {
+                "type": "plain_text_input",
+                "action_id": REVIEW_ANSWER_ACTION,
+                "multiline": True,
+                "min_length": 1,
+                "max_length": MAX_INPUT_CHARS,
+                "placeholder": plain_text(phrase("answer_placeholder", language), 150),
+            },
+        }
+    )
+    return modal(
+        phrase("review_modal_title", language),
+        blocks,
+        close=phrase("cancel", language),
+        submit=phrase("review_modal_submit", language),
+        callback_id=CALLBACK_REVIEW_ANSWER_SUBMIT,
+        private_metadata=checked_value(review_id),
+    )
+
+
+def review_answer_from(view: dict[str, Any]) -> str:
+    """The answer typed into the review modal (view_submission payload's `view`), or ""."""
+    values = view.get("state", {}).get("values", {})
+    return (values.get(REVIEW_ANSWER_BLOCK, {}).get(REVIEW_ANSWER_ACTION, {}).get("value") or "").strip()
