@@ -1,0 +1,434 @@
+"""Consumer: takes jobs from the Redis stream and runs them, several at a time.
+
+A job ends in one of three ways (bot.queue explains the keys and scripts):
+
+* the handler returns            -> acked, gone;
+* the handler raises `Transient` -> back to the queue after a backoff (its
+  `retry_after` if given), try number + 1, until `max_tries`;
+* anything else, or the last try -> `on_dead(job, error)` (the worker posts an
+  apology), then the job goes to the dead-letter list.
+
+A worker that dies holds its entries in the group's pending list; a live
+worker takes them over once they have been idle for `visibility_timeout`. A
+live worker renews the idle time of its own entries every third of that, so a
+slow job is never taken from a healthy worker. A redelivery counts as a try:
+a job that keeps killing its workers ends as `JobLost` in `on_dead` instead of
+looping. `on_dead` therefore runs at least once per dead job, and exactly once
+unless a worker dies inside it: the apology goes through `PostLedger` too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import signal
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from redis.exceptions import RedisError, ResponseError
+
+from bot.queue import (
+    BACKOFF_BASE_S,
+    BACKOFF_MAX_S,
+    DEAD_LETTER_CAP,
+    DEAD_LIST,
+    DELAYED_ZSET,
+    ERROR_PAUSE_S,
+    FINISH_LUA,
+    HEARTBEAT_INTERVAL_S,
+    HEARTBEAT_TTL_FACTOR,
+    JOB_TIMEOUT_S,
+    JOBS_STREAM,
+    MAX_TRIES,
+    PROMOTE_LUA,
+    READ_BLOCK_S,
+    RECLAIM_INTERVAL_S,
+    RENEW_LUA,
+    SHUTDOWN_GRACE_S,
+    VISIBILITY_TIMEOUT_S,
+    WORKER_SOCKET_TIMEOUT_S,
+    WORKERS_GROUP,
+    Job,
+    JobLost,
+    QueueUnavailable,
+    Transient,
+    WorkerInfo,
+    connect,
+    dumps_dead_letter,
+    heartbeat_key,
+    loads_job,
+    redis_location,
+)
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Job], Awaitable[None]]
+OnDead = Callable[[Job, BaseException], Awaitable[None]]
+
+
+@dataclass
+class _Running:
+    job: Job
+    task: asyncio.Task[None]
+    lease_lost: bool = False
+
+
+class Consumer:
+    """Runs `handler(job)` for jobs from the queue, at most `concurrency` at once.
+
+    `run()` returns after `stop()`: in-flight jobs get `shutdown_grace` seconds
+    to finish, the rest go back to the queue for another worker.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        redis_url: str,
+        on_dead: OnDead,
+        concurrency: int = 4,
+        max_tries: int = MAX_TRIES,
+        visibility_timeout: float = VISIBILITY_TIMEOUT_S,
+        job_timeout: float = JOB_TIMEOUT_S,
+        backoff_base: float = BACKOFF_BASE_S,
+        backoff_max: float = BACKOFF_MAX_S,
+        heartbeat_interval: float = HEARTBEAT_INTERVAL_S,
+        read_block: float = READ_BLOCK_S,
+        shutdown_grace: float = SHUTDOWN_GRACE_S,
+        worker_id: str | None = None,
+    ):
+        if concurrency < 1 or max_tries < 1:
+            raise ValueError("concurrency and max_tries must be at least 1")
+        if not 0 < read_block < WORKER_SOCKET_TIMEOUT_S:
+            raise ValueError(f"read_block must be between 0 and {WORKER_SOCKET_TIMEOUT_S}s")
+        self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self._handler = handler
+        self._on_dead = on_dead
+        self._url = redis_url
+        self._concurrency = concurrency
+        self._max_tries = max_tries
+        self._visibility = visibility_timeout
+        self._job_timeout = job_timeout
+        self._backoff = (backoff_base, backoff_max)
+        self._heartbeat_interval = heartbeat_interval
+        self._read_block = read_block
+        self._grace = shutdown_grace
+        self._reclaim_interval = min(RECLAIM_INTERVAL_S, visibility_timeout / 2)
+        self._last_reclaim = 0.0
+        self._claim_cursor = "0-0"
+        self._running: dict[str, _Running] = {}
+        self._stopping = asyncio.Event()
+        self._wake = asyncio.Event()  # a slot freed up, or stop() was called
+        self._ready = asyncio.Event()
+        self._started_at = time.time()
+
+    # --- lifecycle ---------------------------------------------------------------
+
+    async def run(self) -> None:
+        self._redis = connect(self._url, timeout=WORKER_SOCKET_TIMEOUT_S)
+        self._finish_script = self._redis.register_script(FINISH_LUA)
+        self._renew_script = self._redis.register_script(RENEW_LUA)
+        self._promote_script = self._redis.register_script(PROMOTE_LUA)
+        try:
+            await self._start_up()
+            keepalive = asyncio.create_task(self._keepalive_loop(), name=f"keepalive {self.worker_id}")
+            try:
+                await self._read_loop()
+                await self._drain()
+            finally:
+                await _cancel_and_wait([keepalive, *(r.task for r in self._running.values())])
+                await self._forget_heartbeat()
+        finally:
+            await self._redis.aclose()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+
+    async def started(self) -> None:
+        """Returns once the group exists and the first heartbeat is written."""
+        await self._ready.wait()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._running)
+
+    async def _start_up(self) -> None:
+        # A worker that cannot reach Redis at start should fail loudly, not
+        # sit in a retry loop looking healthy.
+        try:
+            await self._ensure_group()
+            await self._beat()
+        except (RedisError, OSError) as exc:
+            where = redis_location(self._url)
+            raise QueueUnavailable(f"worker cannot start: Redis at {where}: {exc}") from exc
+        log.info("worker %s started, concurrency %d", self.worker_id, self._concurrency)
+        self._ready.set()
+
+    async def _ensure_group(self) -> None:
+        try:
+            # "0", not "$": jobs enqueued before the first worker ever started
+            # must be delivered too.
+            await self._redis.xgroup_create(JOBS_STREAM, WORKERS_GROUP, id="0", mkstream=True)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    async def _drain(self) -> None:
+        if not self._running:
+            return
+        log.info("worker %s stopping: waiting up to %gs for %d jobs", self.worker_id, self._grace, len(self._running))
+        tasks = [r.task for r in self._running.values()]
+        _, pending = await asyncio.wait(tasks, timeout=self._grace)
+        # Cancelled jobs hand themselves back to the queue (see _run).
+        await _cancel_and_wait(list(pending))
+
+    # --- taking jobs ---------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        while not self._stopping.is_set():
+            free = self._concurrency - len(self._running)
+            if free <= 0:
+                # No await since len() above: a job finishing now sets _wake after clear().
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            try:
+                batch = await self._take(free)
+            except (RedisError, OSError) as exc:
+                log.warning("worker %s: Redis error while taking jobs: %s", self.worker_id, exc)
+                await self._pause(ERROR_PAUSE_S)
+                continue
+            for entry_id, fields, deliveries in batch:
+                self._start(entry_id, fields, deliveries)
+
+    async def _take(self, free: int) -> list[tuple[str, dict[str, str], int]]:
+        try:
+            next_due_ms = await self._promote_script(keys=[DELAYED_ZSET, JOBS_STREAM], args=[_now_ms(), 100])
+            reclaimed = await self._reclaim(free)
+            if reclaimed:
+                return reclaimed
+            block = self._read_block
+            if next_due_ms is not None:
+                block = min(block, max(float(next_due_ms) / 1000 - time.time(), 0.001))
+            return await self._read_new(free, block)
+        except ResponseError as exc:
+            # Someone deleted the stream (or flushed Redis): make the group again.
+            if "NOGROUP" not in str(exc):
+                raise
+            await self._ensure_group()
+            return []
+
+    async def _read_new(self, count: int, block: float) -> list[tuple[str, dict[str, str], int]]:
+        reply = await self._redis.xreadgroup(
+            WORKERS_GROUP, self.worker_id, {JOBS_STREAM: ">"}, count=count, block=max(1, int(block * 1000))
+        )
+        return [(entry_id, fields, 1) for _, entries in reply or [] for entry_id, fields in entries]
+
+    async def _reclaim(self, count: int) -> list[tuple[str, dict[str, str], int]]:
+        """Entries of workers that stopped renewing them: their worker is dead."""
+        if time.monotonic() - self._last_reclaim < self._reclaim_interval:
+            return []
+        cursor, entries, *_ = await self._redis.xautoclaim(
+            JOBS_STREAM,
+            WORKERS_GROUP,
+            self.worker_id,
+            min_idle_time=int(self._visibility * 1000),
+            start_id=self._claim_cursor,
+            count=count,
+        )
+        # Continue the scan where it stopped; a full pass ends the interval.
+        self._claim_cursor = cursor
+        if cursor == "0-0":
+            self._last_reclaim = time.monotonic()
+        taken = []
+        for entry_id, fields in entries:
+            if fields is None:  # deleted under Redis 6.2: nothing to run
+                await self._redis.xack(JOBS_STREAM, WORKERS_GROUP, entry_id)
+                continue
+            deliveries = await self._deliveries(entry_id)
+            log.warning("worker %s took over entry %s (delivery %d)", self.worker_id, entry_id, deliveries)
+            taken.append((entry_id, fields, deliveries))
+        return taken
+
+    async def _deliveries(self, entry_id: str) -> int:
+        pending = await self._redis.xpending_range(JOBS_STREAM, WORKERS_GROUP, entry_id, entry_id, 1)
+        return int(pending[0]["times_delivered"]) if pending else 1
+
+    def _start(self, entry_id: str, fields: dict[str, str], deliveries: int) -> None:
+        try:
+            stored = loads_job(fields)
+        except (KeyError, ValidationError) as exc:
+            coro: Awaitable[None] = self._bury(entry_id, fields, exc)
+            job = Job(kind="invalid", payload={"fields": fields})
+        else:
+            # Each delivery after the first is a try whose worker died.
+            job = stored.model_copy(update={"attempt": stored.attempt + deliveries - 1})
+            if job.attempt > self._max_tries:
+                coro = self._dead(entry_id, job, JobLost(f"try {job.attempt - 1} of {self._max_tries} never finished"))
+            else:
+                coro = self._run(entry_id, job)
+        task = asyncio.create_task(coro, name=f"job {job.id} try {job.attempt}")  # type: ignore[arg-type]
+        self._running[entry_id] = _Running(job=job, task=task)
+        task.add_done_callback(lambda _, e=entry_id: self._finished(e))
+
+    def _finished(self, entry_id: str) -> None:
+        self._running.pop(entry_id, None)
+        self._wake.set()
+
+    # --- running one job -------------------------------------------------------------
+
+    async def _run(self, entry_id: str, job: Job) -> None:
+        try:
+            async with asyncio.timeout(self._job_timeout):
+                await self._handler(job)
+        except Transient as exc:
+            await self._retry_or_die(entry_id, job, exc)
+        except TimeoutError:
+            # A hang (ours) or a timeout the handler did not translate: both
+            # are worth another try.
+            await self._retry_or_die(entry_id, job, Transient(f"timed out (job timeout {self._job_timeout:g}s)"))
+        except asyncio.CancelledError:
+            await asyncio.shield(self._release(entry_id, job))
+            raise
+        except Exception as exc:
+            await self._dead(entry_id, job, exc)
+        else:
+            await self._finish(entry_id, "ack")
+
+    async def _retry_or_die(self, entry_id: str, job: Job, exc: Transient) -> None:
+        if job.attempt >= self._max_tries:
+            await self._dead(entry_id, job, exc)
+            return
+        delay = self._delay(job.attempt, exc.retry_after)
+        log.info("job %s try %d: %s; retrying in %.1fs", job.id, job.attempt, exc, delay)
+        retry = job.model_copy(update={"attempt": job.attempt + 1})
+        await self._finish(entry_id, "retry", retry.model_dump_json(), due_ms=_now_ms() + int(delay * 1000))
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return max(0.0, retry_after)
+        base, cap = self._backoff
+        ceiling = min(cap, base * 2 ** (attempt - 1))
+        # Equal jitter: never below half, so the backoff still grows, and
+        # workers that failed together do not return together.
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+    async def _dead(self, entry_id: str, job: Job, error: BaseException) -> None:
+        log.error("job %s failed for good on try %d: %s: %s", job.id, job.attempt, type(error).__name__, error)
+        try:
+            await self._on_dead(job, error)
+        except Exception:
+            # The dead letter is still recorded: an operator can replay it.
+            log.exception("on_dead failed for job %s", job.id)
+        await self._finish(entry_id, "dead", dumps_dead_letter(job, error, self.worker_id))
+
+    async def _bury(self, entry_id: str, fields: dict[str, str], error: Exception) -> None:
+        # Not a Job: there is no question to apologise to, only a record to keep.
+        log.error("entry %s is not a job (%s); dead-lettered", entry_id, error)
+        job = Job(kind="invalid", payload={"fields": fields})
+        await self._finish(entry_id, "dead", dumps_dead_letter(job, error, self.worker_id))
+
+    async def _release(self, entry_id: str, job: Job) -> None:
+        running = self._running.get(entry_id)
+        if running is not None and running.lease_lost:
+            return  # another worker owns the entry now
+        # Handed back with the same try number: a shutdown is not the job's fault.
+        await self._finish(entry_id, "retry", job.model_dump_json(), due_ms=_now_ms())
+
+    async def _finish(self, entry_id: str, action: str, data: str = "", due_ms: int = 0) -> None:
+        keys = [JOBS_STREAM, DELAYED_ZSET, DEAD_LIST]
+        args = [WORKERS_GROUP, self.worker_id, entry_id, action, data, due_ms, DEAD_LETTER_CAP]
+        try:
+            owned = await self._finish_script(keys=keys, args=args)
+        except (RedisError, OSError) as exc:
+            # Still pending under our name: redelivered after the visibility
+            # timeout, and PostLedger keeps the second run from posting again.
+            log.error("worker %s could not %s entry %s: %s", self.worker_id, action, entry_id, exc)
+            return
+        if not owned:
+            log.warning("entry %s was taken over by another worker before %s", entry_id, action)
+
+    # --- leases and heartbeat --------------------------------------------------------
+
+    async def _keepalive_loop(self) -> None:
+        # Renew three times per visibility timeout: two missed renewals still
+        # keep the lease.
+        tick = min(self._visibility / 3, self._heartbeat_interval)
+        while True:
+            await asyncio.sleep(tick)
+            try:
+                await self._renew()
+                await self._beat()
+            except (RedisError, OSError) as exc:
+                log.warning("worker %s: Redis error in keepalive: %s", self.worker_id, exc)
+
+    async def _renew(self) -> None:
+        entry_ids = [entry_id for entry_id, r in self._running.items() if not r.lease_lost]
+        if not entry_ids:
+            return
+        lost = await self._renew_script(keys=[JOBS_STREAM], args=[WORKERS_GROUP, self.worker_id, *entry_ids])
+        for entry_id in lost:
+            running = self._running.get(entry_id)
+            if running is None:
+                continue
+            # Another worker runs it now; two runs in parallel would race to post.
+            log.warning("worker %s lost the lease on entry %s; cancelling its job", self.worker_id, entry_id)
+            running.lease_lost = True
+            running.task.cancel()
+
+    async def _beat(self) -> None:
+        info = WorkerInfo(
+            worker_id=self.worker_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            concurrency=self._concurrency,
+            in_flight=len(self._running),
+            started_at=self._started_at,
+            beat_at=time.time(),
+        )
+        ttl_ms = int(self._heartbeat_interval * HEARTBEAT_TTL_FACTOR * 1000)
+        await self._redis.set(heartbeat_key(self.worker_id), info.model_dump_json(), px=ttl_ms)
+
+    async def _forget_heartbeat(self) -> None:
+        with contextlib.suppress(RedisError, OSError):
+            await self._redis.delete(heartbeat_key(self.worker_id))
+
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._stopping.wait()
+
+
+async def run_worker(handler: Handler, *, on_dead: OnDead, redis_url: str, concurrency: int = 4, **options: Any) -> None:
+    """Runs a Consumer until SIGTERM or SIGINT; `options` are Consumer's keyword arguments."""
+    consumer = Consumer(handler, redis_url=redis_url, on_dead=on_dead, concurrency=concurrency, **options)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, consumer.stop)
+    try:
+        await consumer.run()
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+
+
+async def _cancel_and_wait(tasks: list[asyncio.Task[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+__all__ = ["Consumer", "Handler", "OnDead", "run_worker"]
