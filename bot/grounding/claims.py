@@ -25,6 +25,7 @@ sentence, or the refusal sentence as plain text instead of JSON.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from bot.grounding.lenient_json import parse_lenient_json
@@ -98,7 +99,12 @@ def _haystack(ev: Evidence) -> str:
 
 
 def _check_claim(
-    i: int, claim: Claim, index: EvidenceIndex, language: str, allowed_roles: frozenset[str]
+    i: int,
+    claim: Claim,
+    index: EvidenceIndex,
+    language: str,
+    allowed_roles: frozenset[str],
+    idf: Mapping[str, float] | None = None,
 ) -> tuple[Claim, list[Violation]]:
     """The claim with resolved pointer ids and its `verified` flag, and its violations."""
     out: list[Violation] = []
@@ -122,7 +128,7 @@ def _check_claim(
     elif resolved:
         for number in missing_numbers(claim.text, [_haystack(ev) for ev in resolved], language):
             add("NUMBER_NOT_IN_SOURCE", f"{number!r} is not stated in the cited evidence")
-        support = assess(claim.text, [ev.text for ev in resolved], language)
+        support = assess(claim.text, [ev.text for ev in resolved], language, idf=idf)
         if not support.supported:
             missing = ", ".join(support.missing) or "-"
             add("UNSUPPORTED_CLAIM", f"the cited evidence does not state this (words not found: {missing})")
@@ -155,8 +161,13 @@ def verify_claims(
     language: str = "en",
     allowed_roles: frozenset[str] | set[str] = DEFAULT_ALLOWED_ROLES,
     max_claims: int = MAX_CLAIMS,
+    idf: Mapping[str, float] | None = None,
 ) -> Verdict:
-    """Check a claims-mode draft against the context blocks it was written from."""
+    """Check a claims-mode draft against the context blocks it was written from.
+
+    `idf` maps analyzed terms to their inverse document frequency in the
+    knowledge base (see support.assess); without it every word weighs the same.
+    """
     text = strip_think(draft_text)
     try:
         obj, fixups = parse_lenient_json(text)
@@ -172,7 +183,7 @@ def verify_claims(
     index = EvidenceIndex(evidence)
     checked, violations = [], []
     for i, claim in enumerate(claims):
-        result, found = _check_claim(i, claim, index, language, frozenset(allowed_roles))
+        result, found = _check_claim(i, claim, index, language, frozenset(allowed_roles), idf)
         checked.append(result)
         violations += found
     if len(claims) > max_claims:

@@ -146,7 +146,7 @@ def _pairs_near(claim: list[str], sents: list[list[str]], language: str) -> floa
     return found / len(pairs)
 
 
-def assess(claim: str, passages: list[str], language: str = "en") -> Support:
+def assess(claim: str, passages: list[str], language: str = "en", idf=None) -> Support:
     """Score `claim` against the passages it cites."""
     words = _unique(content_terms(claim, language))
     sents = evidence_sentences(passages, language)
