@@ -42,8 +42,9 @@ step, so a Slack retry of the same event id never makes a second job and a
 crash between the two cannot swallow the first. take: XREADGROUP ">" (new) or
 XAUTOCLAIM (idle longer than the visibility timeout: its worker died). finish:
 one Lua script checks that this worker still owns the entry, then XACK + XDEL
-and, for a retry, ZADDs the job (attempt + 1) to the delayed set, or, for a
-dead job, LPUSHes it to the capped dead-letter list. Workers move due retries
+and, for a retry, ZADDs the job (attempt + 1) to the delayed set; for a job
+handed back at shutdown, XADDs it again; for a dead job, LPUSHes it to the
+capped dead-letter list. Workers move due retries
 back into the stream with another script. Every step is atomic, so a job is
 always in exactly one of: stream, delayed set, dead list, done.
 
@@ -220,7 +221,8 @@ return 1
 """
 
 # KEYS: stream, delayed, dead. ARGV: group, consumer, entry id, action
-# ("ack" | "retry" | "dead"), data (job json | dead-letter json), due ms, dead cap.
+# ("ack" | "retry" | "requeue" | "dead"), data (job json | dead-letter json),
+# due ms, dead cap.
 # Only the current owner may finish an entry: a worker whose lease was taken
 # over must not ack the entry the new owner is working on.
 FINISH_LUA = """
@@ -230,6 +232,8 @@ redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
 redis.call('XDEL', KEYS[1], ARGV[3])
 if ARGV[4] == 'retry' then
   redis.call('ZADD', KEYS[2], ARGV[6], ARGV[5])
+elseif ARGV[4] == 'requeue' then
+  redis.call('XADD', KEYS[1], '*', 'job', ARGV[5])
 elseif ARGV[4] == 'dead' then
   redis.call('LPUSH', KEYS[3], ARGV[5])
   redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[7]) - 1)

@@ -342,7 +342,7 @@ class Consumer:
         if running is not None and running.lease_lost:
             return  # another worker owns the entry now
         # Handed back with the same try number: a shutdown is not the job's fault.
-        await self._finish(entry_id, "retry", job.model_dump_json(), due_ms=_now_ms())
+        await self._finish(entry_id, "requeue", job.model_dump_json())
 
     async def _finish(self, entry_id: str, action: str, data: str = "", due_ms: int = 0) -> None:
         keys = [JOBS_STREAM, DELAYED_ZSET, DEAD_LIST]

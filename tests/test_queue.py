@@ -1,0 +1,546 @@
+"""The job queue against a real Redis (DB of its own, flushed per test)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from bot.queue import (
+    Job,
+    JobLost,
+    JobQueue,
+    PostClaim,
+    PostLedger,
+    QueueStats,
+    QueueUnavailable,
+    Transient,
+    connect,
+)
+from bot.queue_worker import Consumer
+from tests.queue_worker_proc import FAKE_SLACK_LIST, PROC_STARTED_PREFIX, fake_post
+from tests.redis_fixtures import redis_url  # noqa: F401  (fixture)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Short timings so the whole file runs in seconds; the production defaults
+# live in bot.queue.
+VISIBILITY_S = 1.5
+FAST = {
+    "visibility_timeout": VISIBILITY_S,
+    "backoff_base": 0.1,
+    "backoff_max": 0.4,
+    "heartbeat_interval": 0.5,
+    "read_block": 0.05,
+    "shutdown_grace": 2.0,
+}
+EMPTY = QueueStats(waiting=0, in_flight=0, delayed=0, dead=0)
+
+
+async def until(check: Callable[[], Any], what: str, timeout: float = 5.0) -> Any:
+    """Polls `check` (sync or async) until it returns something truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if isinstance(result, Awaitable):
+            result = await result
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+class Calls:
+    """Records what a handler or on_dead callback saw, with the time."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[float, Any]] = []
+
+    def add(self, *item: Any) -> None:
+        self.items.append((time.monotonic(), item if len(item) > 1 else item[0]))
+
+    @property
+    def values(self) -> list[Any]:
+        return [value for _, value in self.items]
+
+    @property
+    def times(self) -> list[float]:
+        return [t for t, _ in self.items]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def answer_job(question_id: str = "q1", **payload: Any) -> Job:
+    return Job(kind="answer", payload={"question_id": question_id, **payload})
+
+
+@pytest.fixture
+async def queue(redis_url: str) -> AsyncIterator[JobQueue]:  # noqa: F811
+    async with JobQueue(redis_url) as job_queue:
+        yield job_queue
+
+
+@pytest.fixture
+async def raw(redis_url: str) -> AsyncIterator[aioredis.Redis]:  # noqa: F811
+    client = connect(redis_url, timeout=5.0)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def ledger(redis_url: str) -> AsyncIterator[PostLedger]:  # noqa: F811
+    post_ledger = PostLedger(redis_url)
+    yield post_ledger
+    await post_ledger.close()
+
+
+@pytest.fixture
+async def dead_calls() -> Calls:
+    return Calls()
+
+
+@pytest.fixture
+async def start_worker(redis_url: str, dead_calls: Calls) -> AsyncIterator[Callable[..., Awaitable[Consumer]]]:  # noqa: F811
+    """A factory: `await start_worker(handler, **Consumer options)` -> a running Consumer."""
+    running: list[tuple[Consumer, asyncio.Task[None]]] = []
+
+    async def record_dead(job: Job, error: BaseException) -> None:
+        dead_calls.add(job, error)
+
+    async def factory(handler: Callable[[Job], Awaitable[None]], **options: Any) -> Consumer:
+        options = {**FAST, "on_dead": record_dead, **options}
+        consumer = Consumer(handler, redis_url=redis_url, **options)
+        task = asyncio.create_task(consumer.run())
+        running.append((consumer, task))
+        ready = asyncio.create_task(consumer.started())
+        await asyncio.wait([ready, task], return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            ready.cancel()
+            task.result()  # raises what stopped the worker
+        return consumer
+
+    yield factory
+    for consumer, _ in running:
+        consumer.stop()
+    for _, task in running:
+        await task
+
+
+def spawn_worker_process(redis_url: str, log_path: Path) -> subprocess.Popen[bytes]:  # noqa: F811
+    log_file = log_path.open("wb")
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.queue_worker_proc", redis_url, str(VISIBILITY_S)],
+            cwd=ROOT,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    finally:
+        log_file.close()  # the child has its own descriptor
+
+
+async def kill_when_mid_job(proc: subprocess.Popen[bytes], raw: aioredis.Redis, job: Job, log_path: Path) -> float:
+    """Waits until the process is inside the job's handler, SIGKILLs it, returns the kill time."""
+
+    async def started() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"worker process exited early:\n{log_path.read_text()}")
+        return await raw.get(PROC_STARTED_PREFIX + job.id) == str(proc.pid)
+
+    try:
+        await until(started, "the worker process to start the job", timeout=15.0)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return time.monotonic()
+
+
+# --- enqueue, take, ack --------------------------------------------------------------
+
+
+async def test_enqueued_job_is_run_once_and_acked(queue: JobQueue, start_worker: Any, dead_calls: Calls) -> None:
+    job = answer_job(text="How many vacation days?")
+    assert await queue.enqueue(job, dedupe_id="Ev1") is True
+    assert await queue.stats() == QueueStats(waiting=1, in_flight=0, delayed=0, dead=0)
+    assert await queue.depth() == 1
+
+    handled = Calls()
+
+    async def handler(got: Job) -> None:
+        handled.add(got)
+
+    await start_worker(handler)
+    await until(lambda: len(handled), "the job to run")
+    await until(lambda: _stats_are(queue, EMPTY), "the job to be acked")
+
+    (got,) = handled.values
+    assert (got.id, got.kind, got.payload, got.attempt) == (job.id, "answer", job.payload, 1)
+    assert len(dead_calls) == 0
+
+
+async def test_slack_retries_of_one_event_make_one_job(queue: JobQueue, start_worker: Any) -> None:
+    # Each Slack delivery is parsed anew, so each builds its own Job object.
+    added = [await queue.enqueue(answer_job(), dedupe_id="Ev42") for _ in range(3)]
+    assert added == [True, False, False]
+    assert await queue.depth() == 1
+
+    handled = Calls()
+
+    async def handler(job: Job) -> None:
+        handled.add(job)
+
+    await start_worker(handler)
+    await until(lambda: _stats_are(queue, EMPTY), "the job to finish")
+    assert len(handled) == 1
+    # A retry that arrives after the job finished is still a duplicate.
+    assert await queue.enqueue(answer_job(), dedupe_id="Ev42") is False
+    assert await queue.enqueue(answer_job(), dedupe_id="Ev43") is True
+
+
+# --- retries and dead letters ---------------------------------------------------------
+
+
+async def test_transient_failure_is_retried_with_backoff_then_succeeds(
+    queue: JobQueue, start_worker: Any, dead_calls: Calls
+) -> None:
+    tries = Calls()
+
+    async def handler(job: Job) -> None:
+        tries.add(job.attempt)
+        if job.attempt < 3:
+            raise Transient("LLM 503")
+
+    await queue.enqueue(answer_job(), dedupe_id="Ev1")
+    await start_worker(handler)
+    await until(lambda: tries.values == [1, 2, 3], "three tries")
+    await until(lambda: _stats_are(queue, EMPTY), "the job to be acked")
+
+    first_gap, second_gap = (b - a for a, b in zip(tries.times, tries.times[1:]))
+    # backoff_base 0.1 s, doubled per try, equal jitter: at least half of it.
+    assert first_gap >= 0.05
+    assert second_gap >= 0.1
+    assert len(dead_calls) == 0
+
+
+async def test_retry_after_is_honoured(queue: JobQueue, start_worker: Any) -> None:
+    tries = Calls()
+
+    async def handler(job: Job) -> None:
+        tries.add(job.attempt)
+        if job.attempt == 1:
+            raise Transient("Slack 429", retry_after=0.8)
+
+    await queue.enqueue(answer_job(), dedupe_id="Ev1")
+    await start_worker(handler)
+    await until(lambda: len(tries) == 1, "the first try")
+    await until(lambda: _stats_are(queue, QueueStats(waiting=0, in_flight=0, delayed=1, dead=0)), "the delayed retry")
+    await until(lambda: len(tries) == 2, "the second try")
+
+    # backoff_base alone would have retried after at most 0.1 s.
+    assert tries.times[1] - tries.times[0] >= 0.8
+
+
+async def test_last_try_goes_to_dead_letter_and_on_dead_runs_once(
+    queue: JobQueue, start_worker: Any, dead_calls: Calls
+) -> None:
+    tries = Calls()
+
+    async def handler(job: Job) -> None:
+        tries.add(job.attempt)
+        raise Transient("LLM down")
+
+    job = answer_job()
+    await queue.enqueue(job, dedupe_id="Ev1")
+    await start_worker(handler, max_tries=3)
+    await until(lambda: _stats_are(queue, QueueStats(waiting=0, in_flight=0, delayed=0, dead=1)), "the dead letter")
+
+    # Nothing is left that could run the job or on_dead again.
+    assert tries.values == [1, 2, 3]
+    ((dead_job, error),) = dead_calls.values
+    assert (dead_job.id, dead_job.attempt) == (job.id, 3)
+    assert isinstance(error, Transient)
+    (letter,) = await queue.dead_letters()
+    assert (letter.job.id, letter.job.attempt, letter.error) == (job.id, 3, "Transient: LLM down")
+
+
+async def test_other_errors_go_to_dead_letter_without_retry(
+    queue: JobQueue, start_worker: Any, dead_calls: Calls
+) -> None:
+    tries = Calls()
+
+    async def handler(job: Job) -> None:
+        tries.add(job.attempt)
+        raise ValueError("malformed question")
+
+    await queue.enqueue(answer_job(), dedupe_id="Ev1")
+    await start_worker(handler)
+    await until(lambda: len(dead_calls), "on_dead")
+    await until(lambda: _stats_are(queue, QueueStats(waiting=0, in_flight=0, delayed=0, dead=1)), "the dead letter")
+
+    assert tries.values == [1]
+    ((_, error),) = dead_calls.values
+    assert isinstance(error, ValueError)
+
+
+async def test_a_failing_on_dead_still_records_the_dead_letter(queue: JobQueue, start_worker: Any) -> None:
+    async def handler(job: Job) -> None:
+        raise ValueError("bad")
+
+    async def on_dead(job: Job, error: BaseException) -> None:
+        raise RuntimeError("Slack is down too")
+
+    await queue.enqueue(answer_job(), dedupe_id="Ev1")
+    await start_worker(handler, on_dead=on_dead)
+    await until(lambda: _stats_are(queue, QueueStats(waiting=0, in_flight=0, delayed=0, dead=1)), "the dead letter")
+
+
+# --- concurrency, liveness, shutdown ----------------------------------------------------
+
+
+async def test_one_worker_runs_n_jobs_at_once(queue: JobQueue, start_worker: Any) -> None:
+    gate = asyncio.Event()
+    running: set[str] = set()
+    most = 0
+    done = Calls()
+
+    async def handler(job: Job) -> None:
+        nonlocal most
+        running.add(job.id)
+        most = max(most, len(running))
+        await gate.wait()
+        running.discard(job.id)
+        done.add(job.id)
+
+    for n in range(4):
+        await queue.enqueue(answer_job(f"q{n}"), dedupe_id=f"Ev{n}")
+    worker = await start_worker(handler, concurrency=3)
+
+    await until(lambda: len(running) == 3, "three jobs in flight")
+    assert worker.in_flight == 3
+    # The fourth stays in the stream for any worker with a free slot.
+    assert await queue.stats() == QueueStats(waiting=1, in_flight=3, delayed=0, dead=0)
+
+    gate.set()
+    await until(lambda: len(done) == 4, "all four jobs")
+    assert most == 3
+
+
+async def test_worker_heartbeat_is_visible_while_it_runs(queue: JobQueue, start_worker: Any) -> None:
+    async def handler(job: Job) -> None:
+        pass
+
+    worker = await start_worker(handler, concurrency=2)
+    (info,) = await queue.workers()
+    assert (info.worker_id, info.pid, info.concurrency) == (worker.worker_id, os.getpid(), 2)
+
+    worker.stop()
+    await until(lambda: _no_workers(queue), "the heartbeat to go away")
+
+
+async def test_stopping_worker_hands_unfinished_job_back(queue: JobQueue, start_worker: Any) -> None:
+    started = Calls()
+    finished = Calls()
+
+    async def stuck(job: Job) -> None:
+        started.add(job.attempt)
+        await asyncio.Event().wait()
+
+    async def quick(job: Job) -> None:
+        finished.add(job.attempt)
+
+    await queue.enqueue(answer_job(), dedupe_id="Ev1")
+    first = await start_worker(stuck, shutdown_grace=0.1)
+    await until(lambda: len(started), "the first worker to start the job")
+    first.stop()
+    # Handed back at once, not after the visibility timeout, and a shutdown
+    # does not use up a try.
+    await until(lambda: _stats_are(queue, QueueStats(waiting=1, in_flight=0, delayed=0, dead=0)), "the hand-back")
+    await start_worker(quick)
+    await until(lambda: len(finished), "the second worker to finish it", timeout=VISIBILITY_S)
+    assert finished.values == [1]
+
+
+async def test_live_worker_keeps_a_job_longer_than_the_visibility_timeout(
+    queue: JobQueue, start_worker: Any
+) -> None:
+    runs = Calls()
+
+    async def slow(job: Job) -> None:
+        runs.add(job.attempt)
+        await asyncio.sleep(VISIBILITY_S * 1.5)  # the slow LLM this test is about
+
+    await queue.enqueue(answer_job(), dedupe_id="Ev1")
+    await start_worker(slow)
+    await until(lambda: len(runs), "the job to start")
+    await start_worker(slow)  # a second worker that would take over an expired lease
+    await until(lambda: _stats_are(queue, EMPTY), "the job to finish", timeout=VISIBILITY_S * 3)
+    assert runs.values == [1]
+
+
+# --- crashes ---------------------------------------------------------------------------
+
+
+async def test_job_of_a_sigkilled_worker_is_finished_by_another(
+    redis_url: str,  # noqa: F811
+    queue: JobQueue,
+    raw: aioredis.Redis,
+    start_worker: Any,
+    tmp_path: Path,
+) -> None:
+    job = answer_job(mode="block")
+    await queue.enqueue(job, dedupe_id="Ev1")
+    proc = spawn_worker_process(redis_url, tmp_path / "worker.log")
+    killed_at = await kill_when_mid_job(proc, raw, job, tmp_path / "worker.log")
+
+    finished = Calls()
+
+    async def handler(got: Job) -> None:
+        finished.add(got)
+
+    await start_worker(handler)
+    # Recovery: the lease runs out (visibility timeout), then the next reclaim
+    # scan (at most half of it) finds the entry.
+    limit = VISIBILITY_S * 1.5 + 1.0
+    await until(lambda: len(finished), "another worker to finish the job", timeout=limit)
+    assert time.monotonic() - killed_at <= limit
+    await until(lambda: _stats_are(queue, EMPTY), "the job to be acked")
+
+    (got,) = finished.values
+    assert (got.id, got.attempt) == (job.id, 2)  # the killed run counts as a try
+    # The killed worker's heartbeat expires: it no longer looks alive.
+    await until(lambda: _only_worker_pid_is(queue, os.getpid()), "the dead worker's heartbeat to expire")
+
+
+async def test_post_record_survives_redelivery(
+    redis_url: str,  # noqa: F811
+    queue: JobQueue,
+    raw: aioredis.Redis,
+    ledger: PostLedger,
+    start_worker: Any,
+    tmp_path: Path,
+) -> None:
+    # The worst moment: worker A has posted and recorded it, then dies
+    # before acking the job.
+    job = answer_job("q7", mode="post-then-block")
+    await queue.enqueue(job, dedupe_id="Ev1")
+    proc = spawn_worker_process(redis_url, tmp_path / "worker.log")
+    await kill_when_mid_job(proc, raw, job, tmp_path / "worker.log")
+
+    claims = Calls()
+
+    async def handler(got: Job) -> None:
+        claims.add(await fake_post(ledger, raw, got, ts="second-worker"))
+
+    await start_worker(handler)
+    await until(lambda: len(claims), "the redelivered job", timeout=VISIBILITY_S * 1.5 + 1.0)
+
+    assert claims.values == [PostClaim.POSTED]
+    assert await raw.lrange(FAKE_SLACK_LIST, 0, -1) == [f"q7 proc-{proc.pid}"]
+    record = await ledger.posted("q7")
+    assert record is not None and (record.channel, record.ts) == ("C1", f"proc-{proc.pid}")
+
+
+async def test_job_that_keeps_killing_workers_ends_in_on_dead(
+    queue: JobQueue, raw: aioredis.Redis, start_worker: Any, dead_calls: Calls
+) -> None:
+    # The last try's worker died: the next delivery must not run the job
+    # again, and must not drop it silently either.
+    job = answer_job()
+    await queue.enqueue(job, dedupe_id="Ev1")
+    await raw.xgroup_create("citebot:jobs", "citebot-workers", id="0")
+    await raw.xreadgroup("citebot-workers", "dead-worker", {"citebot:jobs": ">"}, count=1)
+
+    async def handler(got: Job) -> None:
+        raise AssertionError("the job must not run again")
+
+    await start_worker(handler, max_tries=1, visibility_timeout=0.2)
+    await until(lambda: len(dead_calls), "on_dead for the lost job")
+    ((dead_job, error),) = dead_calls.values
+    assert (dead_job.id, dead_job.attempt) == (job.id, 2)
+    assert isinstance(error, JobLost)
+
+
+# --- post ledger -------------------------------------------------------------------------
+
+
+async def test_post_ledger_grants_one_claim_and_remembers_the_post(ledger: PostLedger) -> None:
+    assert await ledger.posted("q1") is None
+    assert await ledger.claim_post("q1") is PostClaim.GRANTED
+    await ledger.record_posted("q1", channel="C9", ts="1700000000.000100")
+    assert await ledger.claim_post("q1") is PostClaim.POSTED
+    record = await ledger.posted("q1")
+    assert record is not None and (record.question_id, record.channel, record.ts) == ("q1", "C9", "1700000000.000100")
+
+
+async def test_claim_without_record_is_in_doubt(ledger: PostLedger) -> None:
+    # A run that claimed and died between the post and the record.
+    assert await ledger.claim_post("q2") is PostClaim.GRANTED
+    assert await ledger.claim_post("q2") is PostClaim.IN_DOUBT
+
+
+# --- Redis trouble at enqueue ----------------------------------------------------------------
+
+
+async def test_enqueue_with_redis_unreachable_fails_within_its_timeout() -> None:
+    port = _closed_port()
+    async with JobQueue(f"redis://127.0.0.1:{port}/15", enqueue_timeout=0.5) as job_queue:
+        started = time.monotonic()
+        with pytest.raises(QueueUnavailable, match=rf"could not enqueue job .*127\.0\.0\.1:{port}"):
+            await job_queue.enqueue(answer_job(), dedupe_id="Ev1")
+    assert time.monotonic() - started < 1.0
+
+
+async def test_enqueue_with_redis_hanging_fails_within_its_timeout() -> None:
+    # A server that accepts connections and never answers: a Redis stuck in a
+    # long command or behind a dead load balancer.
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with JobQueue(f"redis://127.0.0.1:{port}/15", enqueue_timeout=0.3) as job_queue:
+            started = time.monotonic()
+            with pytest.raises(QueueUnavailable, match="did not answer within 0.3s"):
+                await job_queue.enqueue(answer_job(), dedupe_id="Ev1")
+            assert time.monotonic() - started < 0.8
+    finally:
+        for writer in accepted:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+async def _stats_are(queue: JobQueue, expected: QueueStats) -> bool:
+    return await queue.stats() == expected
+
+
+async def _no_workers(queue: JobQueue) -> bool:
+    return not await queue.workers()
+
+
+async def _only_worker_pid_is(queue: JobQueue, pid: int) -> bool:
+    return [w.pid for w in await queue.workers()] == [pid]
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
