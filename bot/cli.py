@@ -105,7 +105,7 @@ def build_kb_index(kb_dir: Path, index_dir: Path, language: str, *, rebuild: boo
 class _Progress:
     """A tqdm bar per build stage on stderr; silent when stderr is not a terminal."""
 
-    LABELS = {"load": "reading KB", "index": "indexing", "score": "scoring terms"}
+    LABELS = {"load": "reading KB", "index": "indexing", "score": "scoring terms", "store": "storing chunks"}
 
     def __init__(self, enabled: bool):
         self.enabled = enabled and sys.stderr.isatty()

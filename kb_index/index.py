@@ -4,7 +4,8 @@ An index folder holds generations:
 
     index_dir/
       CURRENT          name of the live generation, replaced atomically
-      gen-000007/      a complete Whoosh index + impacts.npz + manifest.json
+      gen-000007/      a complete Whoosh index, the arrays and chunk store derived
+                       from it (impacts-*.npy, docs.jsonl), manifest.json
       gen-000006/      the previous one, kept for readers still on it
 
 `build_index` never writes into the live generation. It copies it (hard links:
@@ -29,7 +30,7 @@ from pathlib import Path
 from whoosh import index as whoosh_index
 from whoosh.fields import ID, STORED, TEXT, Schema
 
-from kb_index import impacts
+from kb_index import docstore, impacts
 from kb_index.analysis import LANGUAGES, analyzer, subword_analyzer
 from kb_index.entries import Entry, LoadError, chunk_hash, load_kb
 
@@ -168,6 +169,7 @@ def _write_generation(gen_dir: Path, entries: list[Entry], previous: dict | None
     with ix.reader() as reader:
         report.chunks = reader.doc_count()
         impacts.build(reader, progress=_stage(progress, "score", None)).save(gen_dir)
+        docstore.write(reader, gen_dir, progress=_stage(progress, "store", reader.doc_count_all()))
     ix.close()
 
 
@@ -287,7 +289,8 @@ def _link_copy(src: Path, dst: Path) -> None:
         except OSError:
             shutil.copy2(s, d)
 
-    ignore = shutil.ignore_patterns(MANIFEST_FILE, f"{impacts.ARRAY_PREFIX}*", impacts.META_FILE, "*.lock", "MAIN_WRITELOCK")
+    derived = (f"{impacts.ARRAY_PREFIX}*", impacts.META_FILE, docstore.DOCS_FILE, docstore.OFFSETS_FILE)
+    ignore = shutil.ignore_patterns(MANIFEST_FILE, *derived, "*.lock", "MAIN_WRITELOCK")
     shutil.copytree(src, dst, copy_function=link_or_copy, ignore=ignore)
 
 

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from whoosh import index as whoosh_index
-
 from kb_index.analysis import SUBWORD_GRAM, query_terms
+from kb_index.docstore import DocStore
 from kb_index.impacts import Impacts
 from kb_index.index import CURRENT_FILE, current_generation
 from kb_index.results import ChunkResult
@@ -53,7 +52,7 @@ class _Generation:
     name: str
     stamp: tuple
     impacts: Impacts
-    reader: object
+    docs: DocStore
     entry_order: np.ndarray  # docnums sorted by entry code
     entry_starts: np.ndarray  # per entry code: first position in entry_order
 
@@ -69,7 +68,6 @@ class Retriever:
         self.index_dir = Path(index_dir)
         self.min_coverage = min_coverage
         self._lock = threading.Lock()
-        self._read_lock = threading.Lock()  # Whoosh readers seek shared file handles
         self._gen: _Generation | None = None
         self._retired: list[_Generation] = []
         self._gen = self._open()
@@ -116,7 +114,7 @@ class Retriever:
         with self._lock:
             for gen in [self._gen, *self._retired]:
                 if gen is not None:
-                    gen.reader.close()
+                    gen.docs.close()
             self._gen, self._retired = None, []
 
     def __enter__(self):
@@ -140,10 +138,9 @@ class Retriever:
             stamp = None
         gen_dir = current_generation(self.index_dir)
         impacts = Impacts.load(gen_dir)
-        reader = whoosh_index.open_dir(str(gen_dir)).reader()
         order = np.argsort(impacts.entry_of, kind="stable")
         starts = np.searchsorted(impacts.entry_of[order], np.arange(len(impacts.entries) + 1))
-        return _Generation(gen_dir.name, stamp, impacts, reader, order, starts)
+        return _Generation(gen_dir.name, stamp, impacts, DocStore(gen_dir), order, starts)
 
     def _current(self) -> _Generation:
         gen = self._gen
@@ -160,7 +157,7 @@ class Retriever:
                 fresh = self._open()
                 # Close what retired before; `gen` may still serve a running search.
                 for old in self._retired:
-                    old.reader.close()
+                    old.docs.close()
                 self._retired = [gen]
                 self._gen = fresh
             return self._gen
@@ -222,8 +219,7 @@ class Retriever:
     # ------------------------------------------------------------- results
 
     def _result(self, gen: _Generation, docnum: int, score: float, expanded: bool = False) -> ChunkResult:
-        with self._read_lock:
-            doc = gen.reader.stored_fields(int(docnum))["doc"]
+        doc = gen.docs.get(int(docnum))
         return ChunkResult(
             chunk_id=doc["chunk_id"],
             entry_id=doc["entry_id"],
