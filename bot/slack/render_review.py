@@ -49,11 +49,11 @@ REVIEW_ACTIONS_BLOCK = "citebot_review_actions"
 # Character budgets that keep a card under Slack's cumulative block-text limit
 # (render_blocks.MESSAGE_TEXT_BUDGET) whatever the record holds.
 QUESTION_CHARS = 1500
-DRAFT_CHARS = 4500
-DRAFT_CHARS_DECIDED = 2500  # a decided card also shows the posted answer
+DRAFT_CHARS = 4000
+DRAFT_CHARS_DECIDED = 2000  # a decided card also shows the posted answer
 POSTED_ANSWER_CHARS = 2000
 MAX_VIOLATIONS = 10
-VIOLATION_DETAIL_CHARS = 220
+VIOLATION_DETAIL_CHARS = 200
 SOURCES_CHARS = 1500
 MAX_SOURCE_BLOCKS = 2
 
@@ -126,8 +126,9 @@ def _asked_by(review: Any, language: str) -> str:
 
 def _quoted_sections(heading: str, text: str, limit: int) -> list[dict[str, Any]]:
     """`heading` then `text` as a mrkdwn quote, escaped, over as many sections as it needs."""
-    body = escaped_mrkdwn(clip(text, limit)) if text.strip() else ""
-    quoted = "\n".join(f">{line}" for line in body.split("\n"))
+    lines = escaped_mrkdwn(text.strip()).split("\n")
+    # Clipped after escaping and quoting: both add characters, a draft of short lines nearly doubles.
+    quoted = clip("\n".join(f">{line}" for line in lines), limit)
     pieces = split_text(quoted, MAX_SECTION_CHARS - len(heading) - 2)  # room for the newline and a re-added ">"
     # A piece cut inside a paragraph starts without the quote mark.
     pieces = [p if p.startswith(">") else f">{p}" for p in pieces] or [">"]

@@ -1,0 +1,603 @@
+"""A fake Slack Web API: real HTTP on 127.0.0.1, Slack-shaped answers, every call recorded.
+
+Point slack_sdk's client (or plain httpx) at `server.url`, which ends in `/api/`
+like Slack's own base URL. Bodies may be JSON (slack_sdk sends chat.postMessage,
+chat.update and views.* as JSON), form-encoded, or query parameters (GET
+conversations.replies, reactions.add); all three are merged into one `body`, and
+form-encoded `blocks`/`view`/`attachments` are decoded from their JSON strings.
+
+Methods: chat.postMessage, chat.update, chat.postEphemeral, chat.delete,
+chat.getPermalink, views.open, views.update, views.push, reactions.add,
+reactions.remove, auth.test, conversations.replies, users.info. Anything else
+answers HTTP 404 `unknown_method`, as Slack does. A call without a token answers
+`not_authed`; with `token=` set, a different token answers `invalid_auth`.
+
+Scripted trouble, taken in order by the calls it matches (`method=None`: any):
+
+    server.rate_limit(times=2, retry_after=1, method="chat.postMessage")  # 429 + Retry-After
+    server.fail(status=500)                                             # HTTP 500
+    server.fail(error="channel_not_found", method="chat.postMessage")   # 200 {"ok": false}
+    server.fail(delay=3.0)                                              # answer normally, 3 s late
+
+In-process:
+
+    with FakeSlackServer() as slack:
+        client = AsyncWebClient(token="xoxb-test", base_url=slack.url)
+        await client.chat_postMessage(channel="C1", text="hi")
+        [call] = slack.calls("chat.postMessage")
+        call.body["text"], call.token
+
+Out of process (next to `citebot serve` / `citebot worker`):
+
+    python -m tests.fakes.slack_server --port 0
+    -> prints "listening on http://127.0.0.1:PORT/api/", serves until SIGTERM/SIGINT
+
+Control routes: GET /_calls[?method=M] lists the calls; GET /_wait?method=M&count=N
+&timeout=S waits for them (408 on timeout); POST /_script takes
+{"failures": [{"status": 429, "retry_after": 1, "times": 2, "method": "..."}],
+ "replies": [{"channel": "C1", "thread_ts": "1.0", "messages": [...]}],
+ "users": {"U1": {...}}}; POST /_reset clears calls, script and state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+API_PREFIX = "/api/"
+BOT_USER_ID = "UBOT0001"
+BOT_ID = "BBOT0001"
+TEAM_ID = "T0000001"
+# Slack's ts: seconds.microseconds, unique per channel; ours are unique per server.
+_TS_EPOCH = 1_700_000_000
+_TS_STEP_US = 100
+# Fields Slack accepts as JSON strings in a form-encoded body.
+_JSON_FIELDS = ("blocks", "attachments", "view", "metadata")
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True  # a handler hanging on a scripted delay must not block exit
+    # The stdlib default backlog of 5 makes a burst of concurrent clients wait a second for SYN retries.
+    request_queue_size = 128
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str  # the API method, e.g. "chat.postMessage"
+    body: dict[str, Any]  # query, form and JSON fields merged; JSON-string fields decoded
+    headers: dict[str, str]  # lower-case names
+    http_method: str = "POST"
+    content_type: str = ""
+    status: int = 200  # what the fake answered: 200, 429, 500 …
+    error: str | None = None  # the `error` of an ok:false answer
+    at: float = field(default_factory=time.time)
+
+    @property
+    def token(self) -> str | None:
+        """The token the call carried: `Authorization: Bearer …`, else a `token` field."""
+        auth = self.headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            return auth[7:].strip()
+        return self.body.get("token")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200 and self.error is None
+
+
+@dataclass
+class Failure:
+    """One scripted trouble, used by the next `times` calls it matches."""
+
+    status: int = 200
+    error: str | None = None  # with status 200: {"ok": false, "error": error}
+    retry_after: int | None = None  # sent as Retry-After (whole seconds, as Slack sends it)
+    method: str | None = None  # None: any method
+    times: int = 1
+    delay: float = 0.0  # seconds to wait before answering
+
+    @classmethod
+    def parse(cls, item: Failure | dict[str, Any]) -> Failure:
+        return item if isinstance(item, Failure) else cls(**item)
+
+
+class FakeSlackServer:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        token: str | None = None,
+        bot_user_id: str = BOT_USER_ID,
+        bot_id: str = BOT_ID,
+        team_id: str = TEAM_ID,
+    ):
+        self.token = token  # if set, only this token is accepted
+        self.bot_user_id, self.bot_id, self.team_id = bot_user_id, bot_id, team_id
+        self._lock = threading.Condition()
+        self._stopping = threading.Event()  # set on stop, so scripted delays let go at once
+        self._ts_counter = 0  # never reset: a ts stays unique across reset() like Slack's
+        self._view_counter = 0
+        self._clear()
+        self._httpd = _HTTPServer((host, port), _handler_for(self))
+        self._thread: threading.Thread | None = None
+
+    def _clear(self) -> None:
+        self._calls: list[Call] = []
+        self._failures: list[Failure] = []
+        self._messages: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) -> message
+        self._threads: dict[tuple[str, str], list[dict[str, Any]]] = {}  # scripted conversations.replies
+        self._users: dict[str, dict[str, Any]] = {}
+        self._reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
+        self._views: dict[str, dict[str, Any]] = {}
+
+    # -- lifecycle
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def root(self) -> str:
+        return f"http://{self._httpd.server_address[0]}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The Web API base URL, for CITEBOT_SLACK_API_URL or AsyncWebClient(base_url=...)."""
+        return f"{self.root}{API_PREFIX}"
+
+    def start(self) -> FakeSlackServer:
+        self._thread = threading.Thread(
+            # A short poll interval: stop() waits up to one interval, once per test.
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-slack", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeSlackServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- scripting
+
+    def fail(
+        self,
+        *,
+        status: int = 200,
+        error: str | None = None,
+        retry_after: int | None = None,
+        method: str | None = None,
+        times: int = 1,
+        delay: float = 0.0,
+    ) -> None:
+        """The next `times` calls (of `method`, or any) answer `status`, or ok:false `error`."""
+        if status == 200 and error is None and not delay:
+            raise ValueError("a failure needs a status other than 200, an error or a delay")
+        self.script(Failure(status, error, retry_after, method, times, delay))
+
+    def rate_limit(self, *, times: int = 1, retry_after: int = 1, method: str | None = None) -> None:
+        """HTTP 429 with Retry-After and Slack's `ratelimited` body for the next `times` calls."""
+        self.script(Failure(429, "ratelimited", retry_after, method, times))
+
+    def script(self, *failures: Failure | dict[str, Any]) -> None:
+        parsed = [Failure.parse(f) for f in failures]
+        with self._lock:
+            self._failures.extend(parsed)
+
+    def set_replies(self, channel: str, thread_ts: str, messages: list[dict[str, Any]]) -> None:
+        """What conversations.replies returns for this thread (plus what the bot posts into it)."""
+        with self._lock:
+            self._threads[(channel, thread_ts)] = [dict(m) for m in messages]
+
+    def set_user(self, user_id: str, **fields: Any) -> None:
+        """users.info for `user_id`; unknown users get a plausible default profile."""
+        with self._lock:
+            self._users[user_id] = {**_default_user(user_id), **fields}
+
+    def reset(self) -> None:
+        with self._lock:
+            self._clear()
+            self._lock.notify_all()
+
+    # -- inspecting
+
+    def calls(self, method: str | None = None) -> list[Call]:
+        with self._lock:
+            return [c for c in self._calls if method is None or c.method == method]
+
+    def wait_for(self, method: str | None = None, count: int = 1, timeout: float = 5.0) -> list[Call]:
+        """The calls of `method`, once there are at least `count`; AssertionError after `timeout`."""
+        with self._lock:
+            if not self._lock.wait_for(lambda: len(self._matching(method)) >= count, timeout):
+                got = [c.method for c in self._calls]
+                raise AssertionError(f"expected {count} {method or 'any'} calls within {timeout}s; got {got}")
+            return self._matching(method)
+
+    def _matching(self, method: str | None) -> list[Call]:
+        return [c for c in self._calls if method is None or c.method == method]
+
+    def messages(self, channel: str | None = None) -> list[dict[str, Any]]:
+        """Messages posted (as last updated), oldest first, each with its `channel`."""
+        with self._lock:
+            found = [dict(m, channel=ch) for (ch, _), m in self._messages.items() if channel in (None, ch)]
+        return sorted(found, key=lambda m: float(m["ts"]))
+
+    # -- handling a call (called from the HTTP handler threads)
+
+    def _handle(self, method: str, body: dict[str, Any], call: Call) -> tuple[int, dict[str, Any], dict[str, str]]:
+        with self._lock:
+            failure = self._take_failure(method)
+        if failure is not None and failure.delay:
+            self._stopping.wait(failure.delay)
+        if failure is not None and (failure.status != 200 or failure.error):
+            status, payload, headers = _failure_answer(failure)
+        else:
+            with self._lock:
+                status, payload = self._answer(method, body, call)
+            headers = {}
+        with self._lock:
+            self._calls.append(_replace(call, status=status, error=None if payload.get("ok") else payload.get("error")))
+            self._lock.notify_all()
+        return status, payload, headers
+
+    def _take_failure(self, method: str) -> Failure | None:
+        for failure in self._failures:
+            if failure.method in (None, method):
+                failure.times -= 1
+                if failure.times <= 0:
+                    self._failures.remove(failure)
+                return failure
+        return None
+
+    def _answer(self, method: str, body: dict[str, Any], call: Call) -> tuple[int, dict[str, Any]]:
+        handler = _METHODS.get(method)
+        if handler is None:
+            return 404, {"ok": False, "error": "unknown_method", "req_method": method}
+        token = call.token
+        if not token:
+            return 200, {"ok": False, "error": "not_authed"}
+        if self.token is not None and token != self.token:
+            return 200, {"ok": False, "error": "invalid_auth"}
+        return 200, handler(self, body)
+
+    def _next_ts(self) -> str:
+        self._ts_counter += 1
+        micros = self._ts_counter * _TS_STEP_US
+        return f"{_TS_EPOCH + micros // 1_000_000}.{micros % 1_000_000:06d}"
+
+    # -- the methods (called with the lock held)
+
+    def _post_message(self, body: dict[str, Any]) -> dict[str, Any]:
+        channel = body.get("channel")
+        if not channel:
+            return _error("channel_not_found")
+        if not body.get("text") and not body.get("blocks") and not body.get("attachments"):
+            return _error("no_text")
+        ts = self._next_ts()
+        message = self._bot_message(body, ts)
+        self._messages[(channel, ts)] = message
+        return {"ok": True, "channel": channel, "ts": ts, "message": message}
+
+    def _bot_message(self, body: dict[str, Any], ts: str) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "type": "message",
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "team": self.team_id,
+            "text": body.get("text", ""),
+            "ts": ts,
+        }
+        for key in ("blocks", "attachments", "metadata"):
+            if key in body:
+                message[key] = body[key]
+        if body.get("thread_ts"):
+            message["thread_ts"] = body["thread_ts"]
+        return message
+
+    def _update(self, body: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = body.get("channel"), body.get("ts")
+        if not channel:
+            return _error("channel_not_found")
+        message = self._messages.get((channel, ts or ""))
+        if message is None:
+            return _error("message_not_found")
+        for key in ("text", "blocks", "attachments", "metadata"):
+            if key in body:
+                message[key] = body[key]
+        message["edited"] = {"user": self.bot_user_id, "ts": self._next_ts()}
+        return {"ok": True, "channel": channel, "ts": ts, "text": message.get("text", ""), "message": message}
+
+    def _delete(self, body: dict[str, Any]) -> dict[str, Any]:
+        key = (body.get("channel") or "", body.get("ts") or "")
+        if self._messages.pop(key, None) is None:
+            return _error("message_not_found")
+        return {"ok": True, "channel": key[0], "ts": key[1]}
+
+    def _permalink(self, body: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = body.get("channel") or "", body.get("message_ts") or ""
+        return {"ok": True, "channel": channel, "permalink": f"{self.root}/archives/{channel}/p{ts.replace('.', '')}"}
+
+    def _post_ephemeral(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not body.get("channel"):
+            return _error("channel_not_found")
+        if not body.get("user"):
+            return _error("user_not_in_channel")
+        if not body.get("text") and not body.get("blocks") and not body.get("attachments"):
+            return _error("no_text")
+        return {"ok": True, "message_ts": self._next_ts()}
+
+    def _open_view(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not body.get("trigger_id"):
+            return _error("invalid_arguments")
+        view = body.get("view")
+        if not isinstance(view, dict) or "type" not in view:
+            return _error("invalid_arguments")
+        self._view_counter += 1
+        view_id = f"V{self._view_counter:08d}"
+        stored = {**view, "id": view_id, "team_id": self.team_id, "state": {"values": {}}, "hash": f"h{view_id}"}
+        self._views[view_id] = stored
+        return {"ok": True, "view": stored}
+
+    def _update_view(self, body: dict[str, Any]) -> dict[str, Any]:
+        view = body.get("view")
+        view_id = body.get("view_id") or ""
+        if not isinstance(view, dict):
+            return _error("invalid_arguments")
+        if view_id not in self._views:
+            return _error("not_found")
+        stored = {**view, "id": view_id, "team_id": self.team_id, "state": {"values": {}}, "hash": f"h{view_id}"}
+        self._views[view_id] = stored
+        return {"ok": True, "view": stored}
+
+    def _add_reaction(self, body: dict[str, Any]) -> dict[str, Any]:
+        key = (body.get("channel") or "", body.get("timestamp") or "", body.get("name") or "")
+        if not all(key):
+            return _error("invalid_arguments")
+        if key in self._reactions:
+            return _error("already_reacted")
+        self._reactions.add(key)
+        return {"ok": True}
+
+    def _remove_reaction(self, body: dict[str, Any]) -> dict[str, Any]:
+        key = (body.get("channel") or "", body.get("timestamp") or "", body.get("name") or "")
+        if key not in self._reactions:
+            return _error("no_reaction")
+        self._reactions.discard(key)
+        return {"ok": True}
+
+    def _auth_test(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "url": f"{self.root}/",
+            "team": "Fake Team",
+            "user": "citebot",
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
+
+    def _replies(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The scripted thread plus what was posted into it, oldest first. An unknown
+        thread is not an error here: a question that starts a thread has no replies yet."""
+        channel, ts = body.get("channel") or "", body.get("ts") or ""
+        if not channel or not ts:
+            return _error("invalid_arguments")
+        scripted = [dict(m) for m in self._threads.get((channel, ts), [])]
+        posted = [dict(m) for (ch, _), m in self._messages.items() if ch == channel and m.get("thread_ts") == ts]
+        seen = {m.get("ts") for m in scripted}
+        messages = sorted(scripted + [m for m in posted if m["ts"] not in seen], key=lambda m: float(m.get("ts", 0)))
+        return {"ok": True, "messages": messages, "has_more": False, "response_metadata": {"next_cursor": ""}}
+
+    def _user_info(self, body: dict[str, Any]) -> dict[str, Any]:
+        user_id = body.get("user")
+        if not user_id:
+            return _error("user_not_found")
+        return {"ok": True, "user": self._users.get(user_id) or _default_user(user_id)}
+
+
+_METHODS = {
+    "chat.postMessage": FakeSlackServer._post_message,
+    "chat.update": FakeSlackServer._update,
+    "chat.delete": FakeSlackServer._delete,
+    "chat.getPermalink": FakeSlackServer._permalink,
+    "chat.postEphemeral": FakeSlackServer._post_ephemeral,
+    "views.open": FakeSlackServer._open_view,
+    "views.push": FakeSlackServer._open_view,
+    "views.update": FakeSlackServer._update_view,
+    "reactions.add": FakeSlackServer._add_reaction,
+    "reactions.remove": FakeSlackServer._remove_reaction,
+    "auth.test": FakeSlackServer._auth_test,
+    "conversations.replies": FakeSlackServer._replies,
+    "users.info": FakeSlackServer._user_info,
+}
+
+
+def _error(code: str) -> dict[str, Any]:
+    return {"ok": False, "error": code}
+
+
+def _default_user(user_id: str) -> dict[str, Any]:
+    name = user_id.lower()
+    return {
+        "id": user_id,
+        "team_id": TEAM_ID,
+        "name": name,
+        "real_name": f"User {user_id}",
+        "tz": "Europe/Berlin",
+        "locale": "en-US",
+        "is_bot": False,
+        "deleted": False,
+        "profile": {"display_name": name, "real_name": f"User {user_id}"},
+    }
+
+
+def _failure_answer(failure: Failure) -> tuple[int, dict[str, Any], dict[str, str]]:
+    headers = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
+    if failure.status == 200:
+        return 200, _error(failure.error or "fatal_error"), headers
+    default = {429: "ratelimited"}.get(failure.status, "fatal_error")
+    return failure.status, _error(failure.error or default), headers
+
+
+def _replace(call: Call, **changes: Any) -> Call:
+    return Call(**{**asdict(call), **changes})
+
+
+# -- parsing requests
+
+
+def parse_body(raw: bytes, content_type: str, query: str) -> dict[str, Any]:
+    """Query, form and JSON fields merged (body over query), as Slack reads them."""
+    body: dict[str, Any] = _flat(parse_qs(query, keep_blank_values=True))
+    kind = content_type.split(";")[0].strip().lower()
+    if raw and kind == "application/json":
+        data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("a JSON body must be an object")
+        body.update(data)
+    elif raw and kind in ("application/x-www-form-urlencoded", ""):
+        body.update(_flat(parse_qs(raw.decode("utf-8"), keep_blank_values=True)))
+    for name in _JSON_FIELDS:
+        if isinstance(body.get(name), str):
+            try:
+                body[name] = json.loads(body[name])
+            except ValueError:
+                pass  # Slack would answer invalid_blocks; the recorded call keeps the string to show why
+    return body
+
+
+def _flat(values: dict[str, list[str]]) -> dict[str, Any]:
+    return {k: v[0] if len(v) == 1 else v for k, v in values.items()}
+
+
+def _handler_for(server: FakeSlackServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # test output stays readable; the calls are recorded instead
+
+        def do_GET(self) -> None:
+            self._route("GET")
+
+        def do_POST(self) -> None:
+            self._route("POST")
+
+        def _route(self, verb: str) -> None:
+            parts = urlsplit(self.path)
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if parts.path.startswith(API_PREFIX):
+                self._api(verb, parts.path[len(API_PREFIX) :], raw, parts.query)
+            elif parts.path.startswith("/_"):
+                self._control(verb, parts.path, raw, parts.query)
+            else:
+                self._send(404, {"ok": False, "error": "not_found"})
+
+        def _api(self, verb: str, method: str, raw: bytes, query: str) -> None:
+            content_type = self.headers.get("Content-Type", "")
+            try:
+                body = parse_body(raw, content_type, query)
+            except (ValueError, UnicodeDecodeError):
+                self._send(200, {"ok": False, "error": "invalid_json"})
+                return
+            call = Call(
+                method=method,
+                body=body,
+                headers={k.lower(): v for k, v in self.headers.items()},
+                http_method=verb,
+                content_type=content_type,
+            )
+            status, payload, headers = server._handle(method, body, call)
+            self._send(status, payload, headers)
+
+        def _control(self, verb: str, path: str, raw: bytes, query: str) -> None:
+            params = _flat(parse_qs(query))
+            if verb == "GET" and path == "/_calls":
+                calls = server.calls(params.get("method"))
+                self._send(200, {"ok": True, "calls": [asdict(c) for c in calls]})
+            elif verb == "GET" and path == "/_wait":
+                self._wait(params)
+            elif verb == "GET" and path == "/_messages":
+                self._send(200, {"ok": True, "messages": server.messages(params.get("channel"))})
+            elif verb == "POST" and path == "/_script":
+                self._script(raw)
+            elif verb == "POST" and path == "/_reset":
+                server.reset()
+                self._send(200, {"ok": True})
+            elif path == "/_health":
+                self._send(200, {"ok": True})
+            else:
+                self._send(404, {"ok": False, "error": "not_found"})
+
+        def _wait(self, params: dict[str, Any]) -> None:
+            try:
+                calls = server.wait_for(params.get("method"), int(params.get("count", 1)), float(params.get("timeout", 5)))
+            except AssertionError as exc:
+                self._send(408, {"ok": False, "error": str(exc)})
+                return
+            self._send(200, {"ok": True, "calls": [asdict(c) for c in calls]})
+
+        def _script(self, raw: bytes) -> None:
+            try:
+                data = json.loads(raw or b"{}")
+                server.script(*data.get("failures", []))
+                for thread in data.get("replies", []):
+                    server.set_replies(thread["channel"], thread["thread_ts"], thread["messages"])
+                for user_id, fields in data.get("users", {}).items():
+                    server.set_user(user_id, **fields)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                self._send(400, {"ok": False, "error": f"bad script: {exc}"})
+                return
+            self._send(200, {"ok": True})
+
+        def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up waiting (a timeout test): nothing to tell it
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.fakes.slack_server", description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed at start)")
+    parser.add_argument("--token", help="accept only this token (others answer invalid_auth)")
+    args = parser.parse_args(argv)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    with FakeSlackServer(args.host, args.port, token=args.token) as server:
+        print(f"listening on {server.url}", flush=True)
+        done.wait()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
