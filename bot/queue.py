@@ -127,6 +127,11 @@ SHUTDOWN_GRACE_S = 20.0
 WORKER_SOCKET_TIMEOUT_S = 10.0
 # After a Redis error the worker loop waits this long before trying again.
 ERROR_PAUSE_S = 1.0
+# Every worker process is a new consumer in the group. One with nothing
+# pending and silent for an hour is gone (live ones read every READ_BLOCK_S);
+# removing it keeps XINFO CONSUMERS readable. Checked once a minute.
+STALE_CONSUMER_S = 3600.0
+CONSUMER_SWEEP_INTERVAL_S = 60.0
 
 
 def dedupe_key(dedupe_id: str) -> str:
@@ -268,6 +273,14 @@ for _, job in ipairs(due) do
 end
 local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return nxt[2] or false
+"""
+
+# KEYS: stream. ARGV: group, consumer. DELCONSUMER drops the consumer's
+# pending entries with it, which would lose their jobs: only an empty one goes.
+FORGET_CONSUMER_LUA = """
+if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) > 0 then return 0 end
+redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+return 1
 """
 
 # KEYS: stream, delayed, dead. ARGV: group. pcall: no group yet means nothing pending.
@@ -421,6 +434,11 @@ class PostLedger:
     async def record_posted(self, question_id: str, channel: str, ts: str) -> None:
         record = PostRecord(question_id=question_id, channel=channel, ts=ts, posted_at=time.time())
         await self._call(self._redis.set(posted_key(question_id), record.model_dump_json(), ex=self._ttl))
+
+    async def release_post(self, question_id: str) -> None:
+        """Drops this run's claim when the post surely did not happen (a 429,
+        a refused connection), so the retry gets GRANTED, not IN_DOUBT."""
+        await self._call(self._redis.delete(post_claim_key(question_id)))
 
     async def posted(self, question_id: str) -> PostRecord | None:
         raw = await self._call(self._redis.get(posted_key(question_id)))

@@ -38,11 +38,13 @@ from redis.exceptions import RedisError, ResponseError
 from bot.queue import (
     BACKOFF_BASE_S,
     BACKOFF_MAX_S,
+    CONSUMER_SWEEP_INTERVAL_S,
     DEAD_LETTER_CAP,
     DEAD_LIST,
     DELAYED_ZSET,
     ERROR_PAUSE_S,
     FINISH_LUA,
+    FORGET_CONSUMER_LUA,
     HEARTBEAT_INTERVAL_S,
     HEARTBEAT_TTL_FACTOR,
     JOB_TIMEOUT_S,
@@ -53,6 +55,7 @@ from bot.queue import (
     RECLAIM_INTERVAL_S,
     RENEW_LUA,
     SHUTDOWN_GRACE_S,
+    STALE_CONSUMER_S,
     VISIBILITY_TIMEOUT_S,
     WORKER_SOCKET_TIMEOUT_S,
     WORKERS_GROUP,
@@ -103,6 +106,7 @@ class Consumer:
         heartbeat_interval: float = HEARTBEAT_INTERVAL_S,
         read_block: float = READ_BLOCK_S,
         shutdown_grace: float = SHUTDOWN_GRACE_S,
+        stale_consumer_after: float = STALE_CONSUMER_S,
         worker_id: str | None = None,
     ):
         if concurrency < 1 or max_tries < 1:
@@ -122,7 +126,9 @@ class Consumer:
         self._read_block = read_block
         self._grace = shutdown_grace
         self._reclaim_interval = min(RECLAIM_INTERVAL_S, visibility_timeout / 2)
-        self._last_reclaim = 0.0
+        self._last_reclaim = float("-inf")  # the first pass runs at once
+        self._stale_consumer_after = stale_consumer_after
+        self._last_sweep = float("-inf")
         self._claim_cursor = "0-0"
         self._running: dict[str, _Running] = {}
         self._stopping = asyncio.Event()
@@ -137,6 +143,7 @@ class Consumer:
         self._finish_script = self._redis.register_script(FINISH_LUA)
         self._renew_script = self._redis.register_script(RENEW_LUA)
         self._promote_script = self._redis.register_script(PROMOTE_LUA)
+        self._forget_script = self._redis.register_script(FORGET_CONSUMER_LUA)
         try:
             await self._start_up()
             keepalive = asyncio.create_task(self._keepalive_loop(), name=f"keepalive {self.worker_id}")
@@ -145,7 +152,7 @@ class Consumer:
                 await self._drain()
             finally:
                 await _cancel_and_wait([keepalive, *(r.task for r in self._running.values())])
-                await self._forget_heartbeat()
+                await self._sign_off()
         finally:
             await self._redis.aclose()
 
@@ -249,6 +256,7 @@ class Consumer:
         self._claim_cursor = cursor
         if cursor == "0-0":
             self._last_reclaim = time.monotonic()
+            await self._sweep_consumers()
         taken = []
         for entry_id, fields in entries:
             if fields is None:  # deleted under Redis 6.2: nothing to run
@@ -258,6 +266,17 @@ class Consumer:
             log.warning("worker %s took over entry %s (delivery %d)", self.worker_id, entry_id, deliveries)
             taken.append((entry_id, fields, deliveries))
         return taken
+
+    async def _sweep_consumers(self) -> None:
+        if time.monotonic() - self._last_sweep < CONSUMER_SWEEP_INTERVAL_S:
+            return
+        self._last_sweep = time.monotonic()
+        for consumer in await self._redis.xinfo_consumers(JOBS_STREAM, WORKERS_GROUP):
+            name = consumer["name"]
+            if name == self.worker_id or consumer["pending"] or consumer["idle"] < self._stale_consumer_after * 1000:
+                continue
+            if await self._forget_script(keys=[JOBS_STREAM], args=[WORKERS_GROUP, name]):
+                log.info("worker %s removed consumer %s: nothing pending, silent", self.worker_id, name)
 
     async def _deliveries(self, entry_id: str) -> int:
         pending = await self._redis.xpending_range(JOBS_STREAM, WORKERS_GROUP, entry_id, entry_id, 1)
@@ -398,9 +417,12 @@ class Consumer:
         ttl_ms = int(self._heartbeat_interval * HEARTBEAT_TTL_FACTOR * 1000)
         await self._redis.set(heartbeat_key(self.worker_id), info.model_dump_json(), px=ttl_ms)
 
-    async def _forget_heartbeat(self) -> None:
+    async def _sign_off(self) -> None:
+        # Best effort: if Redis is gone, the heartbeat expires and the sweep
+        # of another worker removes the consumer.
         with contextlib.suppress(RedisError, OSError):
             await self._redis.delete(heartbeat_key(self.worker_id))
+            await self._forget_script(keys=[JOBS_STREAM], args=[WORKERS_GROUP, self.worker_id])
 
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

@@ -337,16 +337,36 @@ async def test_one_worker_runs_n_jobs_at_once(queue: JobQueue, start_worker: Any
     assert most == 3
 
 
-async def test_worker_heartbeat_is_visible_while_it_runs(queue: JobQueue, start_worker: Any) -> None:
+async def test_worker_heartbeat_is_visible_while_it_runs(
+    queue: JobQueue, raw: aioredis.Redis, start_worker: Any
+) -> None:
+    done = Calls()
+
     async def handler(job: Job) -> None:
-        pass
+        done.add(job.id)
 
     worker = await start_worker(handler, concurrency=2)
     (info,) = await queue.workers()
     assert (info.worker_id, info.pid, info.concurrency) == (worker.worker_id, os.getpid(), 2)
+    await queue.enqueue(answer_job(), dedupe_id="Ev1")
+    await until(lambda: len(done), "the job")
+    assert not await _lacks_consumer(raw, worker.worker_id)
 
     worker.stop()
     await until(lambda: _no_workers(queue), "the heartbeat to go away")
+    # A cleanly stopped worker leaves no consumer behind in the group.
+    await until(lambda: _lacks_consumer(raw, worker.worker_id), "the consumer to be removed")
+
+
+async def test_consumers_of_gone_workers_are_swept(raw: aioredis.Redis, start_worker: Any) -> None:
+    await raw.xgroup_create("citebot:jobs", "citebot-workers", id="0", mkstream=True)
+    await raw.xgroup_createconsumer("citebot:jobs", "citebot-workers", "gone-worker")
+
+    async def handler(job: Job) -> None:
+        pass
+
+    await start_worker(handler, stale_consumer_after=0.0)
+    await until(lambda: _lacks_consumer(raw, "gone-worker"), "the gone worker's consumer to be removed")
 
 
 async def test_stopping_worker_hands_unfinished_job_back(queue: JobQueue, start_worker: Any) -> None:
@@ -490,6 +510,13 @@ async def test_claim_without_record_is_in_doubt(ledger: PostLedger) -> None:
     assert await ledger.claim_post("q2") is PostClaim.IN_DOUBT
 
 
+async def test_released_claim_is_granted_again(ledger: PostLedger) -> None:
+    # Slack answered 429: nothing was posted, the retry may post without doubt.
+    assert await ledger.claim_post("q3") is PostClaim.GRANTED
+    await ledger.release_post("q3")
+    assert await ledger.claim_post("q3") is PostClaim.GRANTED
+
+
 # --- Redis trouble at enqueue ----------------------------------------------------------------
 
 
@@ -538,6 +565,10 @@ async def _no_workers(queue: JobQueue) -> bool:
 
 async def _only_worker_pid_is(queue: JobQueue, pid: int) -> bool:
     return [w.pid for w in await queue.workers()] == [pid]
+
+
+async def _lacks_consumer(raw: aioredis.Redis, name: str) -> bool:
+    return name not in [c["name"] for c in await raw.xinfo_consumers("citebot:jobs", "citebot-workers")]
 
 
 def _closed_port() -> int:
