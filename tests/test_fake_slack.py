@@ -188,7 +188,7 @@ async def test_a_configured_token_rejects_other_tokens():
 
 async def test_wait_for_returns_once_calls_arrive_and_fails_after_its_deadline(slack):
     task = asyncio.create_task(client_for(slack).chat_postMessage(channel="C1", text="x"))
-    calls = await asyncio.to_thread(slack.wait_for, "chat.postMessage", 1, 5.0)
+    calls = await slack.wait_for_async("chat.postMessage", 1, 5.0)
     await task
     assert calls[0].body["text"] == "x"
     started = time.monotonic()
@@ -298,8 +298,11 @@ def test_separate_process_serves_records_and_takes_scripts(slack_process):
         assert calls[1]["body"] == {"channel": "C1", "text": "x", "thread_ts": "1.000100"}
         assert calls[1]["headers"]["authorization"] == f"Bearer {TOKEN}"
         assert http.get(f"{root}/_wait", params={"method": "views.open", "timeout": 0.1}).status_code == 408
+        [message] = http.get(f"{root}/_messages", params={"channel": "C1"}).json()["messages"]
+        assert message["text"] == "x" and message["ts"] == posted.json()["ts"]
         assert http.post(f"{root}/_reset").json() == {"ok": True}
         assert http.get(f"{root}/_calls").json()["calls"] == []
+        assert http.get(f"{root}/_messages").json()["messages"] == []
 
 
 async def test_separate_process_works_with_the_sdk_client(slack_process):

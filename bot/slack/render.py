@@ -33,7 +33,6 @@ from bot.slack.render_blocks import (
     divider,
     escape,
     escaped_mrkdwn,
-    link,
     mention,
     modal,
     plain_text,

@@ -32,8 +32,12 @@ Out of process (next to `citebot serve` / `citebot worker`):
     python -m tests.fakes.slack_server --port 0
     -> prints "listening on http://127.0.0.1:PORT/api/", serves until SIGTERM/SIGINT
 
+In async tests use `await server.wait_for_async(method, count, timeout)`: the
+plain `wait_for` would block the event loop that has to send the calls.
+
 Control routes: GET /_calls[?method=M] lists the calls; GET /_wait?method=M&count=N
-&timeout=S waits for them (408 on timeout); POST /_script takes
+&timeout=S waits for them (408 on timeout); GET /_messages[?channel=C] lists the
+posted messages as last updated; POST /_script takes
 {"failures": [{"status": 429, "retry_after": 1, "times": 2, "method": "..."}],
  "replies": [{"channel": "C1", "thread_ts": "1.0", "messages": [...]}],
  "users": {"U1": {...}}}; POST /_reset clears calls, script and state.
@@ -42,6 +46,7 @@ Control routes: GET /_calls[?method=M] lists the calls; GET /_wait?method=M&coun
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import signal
 import sys
@@ -229,6 +234,10 @@ class FakeSlackServer:
                 got = [c.method for c in self._calls]
                 raise AssertionError(f"expected {count} {method or 'any'} calls within {timeout}s; got {got}")
             return self._matching(method)
+
+    async def wait_for_async(self, method: str | None = None, count: int = 1, timeout: float = 5.0) -> list[Call]:
+        """`wait_for` for async tests: waits in a thread so the event loop keeps serving the client."""
+        return await asyncio.to_thread(self.wait_for, method, count, timeout)
 
     def _matching(self, method: str | None) -> list[Call]:
         return [c for c in self._calls if method is None or c.method == method]
