@@ -99,6 +99,8 @@ MAX_SOURCE_BLOCKS = 5
 # one huge chunk cannot push every other footnote out of the 100 blocks.
 MAX_PASSAGE_CHARS = 2 * MAX_SECTION_CHARS
 QUESTION_CHARS = 1000
+# A shortened answer does not end in a stub of a few words before its "shortened" note.
+MIN_PIECE_CHARS = 200
 
 
 # -- notes the pipeline appended to the answer text
@@ -157,7 +159,7 @@ def _body_blocks(body: str, max_chars: int, max_blocks: int, shortened: str) -> 
     room_chars, room_blocks = max_chars - len(shortened), max_blocks - 1  # the note takes a block and its text
     kept: list[str] = []
     for piece in pieces:
-        if room_blocks <= 0 or room_chars <= 0:
+        if room_blocks <= 0 or room_chars < MIN_PIECE_CHARS:
             break
         if len(piece) > room_chars:
             piece = clip(piece, room_chars)
