@@ -416,6 +416,17 @@ def test_review_card_reads_objects_and_dicts_alike():
     assert {b["value"] for b in buttons(card["blocks"])} == {"rv-9"}
 
 
+def test_feedback_record_card_shows_the_posted_answer_and_the_reason_in_the_records_language():
+    record = review(kind="feedback", language="de", draft="30 Tage [1].", feedback_reason="veraltet <!here>", violations=[])
+    texts = mrkdwn_texts(review_card(record)["blocks"])
+    assert "*Die gepostete Antwort*\n>30 Tage [1]." in texts
+    assert "*Angegebener Grund*\nveraltet &lt;!here&gt;" in texts
+    assert review_card(record)["blocks"][0]["text"]["text"] == "Antwort als nicht hilfreich markiert"
+    assert review_card(record, language="en")["blocks"][0]["text"]["text"] == "Answer marked as not helpful"
+    without_reason = mrkdwn_texts(review_card({**record, "feedback_reason": None})["blocks"])
+    assert "*Angegebener Grund*\n(kein Grund angegeben)" in without_reason
+
+
 HUGE = dict(
     question="Frage & " * 2000,
     draft="a\n" * 5000,  # short lines: quoting nearly doubles them

@@ -146,27 +146,45 @@ def _violation_lines(violations: list[Violation], language: str) -> str:
     return "\n".join(lines)
 
 
+def _is_feedback(review: Any) -> bool:
+    return _field(review, "kind", default="uncertain") == "feedback"
+
+
 def _card_body(review: Any, language: str, draft_chars: int) -> list[dict[str, Any]]:
-    draft = _field(review, "draft", "draft_text", default="") or ""
-    sources = _sources(review)
+    """Question, draft and why it is here, sources. A feedback record (a 👎 with a
+    reason) shows the posted answer and the reason where a rejection shows the
+    rejected draft and its violations."""
+    feedback = _is_feedback(review)
     blocks = [
-        header(phrase("review_heading", language)),
+        header(phrase("feedback_heading" if feedback else "review_heading", language)),
         context([_asked_line(review, language)]),
         section(f"*{escape(phrase('question', language))}*\n{clip_escaped(_question(review), QUESTION_CHARS)}"),
     ]
+    draft = _field(review, "draft", "draft_text", default="") or ""
+    draft_heading = f"*{escape(phrase('flagged_answer' if feedback else 'rejected_draft', language))}*"
     if draft.strip():
-        blocks += _quoted_sections(f"*{escape(phrase('rejected_draft', language))}*", draft, draft_chars)
+        blocks += _quoted_sections(draft_heading, draft, draft_chars)
     else:
-        blocks.append(section(f"*{escape(phrase('rejected_draft', language))}*\n{escape(phrase('no_draft', language))}"))
-    blocks.append(
-        section(f"*{escape(phrase('violations', language))}*\n{_violation_lines(_violations(review), language)}")
-    )
-    heading = f"*{escape(phrase('retrieved_sources', language))}*"
-    if sources:
-        blocks += contexts([heading, *source_lines(sources, language, SOURCES_CHARS, MAX_SOURCE_BLOCKS)])
-    else:
-        blocks.append(context([heading, escape(phrase("no_sources", language))]))
+        blocks.append(section(f"{draft_heading}\n{escape(phrase('no_draft', language))}"))
+    blocks.append(_why_section(review, language, feedback))
+    blocks += _sources_blocks(_sources(review), language)
     return blocks
+
+
+def _why_section(review: Any, language: str, feedback: bool) -> dict[str, Any]:
+    if feedback:
+        reason = (_field(review, "feedback_reason", default="") or "").strip()
+        text = clip_escaped(reason, VIOLATION_DETAIL_CHARS * MAX_VIOLATIONS) if reason else None
+        return section(f"*{escape(phrase('feedback_reason', language))}*\n{text or escape(phrase('no_reason', language))}")
+    violations = _violation_lines(_violations(review), language)
+    return section(f"*{escape(phrase('violations', language))}*\n{violations}")
+
+
+def _sources_blocks(sources: list[Source], language: str) -> list[dict[str, Any]]:
+    heading = f"*{escape(phrase('retrieved_sources', language))}*"
+    if not sources:
+        return [context([heading, escape(phrase("no_sources", language))])]
+    return contexts([heading, *source_lines(sources, language, SOURCES_CHARS, MAX_SOURCE_BLOCKS)])
 
 
 def _fallback(review: Any, language: str) -> str:
@@ -177,9 +195,15 @@ def review_id_of(review: Any) -> str:
     return checked_value(str(_field(review, "review_id", "id", default="") or ""))
 
 
-def review_card(review: Any, *, language: str = "en") -> dict[str, Any]:
+def _language(review: Any, language: str | None) -> str:
+    return language or _field(review, "language", default=None) or "en"
+
+
+def review_card(review: Any, *, language: str | None = None) -> dict[str, Any]:
     """The card posted to the review channel: question, rejected draft, violations,
-    retrieved sources, and the approve / write answer / dismiss buttons."""
+    retrieved sources, and the approve / write answer / dismiss buttons.
+    `language`: the card's language; by default the record's `language`, else English."""
+    language = _language(review, language)
     review_id = review_id_of(review)
     buttons = actions(
         [
@@ -199,7 +223,7 @@ def review_card_decided(
     decided_at: Any,
     answer_text: str | None = None,
     *,
-    language: str = "en",
+    language: str | None = None,
 ) -> dict[str, Any]:
     """The card after a decision (for chat.update): no buttons any more, a line
     saying who decided what and when, and the posted answer if there is one.
@@ -207,6 +231,7 @@ def review_card_decided(
     `decision`: approved, answered or dismissed (the verb forms work too).
     `decided_at`: a datetime, epoch seconds or an ISO string.
     """
+    language = _language(review, language)
     key = _DECISIONS.get(str(getattr(decision, "value", decision)).strip().lower())
     if key is None:
         raise ValueError(f"unknown review decision {decision!r}; expected approved, answered or dismissed")
