@@ -125,6 +125,9 @@ SHUTDOWN_GRACE_S = 20.0
 # Worker commands may block up to READ_BLOCK_S; anything much longer is a hung
 # connection and is treated as a Redis failure.
 WORKER_SOCKET_TIMEOUT_S = 10.0
+# Due retries moved into the stream per loop turn: Redis runs nothing else
+# while a script runs, so one call must stay short.
+PROMOTE_BATCH = 100
 # After a Redis error the worker loop waits this long before trying again.
 ERROR_PAUSE_S = 1.0
 # Every worker process is a new consumer in the group. One with nothing
@@ -227,16 +230,25 @@ return 1
 
 # KEYS: stream, delayed, dead. ARGV: group, consumer, entry id, action
 # ("ack" | "retry" | "requeue" | "dead"), data (job json | dead-letter json),
-# due ms, dead cap.
+# retry delay ms, dead cap. Due times come from the server's clock (TIME), so
+# workers with skewed clocks agree on when a retry is due.
 # Only the current owner may finish an entry: a worker whose lease was taken
 # over must not ack the entry the new owner is working on.
-FINISH_LUA = """
+# Milliseconds by the server's clock, for due times.
+SERVER_MS_LUA = """
+local function server_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+"""
+
+FINISH_LUA = SERVER_MS_LUA + """
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
 if #p == 0 or p[1][2] ~= ARGV[2] then return 0 end
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
 redis.call('XDEL', KEYS[1], ARGV[3])
 if ARGV[4] == 'retry' then
-  redis.call('ZADD', KEYS[2], ARGV[6], ARGV[5])
+  redis.call('ZADD', KEYS[2], server_ms() + tonumber(ARGV[6]), ARGV[5])
 elseif ARGV[4] == 'requeue' then
   redis.call('XADD', KEYS[1], '*', 'job', ARGV[5])
 elseif ARGV[4] == 'dead' then
@@ -263,16 +275,18 @@ end
 return lost
 """
 
-# KEYS: delayed, stream. ARGV: now ms, max jobs. Moves due retries into the
-# stream; returns the next due time (ms) or false.
-PROMOTE_LUA = """
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+# KEYS: delayed, stream. ARGV: max jobs. Moves due retries into the stream;
+# returns milliseconds until the next one is due, or false.
+PROMOTE_LUA = SERVER_MS_LUA + """
+local now = server_ms()
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 for _, job in ipairs(due) do
   redis.call('ZREM', KEYS[1], job)
   redis.call('XADD', KEYS[2], '*', 'job', job)
 end
 local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return nxt[2] or false
+if nxt[2] == nil then return false end
+return math.max(tonumber(nxt[2]) - now, 0)
 """
 
 # KEYS: stream. ARGV: group, consumer. DELCONSUMER drops the consumer's

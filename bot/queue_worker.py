@@ -28,7 +28,7 @@ import signal
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,7 @@ from bot.queue import (
     JOB_TIMEOUT_S,
     JOBS_STREAM,
     MAX_TRIES,
+    PROMOTE_BATCH,
     PROMOTE_LUA,
     READ_BLOCK_S,
     RECLAIM_INTERVAL_S,
@@ -219,13 +220,13 @@ class Consumer:
 
     async def _take(self, free: int) -> list[tuple[str, dict[str, str], int]]:
         try:
-            next_due_ms = await self._promote_script(keys=[DELAYED_ZSET, JOBS_STREAM], args=[_now_ms(), 100])
+            next_due_in_ms = await self._promote_script(keys=[DELAYED_ZSET, JOBS_STREAM], args=[PROMOTE_BATCH])
             reclaimed = await self._reclaim(free)
             if reclaimed:
                 return reclaimed
             block = self._read_block
-            if next_due_ms is not None:
-                block = min(block, max(float(next_due_ms) / 1000 - time.time(), 0.001))
+            if next_due_in_ms is not None:
+                block = min(block, max(int(next_due_in_ms) / 1000, 0.001))
             return await self._read_new(free, block)
         except ResponseError as exc:
             # Someone deleted the stream (or flushed Redis): make the group again.
@@ -262,6 +263,10 @@ class Consumer:
             if fields is None:  # deleted under Redis 6.2: nothing to run
                 await self._redis.xack(JOBS_STREAM, WORKERS_GROUP, entry_id)
                 continue
+            if entry_id in self._running:
+                # Our own entry, idle too long (a Redis hiccup stopped the
+                # renewals): the claim just renewed it; it is running already.
+                continue
             deliveries = await self._deliveries(entry_id)
             log.warning("worker %s took over entry %s (delivery %d)", self.worker_id, entry_id, deliveries)
             taken.append((entry_id, fields, deliveries))
@@ -286,7 +291,7 @@ class Consumer:
         try:
             stored = loads_job(fields)
         except (KeyError, ValidationError) as exc:
-            coro: Awaitable[None] = self._bury(entry_id, fields, exc)
+            coro: Coroutine[Any, Any, None] = self._bury(entry_id, fields, exc)
             job = Job(kind="invalid", payload={"fields": fields})
         else:
             # Each delivery after the first is a try whose worker died.
@@ -295,7 +300,7 @@ class Consumer:
                 coro = self._dead(entry_id, job, JobLost(f"try {job.attempt - 1} of {self._max_tries} never finished"))
             else:
                 coro = self._run(entry_id, job)
-        task = asyncio.create_task(coro, name=f"job {job.id} try {job.attempt}")  # type: ignore[arg-type]
+        task = asyncio.create_task(coro, name=f"job {job.id} try {job.attempt}")
         self._running[entry_id] = _Running(job=job, task=task)
         task.add_done_callback(lambda _, e=entry_id: self._finished(e))
 
@@ -330,7 +335,7 @@ class Consumer:
         delay = self._delay(job.attempt, exc.retry_after)
         log.info("job %s try %d: %s; retrying in %.1fs", job.id, job.attempt, exc, delay)
         retry = job.model_copy(update={"attempt": job.attempt + 1})
-        await self._finish(entry_id, "retry", retry.model_dump_json(), due_ms=_now_ms() + int(delay * 1000))
+        await self._finish(entry_id, "retry", retry.model_dump_json(), delay_ms=int(delay * 1000))
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -363,9 +368,9 @@ class Consumer:
         # Handed back with the same try number: a shutdown is not the job's fault.
         await self._finish(entry_id, "requeue", job.model_dump_json())
 
-    async def _finish(self, entry_id: str, action: str, data: str = "", due_ms: int = 0) -> None:
+    async def _finish(self, entry_id: str, action: str, data: str = "", delay_ms: int = 0) -> None:
         keys = [JOBS_STREAM, DELAYED_ZSET, DEAD_LIST]
-        args = [WORKERS_GROUP, self.worker_id, entry_id, action, data, due_ms, DEAD_LETTER_CAP]
+        args = [WORKERS_GROUP, self.worker_id, entry_id, action, data, delay_ms, DEAD_LETTER_CAP]
         try:
             owned = await self._finish_script(keys=keys, args=args)
         except (RedisError, OSError) as exc:
@@ -447,10 +452,6 @@ async def _cancel_and_wait(tasks: list[asyncio.Task[Any]]) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 __all__ = ["Consumer", "Handler", "OnDead", "run_worker"]
