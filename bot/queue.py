@@ -44,16 +44,37 @@ XAUTOCLAIM (idle longer than the visibility timeout: its worker died). finish:
 one Lua script checks that this worker still owns the entry, then XACK + XDEL
 and, for a retry, ZADDs the job (attempt + 1) to the delayed set; for a job
 handed back at shutdown, XADDs it again; for a dead job, LPUSHes it to the
-capped dead-letter list. Workers move due retries
-back into the stream with another script. Every step is atomic, so a job is
-always in exactly one of: stream, delayed set, dead list, done.
+capped dead-letter list. Workers move due retries back into the stream with
+another script. Every step is atomic, so a job is always in exactly one of:
+stream, delayed set, dead list, done.
+
+Use
+---
+web process (one JobQueue per process)::
+
+    queue = JobQueue(settings.redis_url)
+    try:
+        await queue.enqueue(Job(kind="answer", payload=...), dedupe_id=event_id)
+    except QueueUnavailable:
+        log.exception(...)      # ack Slack anyway
+    ...
+    await queue.close()
+
+worker process::
+
+    await run_worker(handle, on_dead=apologise, redis_url=..., concurrency=4)
+
+`handle(job)` raises `Transient(retry_after=...)` for LLM/Slack hiccups and
+posts through `PostLedger`: claim_post -> chat.postMessage -> record_posted.
 
 Exactly once in Slack is the handler's side: the queue delivers at least once,
 `PostLedger` records each post by question id right after it is made.
 
-Errors: `QueueError` is the base; `QueueUnavailable` means Redis did not answer
-in time (the web process logs it and acks Slack anyway). redis-py exceptions do
-not leave this module and bot.queue_worker.
+Errors: `QueueError` is the base; `QueueUnavailable` means Redis refused, failed
+or did not answer in time (the web process logs it and acks Slack anyway);
+`JobLost` is what `on_dead` gets for a job whose last try never finished.
+`Transient` is raised by handlers, not by the queue. redis-py exceptions do not
+leave this module and bot.queue_worker.
 """
 
 from __future__ import annotations
