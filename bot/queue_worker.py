@@ -316,6 +316,9 @@ class Consumer:
                 await self._handler(job)
         except Transient as exc:
             await self._retry_or_die(entry_id, job, exc)
+        except QueueUnavailable as exc:
+            # PostLedger lost Redis for a moment: the job itself is fine.
+            await self._retry_or_die(entry_id, job, Transient(str(exc)))
         except TimeoutError:
             # A hang (ours) or a timeout the handler did not translate: both
             # are worth another try.

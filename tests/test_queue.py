@@ -234,6 +234,19 @@ async def test_transient_failure_is_retried_with_backoff_then_succeeds(
     assert len(dead_calls) == 0
 
 
+async def test_redis_trouble_inside_the_handler_is_retried(queue: JobQueue, start_worker: Any) -> None:
+    tries = Calls()
+
+    async def handler(job: Job) -> None:
+        tries.add(job.attempt)
+        if job.attempt == 1:
+            raise QueueUnavailable("post ledger: ConnectionError")
+
+    await queue.enqueue(answer_job(), dedupe_id="Ev1")
+    await start_worker(handler)
+    await until(lambda: tries.values == [1, 2], "the retry")
+
+
 async def test_retry_after_is_honoured(queue: JobQueue, start_worker: Any) -> None:
     tries = Calls()
 
