@@ -350,7 +350,7 @@ class Consumer:
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
     async def _dead(self, entry_id: str, job: Job, error: BaseException) -> None:
-        log.error("job %s failed for good on try %d: %s: %s", job.id, job.attempt, type(error).__name__, error)
+        log.error("job %s failed for good on try %d: %s: %s", job.id, job.attempt, type(error).__name__, error, exc_info=error)
         try:
             await self._on_dead(job, error)
         except Exception:
