@@ -71,6 +71,25 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", action="append", help="answer only from this collection (repeatable)")
     p.add_argument("--language", choices=("en", "de"), help="the bot's language (default: guessed from the question)")
     p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("serve", help="the web process: Slack events and interactivity, /healthz")
+    p.add_argument("--port", type=int, default=3000)
+    p.add_argument("--host", default="0.0.0.0")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("worker", help="answer queued questions")
+    p.add_argument("--concurrency", type=int, default=8, help="questions in flight at once (default 8)")
+    # Tuning for tests and drills; the defaults in bot.queue are what production wants.
+    p.add_argument("--visibility-timeout", type=float, help=argparse.SUPPRESS)
+    p.add_argument("--max-tries", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--backoff-base", type=float, help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("review", help="rejected drafts awaiting triage")
+    review = p.add_subparsers(title="review commands", metavar="COMMAND")
+    q = review.add_parser("list", help="list the open reviews, oldest first")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_review_list)
     return parser
 
 
@@ -258,6 +277,78 @@ def cmd_ask(args, settings: Settings) -> int:
             print(f"  {v.kind}: {v.detail}", file=sys.stderr)
         print(")", file=sys.stderr)
     return code
+
+
+# ---------------------------------------------------------------- serve, worker, review
+
+
+def _logging() -> None:
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _run_service(coro) -> int:
+    import asyncio
+
+    from bot.channels import ChannelsError
+
+    try:
+        asyncio.run(coro)
+    except (ConfigError, ChannelsError) as exc:
+        raise CliError(f"configuration error: {exc}", EXIT_USAGE) from None
+    return EXIT_OK
+
+
+def cmd_serve(args, settings: Settings) -> int:
+    from bot.runtime import serve
+
+    _logging()
+    return _run_service(serve(settings, host=args.host, port=args.port))
+
+
+def cmd_worker(args, settings: Settings) -> int:
+    from bot.runtime import work
+
+    if args.concurrency < 1:
+        raise CliError("--concurrency must be at least 1", EXIT_USAGE)
+    _logging()
+    ensure_index(settings)
+    given = {"visibility_timeout": args.visibility_timeout, "max_tries": args.max_tries, "backoff_base": args.backoff_base}
+    options = {name: value for name, value in given.items() if value is not None}
+    return _run_service(work(settings, concurrency=args.concurrency, **options))
+
+
+def cmd_review_list(args, settings: Settings) -> int:
+    import asyncio
+    import datetime as dt
+
+    from bot.queue import connect
+    from bot.records import Records
+
+    async def fetch():
+        redis = connect(settings.redis_url, timeout=5.0)
+        try:
+            return await Records(redis).open_reviews()
+        finally:
+            await redis.aclose()
+
+    try:
+        reviews = asyncio.run(fetch())
+    except OSError as exc:
+        raise CliError(f"cannot reach Redis at {settings.redis_url}: {exc}") from None
+    if args.json:
+        print(json.dumps([json.loads(r.model_dump_json()) for r in reviews], ensure_ascii=False, indent=1))
+        return EXIT_OK
+    if not reviews:
+        print("No open reviews.")
+        return EXIT_OK
+    for r in reviews:
+        when = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
+        where = "a direct message" if r.is_dm else f"<#{r.channel}>"
+        kinds = ", ".join(sorted({v.kind for v in r.violations})) or r.kind
+        print(f"{r.review_id}  {when}  {where}  [{kinds}]  {_snippet(r.question, 70)}")
+    return EXIT_OK
 
 
 def _hit_json(hit) -> dict:

@@ -21,6 +21,7 @@ class Key(StrEnum):
     LLM_DOWN = "llm_down"  # the model failed past all retries
     REVIEWED_BY = "reviewed_by"  # a reviewer's answer posted into the asker's thread
     SOURCES = "sources"  # heading of the sources list
+    REVIEW_DISMISSED = "review_dismissed"  # a reviewer closed a rejected draft without an answer
 
 
 _MESSAGES: dict[str, dict[Key, str]] = {
@@ -46,6 +47,9 @@ _MESSAGES: dict[str, dict[Key, str]] = {
         ),
         Key.REVIEWED_BY: "Reviewed by {reviewer}.",
         Key.SOURCES: "Sources",
+        Key.REVIEW_DISMISSED: (
+            "A reviewer looked at your question: the knowledge base has no answer to it yet."
+        ),
     },
     "de": {
         Key.REFUSAL: "Dazu enthält die Wissensbasis keine Aussage.",
@@ -69,6 +73,9 @@ _MESSAGES: dict[str, dict[Key, str]] = {
         ),
         Key.REVIEWED_BY: "Geprüft von {reviewer}.",
         Key.SOURCES: "Quellen",
+        Key.REVIEW_DISMISSED: (
+            "Deine Frage wurde geprüft: Die Wissensbasis enthält dazu noch keine Antwort."
+        ),
     },
 }
 

@@ -147,3 +147,6 @@ class Answer(BaseModel):
     partial: bool = Field(default=False, exclude=True)  # HYBRID: only the verified claims
     model: str = Field(default="", exclude=True)
     json_fixups: list[str] = Field(default_factory=list, exclude=True)
+    # Every block the model was shown, numbered as in the prompt: what a
+    # reviewer of a rejected draft needs to see, and the audit trail records.
+    context: list[Source] = Field(default_factory=list, exclude=True)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 
-from bot.grounding.answer import build_answer, refusal_answer
+from bot.grounding.answer import build_answer, make_source, refusal_answer
 from bot.grounding.citations import verify_citations
 from bot.grounding.claims import DEFAULT_ALLOWED_ROLES, verify_claims
 from bot.grounding.prompt import build_evidence, build_request, retry_messages, trim_to_budget
@@ -71,6 +71,7 @@ class Pipeline:
                 draft, verdict = second_draft, second
 
         answer = build_answer(question, draft, verdict, evidence, mode, question.language)
+        answer.context = [make_source(ev.block, ev) for ev in evidence]
         answer.regenerations = regenerations
         answer.model = self.backend.name
         answer.timings_ms = timings

@@ -278,9 +278,10 @@ def test_refusal_sentence_as_plain_text_or_as_only_claim_is_a_refusal():
 
 
 def test_support_needs_the_words_in_one_or_two_sentences_not_scattered():
+    # One claim word per sentence: no two sentences hold half of the claim.
     scattered = (
-        "The committee met in spring. Travel costs rose sharply. Employees asked about rail. "
-        "Managers discussed budgets. Approval was delayed. Receipts were lost."
+        "The committee met in spring. Travel costs rose sharply. Employees asked about parking. "
+        "Managers discussed budgets. Approval was delayed. Rail strikes were announced."
     )
     focused = "Employees need manager approval before booking rail travel."
     claim = "Employees need manager approval for rail travel"

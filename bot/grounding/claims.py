@@ -30,7 +30,7 @@ from typing import Any
 
 from bot.grounding.lenient_json import parse_lenient_json
 from bot.grounding.numbers import missing_numbers
-from bot.grounding.support import assess
+from bot.grounding.support import Weigher, assess, weigher
 from bot.grounding.text import DOUBLE_QUOTE_CHARS, contains_refusal, strip_think
 from bot.models import AuditMode, Claim, Evidence, Verdict, Violation
 
@@ -104,7 +104,7 @@ def _check_claim(
     index: EvidenceIndex,
     language: str,
     allowed_roles: frozenset[str],
-    idf: Mapping[str, float] | None = None,
+    weight: Weigher | None = None,
 ) -> tuple[Claim, list[Violation]]:
     """The claim with resolved pointer ids and its `verified` flag, and its violations."""
     out: list[Violation] = []
@@ -128,7 +128,10 @@ def _check_claim(
     elif resolved:
         for number in missing_numbers(claim.text, [_haystack(ev) for ev in resolved], language):
             add("NUMBER_NOT_IN_SOURCE", f"{number!r} is not stated in the cited evidence")
-        support = assess(claim.text, [ev.text for ev in resolved], language, idf=idf)
+        # The title counts as a sentence of its block: "possible from the age of 55"
+        # under the title "Partial retirement" states that partial retirement is.
+        passages = [p for ev in resolved for p in (ev.chunk.title, ev.text) if p]
+        support = assess(claim.text, passages, language, idf=weight)
         if not support.supported:
             missing = ", ".join(support.missing) or "-"
             add("UNSUPPORTED_CLAIM", f"the cited evidence does not state this (words not found: {missing})")
@@ -161,13 +164,15 @@ def verify_claims(
     language: str = "en",
     allowed_roles: frozenset[str] | set[str] = DEFAULT_ALLOWED_ROLES,
     max_claims: int = MAX_CLAIMS,
-    idf: Mapping[str, float] | None = None,
+    idf: Mapping[str, float] | Weigher | None = None,
 ) -> Verdict:
     """Check a claims-mode draft against the context blocks it was written from.
 
     `idf` maps analyzed terms to their inverse document frequency in the
-    knowledge base (see support.assess); without it every word weighs the same.
+    knowledge base (or is a term -> weight function; see support.weigher);
+    without it every word weighs the same.
     """
+    weight = weigher(idf)
     text = strip_think(draft_text)
     try:
         obj, fixups = parse_lenient_json(text)
@@ -183,7 +188,7 @@ def verify_claims(
     index = EvidenceIndex(evidence)
     checked, violations = [], []
     for i, claim in enumerate(claims):
-        result, found = _check_claim(i, claim, index, language, frozenset(allowed_roles), idf)
+        result, found = _check_claim(i, claim, index, language, frozenset(allowed_roles), weight)
         checked.append(result)
         violations += found
     if len(claims) > max_claims:

@@ -1,0 +1,132 @@
+"""What the bot remembers in Redis besides the queue: posted answers, reviews, feedback.
+
+- An answer record lets the web process open the Sources modal when someone
+  clicks the button: the modal must open within Slack's 3-second trigger
+  window, so the passages come from Redis, not from a new search.
+- A review record holds a rejected draft until a reviewer decides; the
+  buttons on the review card carry only its id.
+- Feedback is appended to a bounded stream.
+
+Key names live in bot.keys with the queue's.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from enum import StrEnum
+
+import redis.asyncio as aioredis
+from pydantic import BaseModel, Field
+
+from bot import keys
+from bot.models import Source, Violation
+
+
+class AnswerRecord(BaseModel):
+    answer_id: str
+    question_id: str
+    question: str
+    language: str
+    channel: str
+    ts: str | None = None  # the posted message
+    thread_ts: str | None = None
+    is_dm: bool = False
+    text: str = ""  # the answer as posted, for a 👎 card
+    sources: list[Source] = Field(default_factory=list)
+    created_at: float = Field(default_factory=time.time)
+
+
+def _to_json(record: BaseModel) -> str:
+    """JSON of a record, sources with their passages (which the public answer JSON leaves out)."""
+    data = record.model_dump(mode="json")
+    data["sources"] = [
+        s.model_dump(mode="json") | {"passage": s.passage, "collection": s.collection, "content_hash": s.content_hash}
+        for s in record.sources
+    ]
+    return json.dumps(data, ensure_ascii=False)
+
+
+class ReviewStatus(StrEnum):
+    OPEN = "open"
+    APPROVED = "approved"
+    ANSWERED = "answered"
+    DISMISSED = "dismissed"
+
+
+class ReviewRecord(BaseModel):
+    review_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
+    question_id: str
+    question: str
+    language: str = "en"
+    channel: str  # where the asker asked (a DM channel for private questions)
+    thread_ts: str | None = None
+    is_dm: bool = False
+    asker: str | None = None  # None for DMs: a private question's card never names its asker
+    draft: str = ""
+    violations: list[Violation] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)
+    kind: str = "uncertain"  # "uncertain" (rejected draft) or "feedback" (a 👎 with a reason)
+    feedback_reason: str | None = None
+    status: ReviewStatus = ReviewStatus.OPEN
+    created_at: float = Field(default_factory=time.time)
+    card_channel: str | None = None
+    card_ts: str | None = None
+    decided_by: str | None = None
+    decided_at: float | None = None
+    final_answer: str | None = None
+
+
+class Records:
+    """Answer and review records in Redis. All methods are small, atomic where it matters."""
+
+    def __init__(self, redis: aioredis.Redis):
+        self.redis = redis
+
+    # ------------------------------------------------------------ answers
+
+    async def save_answer(self, record: AnswerRecord) -> None:
+        await self.redis.set(keys.answer_key(record.answer_id), _to_json(record), ex=keys.ANSWER_TTL_S)
+
+    async def answer(self, answer_id: str) -> AnswerRecord | None:
+        raw = await self.redis.get(keys.answer_key(answer_id))
+        return AnswerRecord.model_validate_json(raw) if raw else None
+
+    # ------------------------------------------------------------ reviews
+
+    async def save_review(self, record: ReviewRecord) -> None:
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.set(keys.review_key(record.review_id), _to_json(record), ex=keys.REVIEW_TTL_S)
+        if record.status is ReviewStatus.OPEN:
+            pipe.zadd(keys.OPEN_REVIEWS_ZSET, {record.review_id: record.created_at})
+        else:
+            pipe.zrem(keys.OPEN_REVIEWS_ZSET, record.review_id)
+        await pipe.execute()
+
+    async def review(self, review_id: str) -> ReviewRecord | None:
+        raw = await self.redis.get(keys.review_key(review_id))
+        return ReviewRecord.model_validate_json(raw) if raw else None
+
+    async def claim_decision(self, review_id: str, reviewer: str) -> bool:
+        """True for the one click that decides; a second reviewer clicking at the same moment gets False."""
+        return bool(await self.redis.set(keys.review_decision_key(review_id), reviewer, nx=True, ex=keys.REVIEW_TTL_S))
+
+    async def release_decision(self, review_id: str) -> None:
+        """The decision could not be carried out (Slack down): let the next click try again."""
+        await self.redis.delete(keys.review_decision_key(review_id))
+
+    async def open_reviews(self, limit: int = 100) -> list[ReviewRecord]:
+        ids = await self.redis.zrange(keys.OPEN_REVIEWS_ZSET, 0, limit - 1)
+        out = []
+        for rid in ids:
+            record = await self.review(rid.decode() if isinstance(rid, bytes) else rid)
+            if record is not None:
+                out.append(record)
+        return out
+
+    # ------------------------------------------------------------ feedback
+
+    async def add_feedback(self, answer_id: str, user: str, vote: str, reason: str | None = None) -> None:
+        fields = {"answer_id": answer_id, "user": user, "vote": vote, "reason": reason or "", "at": str(time.time())}
+        await self.redis.xadd(keys.FEEDBACK_STREAM, fields, maxlen=keys.FEEDBACK_MAXLEN, approximate=True)

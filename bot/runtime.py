@@ -1,0 +1,114 @@
+"""Builds and runs the two long-lived processes: `citebot serve` and `citebot worker`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+from aiohttp import web
+
+from bot.channels import load_channels
+from bot.config import Settings
+from bot.llm import make_backend
+from bot.pipeline import Pipeline
+from bot.queue import JobQueue, PostLedger, connect
+from bot.queue_worker import run_worker
+from bot.records import Records
+from bot.review import ReviewDesk
+from bot.slack.app import AppDeps, create_app
+from bot.slack.calls import make_client
+from bot.slack.web import create_web_app
+from bot.worker import Worker
+from kb_index import Retriever
+from kb_index.index import IndexNotFound, current_generation
+
+log = logging.getLogger(__name__)
+
+# Records and the ledger share one client per process; a Slack-facing
+# command must not hang on Redis longer than this.
+REDIS_TIMEOUT_S = 5.0
+
+
+async def health_report(redis, index_dir: Path) -> dict:
+    report: dict = {"ok": True}
+    try:
+        await asyncio.wait_for(redis.ping(), timeout=1.0)
+        report["redis"] = "ok"
+    except Exception as exc:  # noqa: BLE001 - any failure means "not healthy", reported as such
+        report.update(ok=False, redis=f"unavailable: {type(exc).__name__}")
+    try:
+        report["index"] = current_generation(index_dir).name
+    except IndexNotFound as exc:
+        report.update(ok=False, index=str(exc))
+    return report
+
+
+async def serve(settings: Settings, *, host: str, port: int) -> None:
+    settings.require_slack()
+    channels = load_channels(settings.channels_file)
+    async with AsyncExitStack() as stack:
+        queue = await stack.enter_async_context(JobQueue(settings.redis_url))
+        redis = connect(settings.redis_url, timeout=REDIS_TIMEOUT_S)
+        stack.push_async_callback(redis.aclose)
+        bolt = create_app(AppDeps(settings=settings, queue=queue, records=Records(redis), channels=channels))
+        web_app = create_web_app(
+            bolt,
+            signing_secret=settings.slack_signing_secret,
+            health=lambda: health_report(redis, settings.index_dir),
+        )
+        runner = web.AppRunner(web_app, access_log=None)
+        await runner.setup()
+        stack.push_async_callback(runner.cleanup)
+        await web.TCPSite(runner, host, port).start()
+        log.info("serving on http://%s:%d (events at /slack/events)", host, port)
+        if settings.socket_mode:
+            from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+            handler = AsyncSocketModeHandler(bolt, settings.slack_app_token)
+            await handler.connect_async()
+            stack.push_async_callback(handler.close_async)
+            log.info("connected to Slack in Socket Mode")
+        await _until_signalled()
+
+
+async def work(settings: Settings, *, concurrency: int, **consumer_options) -> None:
+    settings.require_slack()
+    async with AsyncExitStack() as stack:
+        retriever = stack.enter_context(Retriever(settings.index_dir))
+        backend = make_backend(settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout)
+        stack.push_async_callback(backend.aclose)
+        redis = connect(settings.redis_url, timeout=REDIS_TIMEOUT_S)
+        stack.push_async_callback(redis.aclose)
+        ledger = PostLedger(settings.redis_url)
+        stack.push_async_callback(ledger.close)
+        slack = make_client(settings.slack_bot_token, settings.slack_api_url)
+        records = Records(redis)
+        worker = Worker(
+            settings=settings,
+            slack=slack,
+            pipeline=Pipeline(
+                retriever,
+                backend,
+                mode=settings.answer_mode,
+                top_k=settings.top_k,
+                budget_chars=settings.prompt_budget_chars,
+            ),
+            records=records,
+            ledger=ledger,
+            reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger),
+        )
+        log.info("worker started: %d jobs at once, index %s, LLM %s", concurrency, retriever.generation, backend.name)
+        await run_worker(
+            worker.handle, on_dead=worker.on_dead, redis_url=settings.redis_url, concurrency=concurrency, **consumer_options
+        )
+
+
+async def _until_signalled() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()

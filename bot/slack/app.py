@@ -1,0 +1,217 @@
+"""The web process: Bolt listeners that parse, dedupe, enqueue, and return.
+
+Slack wants an answer within 3 seconds and retries an event it did not get an
+ack for. So nothing slow happens here: a question becomes a job in Redis, and
+the worker does the rest. The ack is sent only after the job is safely in
+Redis (process_before_response): if Redis is down, Slack gets an error and
+retries later, and the question is not lost. A retry of an event that was
+enqueued is dropped by the queue's dedupe on the event id.
+
+The only Slack calls made here are `views.open` for the Sources and feedback
+modals, because their trigger_id expires 3 seconds after the click.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+
+from bot.channels import ChannelsConfig
+from bot.config import Settings
+from bot.models import Question
+from bot.queue import Job, JobQueue
+from bot.records import Records
+from bot.slack import render
+from bot.slack.calls import make_client
+from kb_index.analysis import guess_language
+
+log = logging.getLogger(__name__)
+
+_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+# Message subtypes that are not a person asking something (edits, joins, bot posts...).
+_IGNORED_SUBTYPES_ALLOWED = {None, "file_share", "thread_broadcast"}
+
+
+@dataclass
+class AppDeps:
+    settings: Settings
+    queue: JobQueue
+    records: Records
+    channels: ChannelsConfig
+
+
+def create_app(deps: AppDeps) -> AsyncApp:
+    settings = deps.settings
+    app = AsyncApp(
+        client=make_client(settings.slack_bot_token, settings.slack_api_url),
+        signing_secret=settings.slack_signing_secret,
+        process_before_response=True,
+        # The bot's own user id comes from auth.test on the first request.
+        ignoring_self_events_enabled=True,
+    )
+    register_events(app, deps)
+    register_actions(app, deps)
+    return app
+
+
+# ---------------------------------------------------------------- events
+
+
+def make_question(event: dict[str, Any], body: dict[str, Any], deps: AppDeps, *, is_dm: bool) -> Question:
+    settings = deps.settings
+    text = _MENTION.sub(" ", event.get("text") or "").strip()
+    truncated = len(text) > settings.max_question_chars
+    if truncated:
+        text = text[: settings.max_question_chars]
+    channel = event["channel"]
+    policy = deps.channels.policy(channel, is_dm=is_dm)
+    return Question(
+        id=f"{channel}:{event['ts']}",
+        text=text,
+        language=policy.language or guess_language(text, default=settings.language),
+        collections=list(policy.collections) if policy.collections is not None else None,
+        channel=channel,
+        user=event.get("user"),
+        ts=event["ts"],
+        thread_ts=event.get("thread_ts"),
+        is_dm=is_dm,
+        truncated=truncated,
+    )
+
+
+async def enqueue_question(question: Question, body: dict[str, Any], deps: AppDeps) -> None:
+    kind = "answer" if question.text else "help"
+    job = Job(kind=kind, payload={"question": question.model_dump(mode="json")})
+    # Slack retries carry the same event_id; the question id also guards a
+    # message that reaches us through two events.
+    dedupe = body.get("event_id") or question.id
+    added = await deps.queue.enqueue(job, dedupe_id=dedupe)
+    log.info(
+        "question %s %s (%s)",
+        question.id,
+        "enqueued" if added else "already enqueued",
+        "dm" if question.is_dm else question.channel,
+        extra={"question_id": question.id, "event_id": body.get("event_id")},
+    )
+
+
+def register_events(app: AsyncApp, deps: AppDeps) -> None:
+    @app.event("app_mention")
+    async def on_mention(event, body):
+        await enqueue_question(make_question(event, body, deps, is_dm=False), body, deps)
+
+    @app.event("message")
+    async def on_message(event, body, context):
+        if event.get("channel_type") != "im":
+            return  # channel messages reach us as app_mention
+        if event.get("subtype") not in _IGNORED_SUBTYPES_ALLOWED or event.get("bot_id"):
+            return  # edits, deletions, our own and other bots' posts
+        if context.get("bot_user_id") and event.get("user") == context.get("bot_user_id"):
+            return
+        await enqueue_question(make_question(event, body, deps, is_dm=True), body, deps)
+
+
+# ---------------------------------------------------------------- actions
+
+
+def register_actions(app: AsyncApp, deps: AppDeps) -> None:
+    settings, records = deps.settings, deps.records
+
+    @app.action(render.ACTION_SOURCES)
+    async def on_sources(ack, body, client):
+        await ack()
+        answer = await records.answer(body["actions"][0]["value"])
+        # The record names where the answer was posted: a button can only open
+        # the sources of an answer in the channel it was clicked in.
+        if answer is None or answer.channel != _channel_of(body):
+            log.warning("sources click for an unknown answer or from another channel ignored")
+            return
+        view = render.sources_modal(answer.sources, question=answer.question, language=answer.language)
+        await client.views_open(trigger_id=body["trigger_id"], view=view)
+
+    @app.action(render.ACTION_FEEDBACK_UP)
+    async def on_feedback_up(ack, body):
+        await ack()
+        await records.add_feedback(body["actions"][0]["value"], body["user"]["id"], "up")
+
+    @app.action(render.ACTION_FEEDBACK_DOWN)
+    async def on_feedback_down(ack, body, client):
+        await ack()
+        answer_id = body["actions"][0]["value"]
+        await records.add_feedback(answer_id, body["user"]["id"], "down")
+        record = await records.answer(answer_id)
+        language = record.language if record else settings.language
+        await client.views_open(trigger_id=body["trigger_id"], view=render.feedback_reason_modal(answer_id, language=language))
+
+    @app.view(render.CALLBACK_FEEDBACK_REASON)
+    async def on_feedback_reason(ack, body, view):
+        await ack()
+        reason = render.feedback_reason_from(view)
+        answer_id, user = view.get("private_metadata", ""), body["user"]["id"]
+        await records.add_feedback(answer_id, user, "reason", reason)
+        if reason:
+            job = Job(kind="feedback", payload={"answer_id": answer_id, "user": user, "reason": reason})
+            await deps.queue.enqueue(job, dedupe_id=f"feedback:{answer_id}:{user}:{hash(reason)}")
+
+    async def decide(body, decision: str, text: str = "") -> None:
+        review_id = body["actions"][0]["value"] if "actions" in body else body["view"]["private_metadata"]
+        user = body["user"]["id"]
+        if not await records.claim_decision(review_id, user):
+            return  # another reviewer, or a double click, was first
+        job = Job(kind="review_decision", payload={"review_id": review_id, "decision": decision, "reviewer": user, "text": text})
+        try:
+            await deps.queue.enqueue(job, dedupe_id=f"review:{review_id}")
+        except Exception:
+            await records.release_decision(review_id)
+            raise
+
+    def may_review(body) -> bool:
+        channel, user = _channel_of(body), body["user"]["id"]
+        allowed = channel == settings.review_channel and (not settings.reviewers or user in settings.reviewers)
+        if not allowed:
+            log.warning("review click by %s in %s ignored: not the review channel or not a reviewer", user, channel)
+        return allowed
+
+    @app.action(render.ACTION_REVIEW_APPROVE)
+    async def on_approve(ack, body):
+        await ack()
+        if may_review(body):
+            await decide(body, "approve")
+
+    @app.action(render.ACTION_REVIEW_DISMISS)
+    async def on_dismiss(ack, body):
+        await ack()
+        if may_review(body):
+            await decide(body, "dismiss")
+
+    @app.action(render.ACTION_REVIEW_ANSWER)
+    async def on_write_answer(ack, body, client):
+        await ack()
+        if not may_review(body):
+            return
+        record = await records.review(body["actions"][0]["value"])
+        if record is None:
+            return
+        view = render.review_answer_modal(record.review_id, record.question, record.draft, language=record.language)
+        # The modal remembers the channel it was opened from: the submission has none.
+        await client.views_open(trigger_id=body["trigger_id"], view=view)
+
+    @app.view(render.CALLBACK_REVIEW_ANSWER_SUBMIT)
+    async def on_answer_submitted(ack, body, view):
+        text = render.review_answer_from(view)
+        if not text:
+            await ack(response_action="errors", errors={render.REVIEW_ANSWER_BLOCK: "Please write an answer."})
+            return
+        await ack()
+        user = body["user"]["id"]
+        if settings.reviewers and user not in settings.reviewers:
+            return
+        await decide(body, "answer", text)
+
+
+def _channel_of(body: dict[str, Any]) -> str | None:
+    return (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")

@@ -1,0 +1,62 @@
+"""HTTP front of the web process: /slack/events, /healthz, /metrics (aiohttp).
+
+Bad requests are turned away before Bolt sees them, with the status a client
+can act on: a forged or stale signature gets 401, a body that is neither JSON
+nor a form with a JSON payload gets 400, and nothing is enqueued for either.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from urllib.parse import parse_qs
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.signature import SignatureVerifier
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+# Slack bodies are small; a megabyte is far beyond any real event or interaction.
+MAX_BODY_BYTES = 1 << 20
+
+
+def create_web_app(bolt: AsyncApp, *, signing_secret: str, health=None) -> web.Application:
+    verifier = SignatureVerifier(signing_secret)
+
+    async def events(request: web.Request) -> web.Response:
+        raw = await request.read()
+        body = raw.decode("utf-8", errors="replace")
+        if not verifier.is_valid_request(body, dict(request.headers)):
+            return web.json_response({"error": "invalid signature"}, status=401)
+        if not _well_formed(body, request.content_type):
+            return web.json_response({"error": "malformed body"}, status=400)
+        bolt_response = await bolt.async_dispatch(await to_bolt_request(request))
+        return await to_aiohttp_response(bolt_response)
+
+    async def healthz(request: web.Request) -> web.Response:
+        report = await health() if health else {"ok": True}
+        return web.json_response(report, status=200 if report.get("ok") else 503)
+
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app.router.add_post(EVENTS_PATH, events)
+    app.router.add_get("/healthz", healthz)
+    return app
+
+
+def _well_formed(body: str, content_type: str) -> bool:
+    """JSON events, or an interactivity form whose `payload` is JSON (ssl_check forms too)."""
+    try:
+        if content_type == "application/json" or body.lstrip().startswith("{"):
+            return isinstance(json.loads(body), dict)
+        form = parse_qs(body, strict_parsing=True)
+    except ValueError:
+        return False
+    if "payload" in form:
+        try:
+            return isinstance(json.loads(form["payload"][0]), dict)
+        except ValueError:
+            return False
+    return "ssl_check" in form or "command" in form

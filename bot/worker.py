@@ -1,0 +1,204 @@
+"""The worker: the one place that wires the stages together for a job.
+
+A job arrives at least once (bot.queue); everything it does in Slack happens
+exactly once because every post goes through the PostLedger, keyed by what it
+answers: the question, or the review decision.
+
+Jobs:
+    answer           a question from a mention or a DM
+    help             an empty mention
+    review_decision  a reviewer approved, answered or dismissed a rejected draft
+    feedback         a 👎 with a reason: goes to the review channel
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import Settings
+from bot.grounding.answer import error_answer
+from bot.llm import LLMError
+from bot.models import Answer, Outcome, Question
+from bot.pipeline import Pipeline
+from bot.queue import Job, PostClaim, PostLedger, Transient
+from bot.records import AnswerRecord, Records
+from bot.review import ReviewDesk
+from bot.slack import render
+from bot.slack.calls import best_effort, call
+
+log = logging.getLogger(__name__)
+
+PROGRESS_REACTION = "eyes"
+# Earlier messages of a thread that a follow-up question takes along.
+THREAD_HISTORY_MESSAGES = 6
+METADATA_EVENT = "citebot_answer"
+_MENTION = re.compile(r"<@[A-Z0-9]+>")
+
+
+@dataclass
+class Worker:
+    settings: Settings
+    slack: AsyncWebClient
+    pipeline: Pipeline
+    records: Records
+    ledger: PostLedger
+    reviews: ReviewDesk
+
+    async def handle(self, job: Job) -> None:
+        handler = {
+            "answer": self.answer,
+            "help": self.help,
+            "review_decision": self.reviews.decide,
+            "feedback": self.reviews.feedback,
+        }.get(job.kind)
+        if handler is None:
+            raise ValueError(f"unknown job kind {job.kind!r}")
+        await handler(job)
+
+    async def on_dead(self, job: Job, error: BaseException) -> None:
+        """The last try failed: the asker hears about it, never silence."""
+        log.error("job %s (%s) failed for good: %s", job.id, job.kind, error)
+        if job.kind != "answer":
+            return
+        question = Question.model_validate(job.payload["question"])
+        claim = await self.ledger.claim_post(question.id)
+        if claim is PostClaim.POSTED or (claim is PostClaim.IN_DOUBT and await self._find_posted(question)):
+            return
+        apology = error_answer(question, question.language)
+        await self._post_reply(question, render.error_message(language=question.language), apology)
+        await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
+
+    # ---------------------------------------------------------------- answer
+
+    async def answer(self, job: Job) -> None:
+        question = Question.model_validate(job.payload["question"])
+        claim = await self.ledger.claim_post(question.id)
+        if claim is PostClaim.POSTED:
+            return  # a redelivery of a job that already posted
+        if claim is PostClaim.IN_DOUBT and await self._find_posted(question):
+            return
+        await best_effort(self.slack.reactions_add(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
+        question = await self._with_thread_history(question)
+        try:
+            answer = await self.pipeline.answer(question)
+        except LLMError as exc:
+            await self.ledger.release_post(question.id)
+            raise Transient(f"LLM: {exc}", retry_after=getattr(exc, "retry_after", None)) from exc
+
+        msg = self._render(answer, question)
+        await self.records.save_answer(
+            AnswerRecord(
+                answer_id=question.id,
+                question_id=question.id,
+                question=question.text,
+                language=question.language,
+                channel=question.channel,
+                thread_ts=self._thread_of(question),
+                is_dm=question.is_dm,
+                text=answer.answer,
+                sources=answer.sources,
+            )
+        )
+        await self._post_reply(question, msg, answer)
+        if answer.outcome is Outcome.UNCERTAIN:
+            await self.reviews.open_review(question, answer)
+        await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
+
+    def _render(self, answer: Answer, question: Question) -> dict[str, Any]:
+        language = question.language
+        limit = self.settings.max_question_chars if question.truncated else None
+        if answer.outcome is Outcome.UNCERTAIN:
+            return render.uncertain_message(language=language, question_limit=limit)
+        if answer.outcome is Outcome.REFUSED:
+            return render.refusal_message(language=language, question_limit=limit)
+        return render.answer_message(answer, language=language, ref=question.id)
+
+    async def help(self, job: Job) -> None:
+        question = Question.model_validate(job.payload["question"])
+        claim = await self.ledger.claim_post(question.id)
+        if claim is PostClaim.POSTED or (claim is PostClaim.IN_DOUBT and await self._find_posted(question)):
+            return
+        await self._post_reply(question, render.help_message(language=question.language), None)
+
+    # ---------------------------------------------------------------- posting
+
+    @staticmethod
+    def _thread_of(question: Question) -> str | None:
+        """Channels: always in a thread. DMs: in the DM itself, unless the question was in a thread."""
+        if question.is_dm:
+            return question.thread_ts
+        return question.thread_ts or question.ts
+
+    async def _post_reply(self, question: Question, msg: dict[str, Any], answer: Answer | None) -> None:
+        metadata = {"event_type": METADATA_EVENT, "event_payload": {"question_id": question.id}}
+        try:
+            response = await call(
+                self.slack.chat_postMessage(
+                    channel=question.channel,
+                    thread_ts=self._thread_of(question),
+                    metadata=metadata,
+                    unfurl_links=False,
+                    unfurl_media=False,
+                    **msg,
+                ),
+                "post the answer",
+            )
+        except Transient:
+            # The post surely did not happen: the retry may post without doubt.
+            await self.ledger.release_post(question.id)
+            raise
+        await self.ledger.record_posted(question.id, response["channel"], response["ts"])
+        log.info(
+            "posted %s for question %s in %s",
+            answer.outcome if answer else "help",
+            question.id,
+            "a DM" if question.is_dm else question.channel,
+        )
+
+    async def _find_posted(self, question: Question) -> bool:
+        """After a crash between post and record: is our message already in the thread?"""
+        thread = self._thread_of(question)
+        try:
+            if thread:
+                resp = await self.slack.conversations_replies(
+                    channel=question.channel, ts=thread, include_all_metadata=True, limit=200
+                )
+            else:
+                resp = await self.slack.conversations_history(
+                    channel=question.channel, oldest=question.ts, include_all_metadata=True, limit=200
+                )
+        except Exception as exc:  # noqa: BLE001 - unknown is treated as "not posted", the ledger still guards retries
+            log.warning("could not check thread for question %s: %s", question.id, exc)
+            return False
+        for msg in resp.get("messages", []):
+            payload = (msg.get("metadata") or {}).get("event_payload") or {}
+            if payload.get("question_id") == question.id:
+                await self.ledger.record_posted(question.id, question.channel, msg["ts"])
+                return True
+        return False
+
+    async def _with_thread_history(self, question: Question) -> Question:
+        """A follow-up ("and for part-timers?") takes the thread's earlier questions along."""
+        if not question.thread_ts or question.thread_ts == question.ts or question.history:
+            return question
+        try:
+            resp = await self.slack.conversations_replies(
+                channel=question.channel, ts=question.thread_ts, limit=THREAD_HISTORY_MESSAGES * 3
+            )
+        except Exception as exc:  # noqa: BLE001 - history is a nicety; answer without it
+            log.warning("no thread history for question %s: %s", question.id, exc)
+            return question
+        earlier = [
+            _MENTION.sub("", m.get("text", "")).strip()
+            for m in resp.get("messages", [])
+            if not m.get("bot_id") and float(m.get("ts", 0)) < float(question.ts or time.time())
+        ]
+        history = [text for text in earlier if text][-THREAD_HISTORY_MESSAGES:]
+        return question.model_copy(update={"history": history})
+

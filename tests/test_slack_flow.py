@@ -1,0 +1,222 @@
+"""End to end: signed Slack requests into a running `citebot serve`, a `citebot worker`,
+real Redis, the fake Slack Web API and the fake LLM."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.messages import Key, message
+from kb_index import build_index
+from tests.fakes import FakeLLMServer, Reply
+from tests.fakes.slack_server import FakeSlackServer
+from tests.kb_fixtures import write_mini_kb
+from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
+from tests.slack_harness import (
+    REVIEW_CHANNEL,
+    Citebot,
+    block_action,
+    dm_event,
+    free_port,
+    make_env,
+    mention_event,
+    signed_headers,
+    wait_until,
+)
+
+GOOD = "Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01]."
+PTO_QUESTION = "How many days of annual leave do I get?"
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("flow")
+    build_index(write_mini_kb(root / "kb"), root / "index")
+    return root / "index"
+
+
+@pytest.fixture
+def citebot(tmp_path, redis_url, index_dir):  # noqa: F811 - pytest fixture injection
+    made = []
+
+    def start(*, workers: int = 1, worker_args: tuple[str, ...] = (), **env_extra) -> Citebot:
+        slack, llm = FakeSlackServer(token="xoxb-test-token").start(), FakeLLMServer().start()
+        logs = tmp_path / "logs"
+        logs.mkdir(exist_ok=True)
+        env = make_env(tmp_path, redis_url=redis_url, slack=slack, llm=llm, index_dir=index_dir, **env_extra)
+        bot = Citebot(env=env, port=free_port(), slack=slack, llm=llm, logs=logs)
+        made.append(bot)
+        bot.start_web()
+        for _ in range(workers):
+            bot.start_worker(*worker_args)
+        return bot
+
+    yield start
+    for bot in made:
+        bot.stop()
+        bot.slack.stop()
+        bot.llm.stop()
+
+
+def answers_in(bot: Citebot, channel: str, thread_ts: str | None, count: int = 1, timeout: float = 20.0) -> list[dict]:
+    return wait_until(lambda: len(bot.replies(channel, thread_ts)) >= count and bot.replies(channel, thread_ts),
+                      timeout, f"{count} post(s) in {channel}/{thread_ts}")
+
+
+def test_mention_gets_one_threaded_answer_with_footnotes_and_sources(citebot):
+    bot = citebot()
+    bot.llm.script(GOOD)
+    event = mention_event(PTO_QUESTION)
+    assert bot.send_event(event).status_code == 200
+    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"])
+    assert "28 days" in post["text"] and "[1]" in post["text"]
+    blocks = json.dumps(post["blocks"])
+    assert "Annual leave" in blocks and "Stand 2026-02" in blocks
+    assert "citebot_sources" in blocks and "citebot_feedback_up" in blocks
+    # The Sources button opens a modal with the passage behind footnote 1.
+    value = next(
+        el["value"] for b in post["blocks"] if b["type"] == "actions" for el in b["elements"]
+        if el["action_id"] == "citebot_sources"
+    )
+    assert bot.send_action(block_action("citebot_sources", value, channel="CGENERAL", user="UASKER")).status_code == 200
+    [opened] = bot.slack.wait_for("views.open", 1)
+    assert "28 days of paid annual leave" in json.dumps(opened.body["view"])
+    # Exactly one answer, also after the worker had time for more.
+    assert len(bot.replies("CGENERAL", event["event"]["ts"])) == 1
+
+
+def test_dm_is_answered_in_the_dm(citebot):
+    bot = citebot()
+    bot.llm.script(GOOD)
+    event = dm_event(PTO_QUESTION)
+    bot.send_event(event)
+    [post] = answers_in(bot, "DASKER", None)
+    assert "28 days" in post["text"]
+    assert all(c.body.get("channel") == "DASKER" for c in bot.slack.calls("chat.postMessage"))
+
+
+def test_the_same_event_delivered_three_times_is_answered_once(citebot):
+    bot = citebot()
+    bot.llm.script(GOOD)
+    event = mention_event(PTO_QUESTION)
+    codes = [bot.send_event(event).status_code, bot.send_event(event, retry_num=1).status_code,
+             bot.send_event(event, retry_num=2).status_code]
+    assert codes == [200, 200, 200]
+    answers_in(bot, "CGENERAL", event["event"]["ts"])
+    bot.slack.wait_for("reactions.remove", 1)
+    assert len(bot.replies("CGENERAL", event["event"]["ts"])) == 1
+    assert len(bot.llm.calls) == 1
+
+
+def test_bad_requests_are_refused_and_enqueue_nothing(citebot):
+    bot = citebot()
+    event = mention_event(PTO_QUESTION)
+    body = json.dumps(event)
+    import httpx
+
+    forged = httpx.post(f"{bot.url}/slack/events", content=body,
+                        headers={"Content-Type": "application/json", **signed_headers(body, secret="wrong")})
+    stale = httpx.post(f"{bot.url}/slack/events", content=body,
+                       headers={"Content-Type": "application/json", **signed_headers(body, timestamp=1_600_000_000)})
+    garbage = "{not json"
+    malformed = httpx.post(f"{bot.url}/slack/events", content=garbage,
+                           headers={"Content-Type": "application/json", **signed_headers(garbage)})
+    assert (forged.status_code, stale.status_code, malformed.status_code) == (401, 401, 400)
+    # A real question afterwards is answered, and nothing else ever was.
+    bot.llm.script(GOOD)
+    ok = mention_event("How many days of leave?")
+    bot.send_event(ok)
+    answers_in(bot, "CGENERAL", ok["event"]["ts"])
+    assert bot.replies("CGENERAL", event["event"]["ts"]) == []
+    assert len(bot.llm.calls) == 1
+
+
+def test_empty_mention_gets_help(citebot):
+    bot = citebot()
+    event = mention_event("")
+    bot.send_event(event)
+    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"])
+    assert post["text"].startswith(message(Key.HELP, "en")[:20])
+    assert bot.llm.calls == []
+
+
+def test_worker_killed_while_waiting_on_the_llm_still_answers_exactly_once(citebot):
+    bot = citebot(worker_args=("--visibility-timeout", "3"))
+    bot.llm.script(Reply(text=GOOD, delay=30), GOOD)
+    event = mention_event(PTO_QUESTION)
+    bot.send_event(event)
+    bot.llm.wait_for_calls(1, timeout=15)  # the first worker is now waiting on the LLM
+    bot.kill_worker(bot.workers[0])
+    bot.start_worker("--visibility-timeout", "3")
+    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"], timeout=30)
+    assert "28 days" in post["text"]
+    bot.slack.wait_for("reactions.remove", 1, timeout=10)
+    assert len(bot.replies("CGENERAL", event["event"]["ts"])) == 1
+
+
+def test_hallucination_goes_to_review_and_approve_answers_the_asker(citebot):
+    bot = citebot()
+    hallucinated = "You get 45 days of leave [hb-pto-01]."
+    bot.llm.script(hallucinated, hallucinated)
+    event = mention_event(PTO_QUESTION)
+    bot.send_event(event)
+    thread = event["event"]["ts"]
+    [uncertain] = answers_in(bot, "CGENERAL", thread)
+    assert uncertain["text"].startswith(message(Key.UNCERTAIN, "en")[:30])
+    [card] = wait_until(lambda: bot.replies(REVIEW_CHANNEL, None), 15, "review card")
+    assert "45 days" in json.dumps(card["blocks"]) and "NUMBER_NOT_IN_SOURCE" in json.dumps(card["blocks"])
+    review_id = next(
+        el["value"] for b in card["blocks"] if b["type"] == "actions" for el in b["elements"]
+        if el["action_id"] == "citebot_review_approve"
+    )
+    # A click from another channel changes nothing.
+    bot.send_action(block_action("citebot_review_approve", review_id, channel="CGENERAL"))
+    bot.send_action(block_action("citebot_review_approve", review_id, channel=REVIEW_CHANNEL, user="UREVIEWER"))
+    posts = answers_in(bot, "CGENERAL", thread, count=2)
+    assert len(posts) == 2 and "45 days" in posts[1]["text"] and "UREVIEWER" in json.dumps(posts[1]["blocks"])
+    updated = bot.slack.wait_for("chat.update", 1)[0]
+    assert "UREVIEWER" in json.dumps(updated.body)
+
+
+def test_llm_down_gives_an_apology_after_the_retries(citebot):
+    bot = citebot(worker_args=("--max-tries", "2", "--backoff-base", "0.1"))
+    bot.llm.set_script([], default=Reply(status=503))
+    event = mention_event(PTO_QUESTION)
+    bot.send_event(event)
+    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"], timeout=40)
+    assert post["text"] == message(Key.LLM_DOWN, "en")
+    assert len(bot.llm.calls) >= 2
+
+
+def test_slack_429_is_honoured_and_the_answer_goes_through(citebot):
+    bot = citebot()
+    bot.llm.script(GOOD)
+    bot.slack.rate_limit(times=1, retry_after=1, method="chat.postMessage")
+    event = mention_event(PTO_QUESTION)
+    bot.send_event(event)
+    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"])
+    limited = [c for c in bot.slack.calls("chat.postMessage") if c.status == 429]
+    assert len(limited) == 1 and "28 days" in post["text"]
+
+
+def test_channel_broadcast_in_model_output_is_escaped(citebot):
+    bot = citebot()
+    bot.llm.script("<!channel> Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01].")
+    event = mention_event(PTO_QUESTION)
+    bot.send_event(event)
+    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"])
+    assert "<!channel>" not in json.dumps(post) and "&lt;!channel&gt;" in json.dumps(post)
+
+
+def test_a_channel_limited_to_one_collection_never_cites_another(citebot, tmp_path):
+    channels = tmp_path / "channels.yml"
+    channels.write_text("channels:\n  CHANDBOOK:\n    collections: [handbook]\n")
+    bot = citebot(CITEBOT_CHANNELS_FILE=channels)
+    bot.llm.script("Sick pay lasts six weeks [lb-efz-01].", "Sick pay lasts six weeks [lb-efz-01].")
+    event = mention_event("sick doctor note Krankheit", channel="CHANDBOOK")
+    bot.send_event(event)
+    [post] = answers_in(bot, "CHANDBOOK", event["event"]["ts"])
+    prompt = json.dumps(bot.llm.calls[0].body["messages"])
+    assert "lb-efz-01" not in prompt and "hb-sick-01" in prompt
+    assert "lb-efz-01" not in json.dumps(post)
