@@ -71,11 +71,7 @@ _ANCHOR = re.compile(r"\b(?:[A-ZÄÖÜ]{2,}[A-Za-z]*|[A-Za-z]+\d\w*(?:[.,]\d+)*)
 _DEFINED = re.compile(r"\(\s*([A-Za-z][\w-]*)\s*\)")
 
 _WORD = re.compile(r"\w+")
-_CODE = re.compile(r"\w+(?:-\w+)*")
-
-
-def _squash_code(text: str) -> str:
-    return fold_accents(text.replace("-", "").casefold())
+_CODE = re.compile(r"\w+(?:-\w+)*")  # "Ly-6C", "SREBP-2": compared without hyphens
 
 # Negation cues (stop words, so the analyzer drops them). A claim that negates
 # needs a supporting sentence that negates too: "X does not affect Y" is not
@@ -84,6 +80,9 @@ _NEGATION = {
     "en": re.compile(r"\b(?:not|no|never|neither|nor|none|nothing|without|cannot|\w+n't)\b", re.I),
     "de": re.compile(r"\b(?:nicht|kein\w*|nie|niemals|nirgends|ohne|weder|nichts)\b", re.I),
 }
+# Costs SciFact train 2.4 % of gold abstracts (negations paraphrased as "had
+# no effect" in a sentence other than the best-covering one) and rejects 9 % of
+# the CONTRADICT claims it would otherwise accept.
 NEGATION_CHECK = True
 
 # What states a negative result in a source besides plain negation: "similar",
@@ -204,6 +203,10 @@ def _spelled_out(acronym: str, words: list[str], skip: frozenset[str]) -> bool:
         if k == len(letters):
             return True
     return False
+
+
+def _squash_code(text: str) -> str:
+    return fold_accents(text.replace("-", "").casefold())
 
 
 def _anchor_found(
