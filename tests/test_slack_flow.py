@@ -220,3 +220,88 @@ def test_a_channel_limited_to_one_collection_never_cites_another(citebot, tmp_pa
     prompt = json.dumps(bot.llm.calls[0].body["messages"])
     assert "lb-efz-01" not in prompt and "hb-sick-01" in prompt
     assert "lb-efz-01" not in json.dumps(post)
+
+
+def test_edits_bot_posts_and_channel_messages_are_not_questions(citebot):
+    bot = citebot()
+    bot.llm.script(GOOD)
+    ignored = [dm_event("edited text"), dm_event("from a bot"), dm_event("from me"), dm_event("in a channel")]
+    ignored[0]["event"]["subtype"] = "message_changed"
+    ignored[1]["event"]["bot_id"] = "B0OTHER"
+    ignored[2]["event"]["user"] = bot.slack.bot_user_id
+    ignored[3]["event"]["channel_type"] = "channel"
+    for event in ignored:
+        assert bot.send_event(event).status_code == 200
+    real = dm_event(PTO_QUESTION)
+    bot.send_event(real)
+    answers_in(bot, "DASKER", None)
+    assert len([c for c in bot.slack.calls("chat.postMessage") if c.ok]) == 1
+    assert len(bot.llm.calls) == 1
+
+
+def test_a_follow_up_in_a_thread_takes_the_earlier_question_along(citebot):
+    bot = citebot()
+    bot.llm.script(GOOD)
+    first_ts = "1699999999.000100"
+    bot.slack.set_replies("CGENERAL", first_ts, [
+        {"type": "message", "user": "UASKER", "text": "<@UCITEBOT> How much annual leave do I get?", "ts": first_ts},
+        {"type": "message", "bot_id": "B0CITEBOT", "text": "28 days [1]", "ts": "1699999999.000200"},
+    ])
+    event = mention_event("and can I carry some over?", thread_ts=first_ts)
+    bot.send_event(event)
+    answers_in(bot, "CGENERAL", first_ts)
+    prompt = bot.llm.calls[0].body["messages"][1]["content"]
+    assert "How much annual leave do I get?" in prompt
+    assert "28 days [1]" not in prompt  # the bot's own answers are not taken as questions
+
+
+def test_a_private_question_reaches_review_without_its_asker(citebot):
+    bot = citebot()
+    hallucinated = "You get 45 days of leave [hb-pto-01]."
+    bot.llm.script(hallucinated, hallucinated)
+    bot.send_event(dm_event(PTO_QUESTION, user="USECRET", channel="DSECRET"))
+    answers_in(bot, "DSECRET", None)
+    [card] = wait_until(lambda: bot.replies(REVIEW_CHANNEL, None), 15, "review card")
+    text = json.dumps(card)
+    assert "USECRET" not in text and "DSECRET" not in text
+    assert all(c.body.get("channel") in ("DSECRET", REVIEW_CHANNEL) for c in bot.slack.calls("chat.postMessage"))
+
+
+def test_a_reviewer_writes_the_answer_or_dismisses(citebot):
+    bot = citebot()
+    hallucinated = "You get 45 days of leave [hb-pto-01]."
+    bot.llm.script(hallucinated, hallucinated, hallucinated, hallucinated)
+    first, second = mention_event(PTO_QUESTION), mention_event("How many leave days again?")
+    bot.send_event(first)
+    bot.send_event(second)
+    cards = wait_until(lambda: len(bot.replies(REVIEW_CHANNEL, None)) >= 2 and bot.replies(REVIEW_CHANNEL, None),
+                       20, "two review cards")
+    ids = [
+        next(el["value"] for b in c["blocks"] if b["type"] == "actions" for el in b["elements"]
+             if el["action_id"] == "citebot_review_answer")
+        for c in cards
+    ]
+    by_question = dict(zip([PTO_QUESTION if PTO_QUESTION in json.dumps(c) else "other" for c in cards], ids))
+    # Write an answer: the button opens the modal, the submission posts the reviewer's text.
+    bot.send_action(block_action("citebot_review_answer", by_question[PTO_QUESTION], channel=REVIEW_CHANNEL))
+    [opened] = bot.slack.wait_for("views.open", 1)
+    submission = {
+        "type": "view_submission",
+        "team": {"id": "T0FAKE"},
+        "user": {"id": "UREVIEWER"},
+        "api_app_id": "A0FAKE",
+        "view": {
+            **opened.body["view"],
+            "id": "V1",
+            "state": {"values": {"citebot_review_answer": {"answer": {"type": "plain_text_input",
+                                                                      "value": "Ask HR: it depends on your contract."}}}},
+        },
+    }
+    assert bot.send_action(submission).status_code == 200
+    posts = answers_in(bot, "CGENERAL", first["event"]["ts"], count=2)
+    assert "it depends on your contract" in posts[1]["text"]
+    # Dismiss: the asker is told, the card says who dismissed it.
+    bot.send_action(block_action("citebot_review_dismiss", by_question["other"], channel=REVIEW_CHANNEL))
+    posts = answers_in(bot, "CGENERAL", second["event"]["ts"], count=2)
+    assert posts[1]["text"] == message(Key.REVIEW_DISMISSED, "en")
+    wait_until(lambda: len(bot.slack.calls("chat.update")) >= 2, 10, "both cards updated")
