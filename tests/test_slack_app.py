@@ -1,0 +1,76 @@
+"""The Bolt app in-process: signed BoltRequests, a fake Slack API, real or unreachable Redis."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from slack_bolt.request.async_request import AsyncBoltRequest
+
+from bot.channels import ChannelsConfig
+from bot.config import load_settings
+from bot.queue import JOBS_STREAM, JobQueue, connect
+from bot.records import Records
+from bot.slack.app import AppDeps, create_app
+from tests.fakes.slack_server import FakeSlackServer
+from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
+from tests.slack_harness import BOT_TOKEN, SIGNING_SECRET, mention_event, signed_headers
+
+DEAD_REDIS = "redis://127.0.0.1:1/15"  # nothing listens on port 1
+
+
+@pytest.fixture
+def slack():
+    with FakeSlackServer(token=BOT_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+async def make_app(slack, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    made = []
+
+    async def make(redis_url: str, **env):
+        for name, value in {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+                            "CITEBOT_SLACK_API_URL": slack.url, "CITEBOT_REDIS_URL": redis_url, **env}.items():
+            monkeypatch.setenv(name, value)
+        settings = load_settings()
+        queue = JobQueue(redis_url)
+        redis = connect(redis_url, timeout=1.0)
+        made.extend([queue.close, redis.aclose])
+        app = create_app(AppDeps(settings=settings, queue=queue, records=Records(redis), channels=ChannelsConfig()))
+        return app
+
+    yield make
+    for close in made:
+        await close()
+
+
+def signed(payload: dict) -> AsyncBoltRequest:
+    body = json.dumps(payload)
+    headers = {"content-type": "application/json", **{k.lower(): v for k, v in signed_headers(body).items()}}
+    return AsyncBoltRequest(body=body, headers=headers)
+
+
+async def test_a_mention_becomes_one_job(make_app, redis_url):  # noqa: F811
+    app = await make_app(redis_url)
+    response = await app.async_dispatch(signed(mention_event("How many vacation days?")))
+    assert response.status == 200
+    check = connect(redis_url, timeout=1.0)
+    try:
+        [(_, fields)] = await check.xrange(JOBS_STREAM)
+    finally:
+        await check.aclose()
+    job = json.loads(fields["job"])
+    assert job["kind"] == "answer"
+    assert job["payload"]["question"]["text"] == "How many vacation days?"
+    assert job["payload"]["question"]["id"].startswith("CGENERAL:")
+
+
+async def test_redis_down_fails_the_request_fast_so_slack_retries(make_app):
+    app = await make_app(DEAD_REDIS)
+    started = time.monotonic()
+    response = await app.async_dispatch(signed(mention_event("How many vacation days?")))
+    assert response.status >= 500  # not acked: Slack will deliver it again
+    assert time.monotonic() - started < 2.5  # well inside Slack's 3 seconds
