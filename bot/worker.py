@@ -30,7 +30,7 @@ from bot.queue import Job, PostClaim, PostLedger, Transient
 from bot.records import AnswerRecord, Records
 from bot.review import ReviewDesk
 from bot.slack import render
-from bot.slack.calls import best_effort, call
+from bot.slack.calls import SlackRateLimited, best_effort, call
 
 log = logging.getLogger(__name__)
 
@@ -105,9 +105,11 @@ class Worker:
                 sources=answer.sources,
             )
         )
-        await self._post_reply(question, msg, answer)
         if answer.outcome is Outcome.UNCERTAIN:
+            # The card first: once the asker's reply is recorded, a retry of
+            # this job ends early and would never post a card that failed.
             await self.reviews.open_review(question, answer)
+        await self._post_reply(question, msg, answer)
         await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
 
     def _render(self, answer: Answer, question: Question) -> dict[str, Any]:
@@ -149,8 +151,10 @@ class Worker:
                 ),
                 "post the answer",
             )
-        except Transient:
-            # The post surely did not happen: the retry may post without doubt.
+        except SlackRateLimited:
+            # Refused, so surely not posted: the retry may post without doubt.
+            # (After a timeout the post may have happened; the claim stays,
+            # and the retry looks for the message in the thread first.)
             await self.ledger.release_post(question.id)
             raise
         await self.ledger.record_posted(question.id, response["channel"], response["ts"])

@@ -37,6 +37,10 @@ class SlackFailed(Exception):
     """A Slack call failed in a way that retrying will not fix."""
 
 
+class SlackRateLimited(Transient):
+    """Slack refused the call with 429: it surely did not happen, unlike a timeout."""
+
+
 def make_client(token: str | None, base_url: str) -> AsyncWebClient:
     return AsyncWebClient(
         token=token,
@@ -58,7 +62,7 @@ async def call(awaitable: Awaitable[T], what: str) -> T:
         error = exc.response.get("error") if exc.response is not None else None
         if status == 429 or error == "ratelimited":
             retry_after = _retry_after(exc.response.headers)
-            raise Transient(f"{what}: Slack rate limit", retry_after=retry_after) from exc
+            raise SlackRateLimited(f"{what}: Slack rate limit", retry_after=retry_after) from exc
         if status >= 500 or error in ("internal_error", "fatal_error", "service_unavailable", "request_timeout"):
             raise Transient(f"{what}: Slack error {status} {error}") from exc
         raise SlackFailed(f"{what}: Slack said {error or status}") from exc
