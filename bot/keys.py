@@ -1,13 +1,33 @@
 """Every Redis key citebot writes, with how long it lives and why.
 
 One place, so that an operator reading Redis, or a developer adding a key,
-sees the whole picture. The queue's own keys are in bot.queue (its module
-docstring explains the delivery protocol they implement) and re-exported here.
+sees the whole picture. bot.queue's docstring explains the delivery protocol
+the queue keys implement; their lifetimes are set there, next to the other
+queue timings.
 """
 
 from __future__ import annotations
 
 PREFIX = "citebot:"
+
+# ---------------------------------------------------------------- the job queue
+
+# Stream of jobs waiting or in flight. Entries are deleted when acked, so
+# XLEN - pending = jobs nobody has taken yet.
+JOBS_STREAM = PREFIX + "jobs"
+# The consumer group all workers read through; its PEL is what makes delivery
+# at-least-once.
+WORKERS_GROUP = "citebot-workers"
+# Retries waiting out their backoff: member = job JSON, score = due time (ms).
+DELAYED_ZSET = PREFIX + "jobs:delayed"
+# Jobs that failed for good, newest first, for operators and replays.
+DEAD_LIST = PREFIX + "jobs:dead"
+DEDUPE_PREFIX = PREFIX + "dedupe:"  # + dedupe id (Slack event id)
+HEARTBEAT_PREFIX = PREFIX + "worker:"  # + worker id
+POSTED_PREFIX = PREFIX + "posted:"  # + question id: the post that was made
+POST_CLAIM_PREFIX = PREFIX + "post-claim:"  # + question id: a post is being made
+
+# ---------------------------------------------------------------- records
 
 # A posted answer: what the Sources button and feedback need. Slack keeps the
 # message; a month covers the questions people still click on.
@@ -36,3 +56,19 @@ def review_key(review_id: str) -> str:
 
 def review_decision_key(review_id: str) -> str:
     return REVIEW_DECISION_PREFIX + review_id
+
+
+def dedupe_key(dedupe_id: str) -> str:
+    return DEDUPE_PREFIX + dedupe_id
+
+
+def heartbeat_key(worker_id: str) -> str:
+    return HEARTBEAT_PREFIX + worker_id
+
+
+def posted_key(question_id: str) -> str:
+    return POSTED_PREFIX + question_id
+
+
+def post_claim_key(question_id: str) -> str:
+    return POST_CLAIM_PREFIX + question_id

@@ -91,22 +91,19 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
 from redis.exceptions import RedisError
 
-# --- Key names and magic numbers: the one place ---------------------------------
+from bot.keys import (
+    DEAD_LIST,
+    DELAYED_ZSET,
+    HEARTBEAT_PREFIX,
+    JOBS_STREAM,
+    WORKERS_GROUP,
+    dedupe_key,
+    post_claim_key,
+    posted_key,
+)
 
-# Stream of jobs waiting or in flight. Entries are deleted when acked, so
-# XLEN - pending = jobs nobody has taken yet.
-JOBS_STREAM = "citebot:jobs"
-# The consumer group all workers read through; its PEL is what makes delivery
-# at-least-once.
-WORKERS_GROUP = "citebot-workers"
-# Retries waiting out their backoff: member = job JSON, score = due time (ms).
-DELAYED_ZSET = "citebot:jobs:delayed"
-# Jobs that failed for good, newest first, for operators and replays.
-DEAD_LIST = "citebot:jobs:dead"
-DEDUPE_PREFIX = "citebot:dedupe:"  # + dedupe id (Slack event id)
-HEARTBEAT_PREFIX = "citebot:worker:"  # + worker id
-POSTED_PREFIX = "citebot:posted:"  # + question id: the post that was made
-POST_CLAIM_PREFIX = "citebot:post-claim:"  # + question id: a post is being made
+# --- Magic numbers: the one place (key names are in bot.keys) -------------------
+
 
 # Slack retries an event three times within about five minutes; a day covers
 # that and a web process replaying its own backlog, and a key costs bytes.
@@ -158,20 +155,6 @@ STALE_CONSUMER_S = 3600.0
 CONSUMER_SWEEP_INTERVAL_S = 60.0
 
 
-def dedupe_key(dedupe_id: str) -> str:
-    return DEDUPE_PREFIX + dedupe_id
-
-
-def heartbeat_key(worker_id: str) -> str:
-    return HEARTBEAT_PREFIX + worker_id
-
-
-def posted_key(question_id: str) -> str:
-    return POSTED_PREFIX + question_id
-
-
-def post_claim_key(question_id: str) -> str:
-    return POST_CLAIM_PREFIX + question_id
 
 
 # --- Errors -----------------------------------------------------------------------

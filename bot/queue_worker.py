@@ -35,20 +35,24 @@ from typing import Any
 from pydantic import ValidationError
 from redis.exceptions import RedisError, ResponseError
 
+from bot.keys import (
+    DEAD_LIST,
+    DELAYED_ZSET,
+    JOBS_STREAM,
+    WORKERS_GROUP,
+    heartbeat_key,
+)
 from bot.queue import (
     BACKOFF_BASE_S,
     BACKOFF_MAX_S,
     CONSUMER_SWEEP_INTERVAL_S,
     DEAD_LETTER_CAP,
-    DEAD_LIST,
-    DELAYED_ZSET,
     ERROR_PAUSE_S,
     FINISH_LUA,
     FORGET_CONSUMER_LUA,
     HEARTBEAT_INTERVAL_S,
     HEARTBEAT_TTL_FACTOR,
     JOB_TIMEOUT_S,
-    JOBS_STREAM,
     MAX_TRIES,
     PROMOTE_BATCH,
     PROMOTE_LUA,
@@ -59,7 +63,6 @@ from bot.queue import (
     STALE_CONSUMER_S,
     VISIBILITY_TIMEOUT_S,
     WORKER_SOCKET_TIMEOUT_S,
-    WORKERS_GROUP,
     Job,
     JobLost,
     QueueUnavailable,
@@ -67,7 +70,6 @@ from bot.queue import (
     WorkerInfo,
     connect,
     dumps_dead_letter,
-    heartbeat_key,
     loads_job,
     redis_location,
 )

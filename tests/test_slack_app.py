@@ -31,13 +31,13 @@ async def make_app(slack, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     made = []
 
-    async def make(redis_url: str, **env):
+    async def make(url: str, **env):
         for name, value in {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-                            "CITEBOT_SLACK_API_URL": slack.url, "CITEBOT_REDIS_URL": redis_url, **env}.items():
+                            "CITEBOT_SLACK_API_URL": slack.url, "CITEBOT_REDIS_URL": url, **env}.items():
             monkeypatch.setenv(name, value)
         settings = load_settings()
-        queue = JobQueue(redis_url)
-        redis = connect(redis_url, timeout=1.0)
+        queue = JobQueue(url)
+        redis = connect(url, timeout=1.0)
         made.extend([queue.close, redis.aclose])
         app = create_app(AppDeps(settings=settings, queue=queue, records=Records(redis), channels=ChannelsConfig()))
         return app
