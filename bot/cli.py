@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("worker", help="answer queued questions")
     p.add_argument("--concurrency", type=int, default=8, help="questions in flight at once (default 8)")
+    p.add_argument("--metrics-port", type=int, default=9100, help="serve Prometheus /metrics here (0: off; default 9100)")
     # Tuning for tests and drills; the defaults in bot.queue are what production wants.
     p.add_argument("--visibility-timeout", type=float, help=argparse.SUPPRESS)
     p.add_argument("--max-tries", type=int, help=argparse.SUPPRESS)
@@ -282,10 +283,10 @@ def cmd_ask(args, settings: Settings) -> int:
 # ---------------------------------------------------------------- serve, worker, review
 
 
-def _logging() -> None:
-    import logging
+def _logging(role: str) -> None:
+    from bot import logs
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.setup(role)
 
 
 def _run_service(coro) -> int:
@@ -303,7 +304,7 @@ def _run_service(coro) -> int:
 def cmd_serve(args, settings: Settings) -> int:
     from bot.runtime import serve
 
-    _logging()
+    _logging("web")
     return _run_service(serve(settings, host=args.host, port=args.port))
 
 
@@ -312,11 +313,11 @@ def cmd_worker(args, settings: Settings) -> int:
 
     if args.concurrency < 1:
         raise CliError("--concurrency must be at least 1", EXIT_USAGE)
-    _logging()
+    _logging("worker")
     ensure_index(settings)
     given = {"visibility_timeout": args.visibility_timeout, "max_tries": args.max_tries, "backoff_base": args.backoff_base}
     options = {name: value for name, value in given.items() if value is not None}
-    return _run_service(work(settings, concurrency=args.concurrency, **options))
+    return _run_service(work(settings, concurrency=args.concurrency, metrics_port=args.metrics_port, **options))
 
 
 def cmd_review_list(args, settings: Settings) -> int:

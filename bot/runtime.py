@@ -20,7 +20,7 @@ from bot.records import Records
 from bot.review import ReviewDesk
 from bot.slack.app import AppDeps, create_app
 from bot.slack.calls import make_client
-from bot.slack.web import create_web_app
+from bot.slack.web import create_metrics_app, create_web_app
 from bot.worker import Worker
 from kb_index import Retriever
 from kb_index.index import IndexNotFound, current_generation
@@ -58,6 +58,7 @@ async def serve(settings: Settings, *, host: str, port: int) -> None:
             bolt,
             signing_secret=settings.slack_signing_secret,
             health=lambda: health_report(redis, settings.index_dir),
+            queue=queue,
         )
         runner = web.AppRunner(web_app, access_log=None)
         await runner.setup()
@@ -74,9 +75,15 @@ async def serve(settings: Settings, *, host: str, port: int) -> None:
         await _until_signalled()
 
 
-async def work(settings: Settings, *, concurrency: int, **consumer_options) -> None:
+async def work(settings: Settings, *, concurrency: int, metrics_port: int = 0, **consumer_options) -> None:
     settings.require_slack()
     async with AsyncExitStack() as stack:
+        if metrics_port:
+            runner = web.AppRunner(create_metrics_app(), access_log=None)
+            await runner.setup()
+            stack.push_async_callback(runner.cleanup)
+            await web.TCPSite(runner, "0.0.0.0", metrics_port).start()
+            log.info("metrics on port %d", metrics_port)
         retriever = stack.enter_context(Retriever(settings.index_dir))
         backend = make_backend(settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout)
         stack.push_async_callback(backend.aclose)

@@ -21,9 +21,10 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import metrics
 from bot.config import Settings
-from bot.grounding.answer import error_answer
 from bot.llm import LLMError
+from bot.logs import about_question
 from bot.models import Answer, Outcome, Question
 from bot.pipeline import Pipeline
 from bot.queue import Job, PostClaim, PostLedger, Transient
@@ -51,6 +52,10 @@ class Worker:
     reviews: ReviewDesk
 
     async def handle(self, job: Job) -> None:
+        with about_question(_question_id(job)):
+            await self._dispatch(job)
+
+    async def _dispatch(self, job: Job) -> None:
         handler = {
             "answer": self.answer,
             "help": self.help,
@@ -63,15 +68,18 @@ class Worker:
 
     async def on_dead(self, job: Job, error: BaseException) -> None:
         """The last try failed: the asker hears about it, never silence."""
-        log.error("job %s (%s) failed for good: %s", job.id, job.kind, error)
-        if job.kind != "answer":
-            return
+        with about_question(_question_id(job)):
+            log.error("job %s (%s) failed for good: %s", job.id, job.kind, error)
+            if job.kind == "answer":
+                await self._apologise(job)
+
+    async def _apologise(self, job: Job) -> None:
         question = Question.model_validate(job.payload["question"])
         claim = await self.ledger.claim_post(question.id)
         if claim is PostClaim.POSTED or (claim is PostClaim.IN_DOUBT and await self._find_posted(question)):
             return
-        apology = error_answer(question, question.language)
-        await self._post_reply(question, render.error_message(language=question.language), apology)
+        await self._post_reply(question, render.error_message(language=question.language))
+        metrics.QUESTIONS.labels(outcome="error").inc()
         await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
 
     # ---------------------------------------------------------------- answer
@@ -88,6 +96,7 @@ class Worker:
         try:
             answer = await self.pipeline.answer(question)
         except LLMError as exc:
+            metrics.LLM_ERRORS.labels(kind=type(exc).__name__).inc()
             await self.ledger.release_post(question.id)
             raise Transient(f"LLM: {exc}", retry_after=getattr(exc, "retry_after", None)) from exc
 
@@ -109,7 +118,16 @@ class Worker:
             # The card first: once the asker's reply is recorded, a retry of
             # this job ends early and would never post a card that failed.
             await self.reviews.open_review(question, answer)
-        await self._post_reply(question, msg, answer)
+        started = time.perf_counter()
+        await self._post_reply(question, msg)
+        answer.timings_ms["post"] = round((time.perf_counter() - started) * 1000, 3)
+        metrics.observe_answer(answer.outcome, answer.timings_ms, answer.regenerations)
+        log.info(
+            "answered: %s",
+            answer.outcome,
+            extra={"citations": answer.citations, "violations": [v.kind for v in answer.violations],
+                   "regenerations": answer.regenerations, "timings_ms": answer.timings_ms},
+        )
         await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
 
     def _render(self, answer: Answer, question: Question) -> dict[str, Any]:
@@ -126,7 +144,7 @@ class Worker:
         claim = await self.ledger.claim_post(question.id)
         if claim is PostClaim.POSTED or (claim is PostClaim.IN_DOUBT and await self._find_posted(question)):
             return
-        await self._post_reply(question, render.help_message(language=question.language), None)
+        await self._post_reply(question, render.help_message(language=question.language))
 
     # ---------------------------------------------------------------- posting
 
@@ -137,7 +155,7 @@ class Worker:
             return question.thread_ts
         return question.thread_ts or question.ts
 
-    async def _post_reply(self, question: Question, msg: dict[str, Any], answer: Answer | None) -> None:
+    async def _post_reply(self, question: Question, msg: dict[str, Any]) -> None:
         metadata = {"event_type": METADATA_EVENT, "event_payload": {"question_id": question.id}}
         try:
             response = await call(
@@ -158,12 +176,6 @@ class Worker:
             await self.ledger.release_post(question.id)
             raise
         await self.ledger.record_posted(question.id, response["channel"], response["ts"])
-        log.info(
-            "posted %s for question %s in %s",
-            answer.outcome if answer else "help",
-            question.id,
-            "a DM" if question.is_dm else question.channel,
-        )
 
     async def _find_posted(self, question: Question) -> bool:
         """After a crash between post and record: is our message already in the thread?"""
@@ -206,3 +218,7 @@ class Worker:
         history = [text for text in earlier if text][-THREAD_HISTORY_MESSAGES:]
         return question.model_copy(update={"history": history})
 
+
+def _question_id(job: Job) -> str | None:
+    question = job.payload.get("question") or {}
+    return question.get("id") or job.payload.get("review_id") or job.payload.get("answer_id")

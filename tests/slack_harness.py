@@ -133,7 +133,8 @@ class Citebot:
         raise RuntimeError(f"citebot serve did not become healthy:\n{(self.logs / 'web.log').read_text()}")
 
     def start_worker(self, *extra: str) -> subprocess.Popen:
-        proc = self._spawn(["worker", "--concurrency", "4", *extra], f"worker{len(self.workers)}")
+        # Several workers on one machine: no metrics port each.
+        proc = self._spawn(["worker", "--concurrency", "4", "--metrics-port", "0", *extra], f"worker{len(self.workers)}")
         self.workers.append(proc)
         return proc
 

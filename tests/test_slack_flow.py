@@ -305,3 +305,32 @@ def test_a_reviewer_writes_the_answer_or_dismisses(citebot):
     posts = answers_in(bot, "CGENERAL", second["event"]["ts"], count=2)
     assert posts[1]["text"] == message(Key.REVIEW_DISMISSED, "en")
     wait_until(lambda: len(bot.slack.calls("chat.update")) >= 2, 10, "both cards updated")
+
+
+def test_metrics_and_json_logs_follow_a_question_from_ack_to_post(citebot):
+    import httpx
+
+    from tests.slack_harness import free_port, wait_until as until
+
+    bot = citebot(workers=0)
+    metrics_port = free_port()
+    bot.start_worker("--metrics-port", str(metrics_port))
+    bot.llm.script(GOOD)
+    event = mention_event(PTO_QUESTION)
+    bot.send_event(event)
+    answers_in(bot, "CGENERAL", event["event"]["ts"])
+    web_metrics = httpx.get(f"{bot.url}/metrics").text
+    assert 'citebot_events_total{result="enqueued"} 1.0' in web_metrics
+    assert "citebot_queue_jobs" in web_metrics and "citebot_workers_alive 1.0" in web_metrics
+    worker_metrics = until(
+        lambda: (t := httpx.get(f"http://127.0.0.1:{metrics_port}/metrics").text)
+        and 'citebot_questions_total{outcome="answered"} 1.0' in t and t,
+        10, "the worker's metrics",
+    )
+    assert 'citebot_stage_seconds_count{stage="generate"} 1.0' in worker_metrics
+    qid = f"CGENERAL:{event['event']['ts']}"
+    web_lines = [json.loads(line) for line in bot.log("web").splitlines() if line.startswith("{")]
+    worker_lines = until(lambda: [json.loads(line) for line in bot.log("worker0").splitlines() if line.startswith("{")
+                                  and qid in line and "answered" in line], 10, "the worker's log line")
+    assert any(entry.get("question_id") == qid for entry in web_lines)
+    assert worker_lines[0]["question_id"] == qid and worker_lines[0]["citations"] == ["hb-pto-01"]

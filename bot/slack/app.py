@@ -20,8 +20,10 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
+from bot import metrics
 from bot.channels import ChannelsConfig
 from bot.config import Settings
+from bot.logs import about_question
 from bot.models import Question
 from bot.queue import Job, JobQueue
 from bot.records import Records
@@ -89,14 +91,15 @@ async def enqueue_question(question: Question, body: dict[str, Any], deps: AppDe
     # Slack retries carry the same event_id; the question id also guards a
     # message that reaches us through two events.
     dedupe = body.get("event_id") or question.id
-    added = await deps.queue.enqueue(job, dedupe_id=dedupe)
-    log.info(
-        "question %s %s (%s)",
-        question.id,
-        "enqueued" if added else "already enqueued",
-        "dm" if question.is_dm else question.channel,
-        extra={"question_id": question.id, "event_id": body.get("event_id")},
-    )
+    with about_question(question.id):
+        added = await deps.queue.enqueue(job, dedupe_id=dedupe)
+        metrics.EVENTS.labels(result="enqueued" if added else "duplicate").inc()
+        log.info(
+            "%s %s",
+            "question" if question.text else "empty mention",
+            "enqueued" if added else "already enqueued (a Slack retry)",
+            extra={"event_id": body.get("event_id"), "dm": question.is_dm},
+        )
 
 
 def register_events(app: AsyncApp, deps: AppDeps) -> None:

@@ -22,6 +22,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import metrics
 from bot.queue import Transient
 
 T = TypeVar("T")
@@ -60,6 +61,7 @@ async def call(awaitable: Awaitable[T], what: str) -> T:
     except SlackApiError as exc:
         status = exc.response.status_code
         error = exc.response.get("error") if exc.response is not None else None
+        metrics.SLACK_ERRORS.labels(kind="rate_limited" if status == 429 else error or f"http_{status}").inc()
         if status == 429 or error == "ratelimited":
             retry_after = _retry_after(exc.response.headers)
             raise SlackRateLimited(f"{what}: Slack rate limit", retry_after=retry_after) from exc
@@ -67,6 +69,7 @@ async def call(awaitable: Awaitable[T], what: str) -> T:
             raise Transient(f"{what}: Slack error {status} {error}") from exc
         raise SlackFailed(f"{what}: Slack said {error or status}") from exc
     except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        metrics.SLACK_ERRORS.labels(kind="network").inc()
         raise Transient(f"{what}: cannot reach Slack ({type(exc).__name__})") from exc
 
 

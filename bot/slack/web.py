@@ -16,6 +16,8 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 
+from bot import metrics
+
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
@@ -23,18 +25,25 @@ EVENTS_PATH = "/slack/events"
 MAX_BODY_BYTES = 1 << 20
 
 
-def create_web_app(bolt: AsyncApp, *, signing_secret: str, health=None) -> web.Application:
+def create_web_app(bolt: AsyncApp, *, signing_secret: str, health=None, queue=None) -> web.Application:
     verifier = SignatureVerifier(signing_secret)
 
     async def events(request: web.Request) -> web.Response:
         raw = await request.read()
         body = raw.decode("utf-8", errors="replace")
         if not verifier.is_valid_request(body, dict(request.headers)):
+            metrics.EVENTS.labels(result="bad_signature").inc()
             return web.json_response({"error": "invalid signature"}, status=401)
         if not _well_formed(body, request.content_type):
+            metrics.EVENTS.labels(result="malformed").inc()
             return web.json_response({"error": "malformed body"}, status=400)
         bolt_response = await bolt.async_dispatch(await to_bolt_request(request))
+        if bolt_response.status >= 500:
+            metrics.EVENTS.labels(result="failed").inc()
         return await to_aiohttp_response(bolt_response)
+
+    async def metrics_route(request: web.Request) -> web.Response:
+        return web.Response(body=await metrics.render(queue), headers={"Content-Type": metrics.CONTENT_TYPE})
 
     async def healthz(request: web.Request) -> web.Response:
         report = await health() if health else {"ok": True}
@@ -43,6 +52,18 @@ def create_web_app(bolt: AsyncApp, *, signing_secret: str, health=None) -> web.A
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app.router.add_post(EVENTS_PATH, events)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics_route)
+    return app
+
+
+def create_metrics_app() -> web.Application:
+    """A worker's own small HTTP server: just /metrics."""
+
+    async def metrics_route(request: web.Request) -> web.Response:
+        return web.Response(body=await metrics.render(), headers={"Content-Type": metrics.CONTENT_TYPE})
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics_route)
     return app
 
 
