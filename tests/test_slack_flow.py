@@ -334,3 +334,25 @@ def test_metrics_and_json_logs_follow_a_question_from_ack_to_post(citebot):
                                   and qid in line and "answered" in line], 10, "the worker's log line")
     assert any(entry.get("question_id") == qid for entry in web_lines)
     assert worker_lines[0]["question_id"] == qid and worker_lines[0]["citations"] == ["hb-pto-01"]
+
+
+def test_a_rebuilt_index_is_used_by_the_next_question_without_restart(citebot, tmp_path):
+    from tests.kb_fixtures import write_entry
+
+    kb, index = write_mini_kb(tmp_path / "kb2"), tmp_path / "index2"
+    build_index(kb, index)
+    bot = citebot(CITEBOT_INDEX_DIR=index)
+    before = mention_event("What is the gym subsidy?")
+    bot.send_event(before)
+    [refusal] = answers_in(bot, "CGENERAL", before["event"]["ts"])
+    assert refusal["text"].startswith(message(Key.REFUSAL, "en")) and bot.llm.calls == []
+
+    write_entry(kb, "handbook/gym-01.md", {"id": "hb-gym-01", "title": "Gym", "stand": "2026-03"},
+                {"Gym": "The gym subsidy is 30 EUR per month."})
+    build_index(kb, index)
+    bot.llm.script("The gym subsidy is 30 EUR per month [hb-gym-01].")
+    after = mention_event("What is the gym subsidy?")
+    bot.send_event(after)
+    [post] = answers_in(bot, "CGENERAL", after["event"]["ts"])
+    assert "30 EUR" in post["text"] and "Gym" in json.dumps(post["blocks"])
+    assert "hb-gym-01" in bot.llm.calls[0].body["messages"][1]["content"]
