@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -75,6 +75,9 @@ class Call:
     headers: dict[str, str]
     body: Any  # parsed JSON, or the raw text if it was not JSON
     at: float = field(default_factory=time.time)
+    # The scripted reply this call got: its status and how long it hung first.
+    status: int = 200
+    delay: float = 0.0
 
 
 class FakeLLMServer:
@@ -156,9 +159,10 @@ class FakeLLMServer:
     def _take(self, call: Call) -> Reply:
         """Record a call and pop its reply, as one step so concurrent calls keep their order."""
         with self._lock:
-            self._calls.append(call)
+            reply = self._script.popleft() if self._script else self._default
+            self._calls.append(replace(call, status=reply.status, delay=reply.delay))
             self._lock.notify_all()
-            return self._script.popleft() if self._script else self._default
+            return reply
 
     def _hang(self, seconds: float) -> None:
         self._stopping.wait(seconds)

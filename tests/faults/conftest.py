@@ -1,0 +1,87 @@
+"""Fixtures of the fault suite: a private, persistent Redis; the mini KB's index; a
+cluster factory; and the report table, printed at the end of the run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kb_index import build_index
+from tests.faults.cluster import TABLE_HEAD, Cluster, RedisServer, Tally
+from tests.kb_fixtures import write_mini_kb
+
+REPORT_KEY = pytest.StashKey[list[Tally]]()
+REPORT_FILE_KEY = pytest.StashKey[Path]()
+
+# Short timings, so each scenario takes seconds: a dead worker's job is taken
+# over after 5 s, queue retries start at 0.2 s, an LLM request gives up after 2 s.
+WORKER_ARGS = ("--concurrency", "16", "--visibility-timeout", "5", "--backoff-base", "0.2")
+LLM_TIMEOUT_S = 2.0
+
+
+@pytest.fixture(scope="session")
+def fault_redis(tmp_path_factory) -> Iterator[RedisServer]:
+    """Not the machine's Redis on 6379: this one gets killed and restarted."""
+    server = RedisServer(tmp_path_factory.mktemp("fault-redis"), persistent=True).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def fault_index(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("fault-kb")
+    build_index(write_mini_kb(root / "kb"), root / "index")
+    return root / "index"
+
+
+@pytest.fixture
+def cluster(fault_redis, fault_index, tmp_path) -> Iterator:
+    made: list[Cluster] = []
+
+    def start(*, worker_args: tuple[str, ...] = ()) -> Cluster:
+        fault_redis.flush()
+        bot = Cluster(
+            redis=fault_redis,
+            index_dir=fault_index,
+            logs=tmp_path / "logs",
+            worker_args=(*WORKER_ARGS, *worker_args),
+            env_extra={"CITEBOT_LLM_TIMEOUT": str(LLM_TIMEOUT_S)},
+        )
+        made.append(bot)
+        return bot.start()
+
+    yield start
+    for bot in made:
+        bot.stop()
+    fault_redis.flush()
+
+
+@pytest.fixture(scope="session")
+def fault_report(request, tmp_path_factory):
+    """`add(tally)`: one row of the table, written to a file under the pytest tmp dir at once."""
+    rows: list[Tally] = []
+    path = tmp_path_factory.getbasetemp() / "fault_table.txt"
+    request.config.stash[REPORT_KEY] = rows
+    request.config.stash[REPORT_FILE_KEY] = path
+
+    def add(tally: Tally) -> None:
+        rows.append(tally)
+        path.write_text(render(rows))
+        print(f"\n{TABLE_HEAD}\n{tally.row()}")
+
+    return add
+
+
+def render(rows: list[Tally]) -> str:
+    return "\n".join([TABLE_HEAD, *(r.row() for r in rows)]) + "\n"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    rows = config.stash.get(REPORT_KEY, None)
+    if not rows:
+        return
+    terminalreporter.section("fault suite")
+    terminalreporter.write(render(rows))
+    terminalreporter.write_line(f"(also in {config.stash[REPORT_FILE_KEY]})")
