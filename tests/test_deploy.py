@@ -451,13 +451,21 @@ def test_healthcheck_web(healthz_server):
 def test_healthcheck_worker_looks_for_this_hosts_heartbeat(redis_url):  # noqa: F811
     from bot.keys import heartbeat_key
 
-    assert run_healthcheck("worker", CITEBOT_REDIS_URL=redis_url).returncode == 1
-    with redis.Redis.from_url(redis_url) as client:
-        client.set(heartbeat_key("another-host-1-abcdef"), "{}", px=15_000)
-        assert run_healthcheck("worker", CITEBOT_REDIS_URL=redis_url).returncode == 1
-        client.set(heartbeat_key(f"{socket.gethostname()}-1234-abcdef"), "{}", px=15_000)
-    healthy = run_healthcheck("worker", CITEBOT_REDIS_URL=redis_url)
-    assert healthy.returncode == 0, healthy.stdout
+    # A database of its own: other suites flush the shared test database while they run.
+    url = re.sub(r"/\d*$", "/12", redis_url)
+    ours = heartbeat_key(f"{socket.gethostname()}-1234-deploytest")
+    other = heartbeat_key("another-host-1-deploytest")
+    with redis.Redis.from_url(url) as client:
+        client.delete(ours, other)
+        try:
+            assert run_healthcheck("worker", CITEBOT_REDIS_URL=url).returncode == 1
+            client.set(other, "{}", px=30_000)
+            assert run_healthcheck("worker", CITEBOT_REDIS_URL=url).returncode == 1
+            client.set(ours, "{}", px=30_000)
+            healthy = run_healthcheck("worker", CITEBOT_REDIS_URL=url)
+            assert healthy.returncode == 0, healthy.stdout
+        finally:
+            client.delete(ours, other)
 
 
 def test_healthcheck_worker_passes_when_redis_is_down():
