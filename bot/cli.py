@@ -91,6 +91,18 @@ def _parser() -> argparse.ArgumentParser:
     q = review.add_parser("list", help="list the open reviews, oldest first")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_review_list)
+    q = review.add_parser("gaps", help="questions the KB could not answer, similar ones grouped, most asked first")
+    q.add_argument("--days", type=int, default=30, help="look back this many days (default 30)")
+    q.add_argument("--json", action="store_true", help="print a JSON list of groups")
+    q.set_defaults(func=cmd_review_gaps)
+
+    p = sub.add_parser("audit", help="the answer audit trail")
+    audit = p.add_subparsers(title="audit commands", metavar="COMMAND")
+    q = audit.add_parser("show", help="what one answer relied on and how it was checked")
+    q.add_argument("question_id", metavar="ID", help="the question id (channel:ts), as in the logs")
+    q.add_argument("--json", action="store_true", help="print the audit entry as JSON")
+    q.add_argument("--index", type=Path, help="index to compare the cited chunks with (default: CITEBOT_INDEX_DIR)")
+    q.set_defaults(func=cmd_audit_show)
     return parser
 
 
@@ -102,10 +114,14 @@ def cmd_index(args, settings: Settings) -> int:
     index_dir = args.index or settings.index_dir
     if not kb_dir.is_dir():
         raise CliError(f"knowledge base folder not found: {kb_dir}", EXIT_USAGE)
+    from bot.source_changes import live_entry_hashes
+
+    previous = live_entry_hashes(index_dir)
     report = build_kb_index(kb_dir, index_dir, settings.language, rebuild=args.rebuild, quiet=args.quiet)
     for error in report.errors:
         print(f"{kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
     print(report.summary())
+    _notify_source_changes(report, previous, index_dir, settings)
     if report.errors and not args.keep_going:
         print(
             f"citebot: {report.skipped} file(s) skipped; fix them, or pass --keep-going to accept a partial index",
@@ -113,6 +129,30 @@ def cmd_index(args, settings: Settings) -> int:
         )
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _notify_source_changes(report, previous, index_dir: Path, settings: Settings) -> None:
+    """Answers of the last 30 days that cited a changed or removed entry get a note in Slack.
+
+    The index is live whatever happens here: Redis being down is a note, not a failure.
+    """
+    import asyncio
+
+    from bot.source_changes import NotNotified, changed_entries, notify_source_changes
+
+    changed, removed = changed_entries(report, previous)
+    if not (changed or removed):
+        return
+    try:
+        count = asyncio.run(notify_source_changes(settings.redis_url, index_dir, report.generation, changed, removed))
+    except NotNotified as exc:
+        print(
+            f"citebot: note: answers citing the {len(changed) + len(removed)} changed or removed entries were not "
+            f"notified: {exc}. The index itself is built.",
+            file=sys.stderr,
+        )
+        return
+    print(f"source changes: {count} answer(s) in Slack cited a changed or removed entry and will get a note")
 
 
 def build_kb_index(kb_dir: Path, index_dir: Path, language: str, *, rebuild: bool = False, quiet: bool = False):
@@ -349,6 +389,68 @@ def cmd_review_list(args, settings: Settings) -> int:
         where = "a direct message" if r.is_dm else f"<#{r.channel}>"
         kinds = ", ".join(sorted({v.kind for v in r.violations})) or r.kind
         print(f"{r.review_id}  {when}  {where}  [{kinds}]  {_snippet(r.question, 70)}")
+    return EXIT_OK
+
+
+def _with_redis(settings: Settings, use):
+    """Runs `use(redis)` against CITEBOT_REDIS_URL; a Redis that does not answer is one clear line."""
+    import asyncio
+
+    from redis.exceptions import RedisError
+
+    from bot.queue import connect, redis_location
+
+    async def run():
+        redis = connect(settings.redis_url, timeout=5.0)
+        try:
+            return await use(redis)
+        finally:
+            await redis.aclose()
+
+    try:
+        return asyncio.run(run())
+    except (OSError, RedisError) as exc:
+        raise CliError(f"cannot reach Redis at {redis_location(settings.redis_url)}: {exc}") from None
+
+
+def cmd_review_gaps(args, settings: Settings) -> int:
+    import time
+
+    from bot.audit import AuditTrail
+    from bot.gaps import GapQuestion, format_gaps, group_questions
+    from bot.models import Outcome
+
+    if args.days < 1:
+        raise CliError("--days must be at least 1", EXIT_USAGE)
+
+    async def fetch(redis):
+        unanswered = AuditTrail(redis).entries(since=time.time() - args.days * 86400, outcomes={Outcome.REFUSED, Outcome.UNCERTAIN})
+        return [GapQuestion(text=e.question, language=e.language, at=e.at, outcome=str(e.outcome)) async for e in unanswered]
+
+    gaps = group_questions(_with_redis(settings, fetch))
+    if args.json:
+        print(json.dumps([g.as_json() for g in gaps], ensure_ascii=False, indent=1))
+    else:
+        print(format_gaps(gaps, days=args.days))
+    return EXIT_OK
+
+
+def cmd_audit_show(args, settings: Settings) -> int:
+    from bot.audit import AuditTrail, check_cited, entry_json, format_entry
+    from kb_index import IndexNotFound, Retriever
+
+    entry = _with_redis(settings, lambda redis: AuditTrail(redis).get(args.question_id))
+    if entry is None:
+        raise CliError(f"no audit entry for question {args.question_id!r} (never answered, or older than the audit trail keeps)")
+    try:
+        with Retriever(args.index or settings.index_dir) as retriever:
+            status = check_cited(entry, retriever.entry_chunks)
+    except IndexNotFound:
+        status = check_cited(entry, None)
+    if args.json:
+        print(json.dumps(entry_json(entry, status), ensure_ascii=False, indent=1))
+    else:
+        print(format_entry(entry, status))
     return EXIT_OK
 
 

@@ -45,6 +45,33 @@ OPEN_REVIEWS_ZSET = PREFIX + "reviews:open"  # member review id, score created_a
 FEEDBACK_STREAM = PREFIX + "feedback"
 FEEDBACK_MAXLEN = 100_000
 
+# ---------------------------------------------------------------- audit trail (bot.audit)
+
+# One entry per question that got an answer, a refusal, the uncertain message
+# or the apology: what it relied on (cited entries with the content hash of
+# each chunk), how it was checked, how long it took. Trimmed twice on every
+# write: to AUDIT_HORIZON_S by entry id (ids are millisecond timestamps), and
+# to about AUDIT_MAXLEN entries, so a busy month cannot fill Redis (an entry
+# is 1-3 kB: the cap is well under a gigabyte).
+AUDIT_STREAM = PREFIX + "audit"
+AUDIT_MAXLEN = 200_000
+AUDIT_HORIZON_S = 90 * 24 * 3600
+# Question id -> its entry's stream id, for `citebot audit show` in O(1).
+# Lives as long as the stream keeps entries (AUDIT_HORIZON_S).
+AUDIT_QUESTION_PREFIX = PREFIX + "audit:q:"  # + question id
+# Entry id -> the questions whose answers cited it (sorted set, score = when
+# answered), for the note on answers whose source changed (bot.source_changes).
+# Members older than CITED_BY_WINDOW_S are trimmed on every write and the key
+# expires that long after its last write: past the window the answer record
+# that holds the posted message (ANSWER_TTL_S) is gone too.
+CITED_BY_PREFIX = PREFIX + "cited-by:"  # + entry id
+CITED_BY_WINDOW_S = 30 * 24 * 3600
+# Held while one worker rewrites an answer's source notes (chat.update of the
+# stored message): two notes for the same answer must not overwrite each
+# other. Short: a worker that dies holding it blocks the next try for this long.
+SOURCE_NOTE_LOCK_PREFIX = PREFIX + "source-note-lock:"  # + question id
+SOURCE_NOTE_LOCK_TTL_S = 30
+
 
 def answer_key(answer_id: str) -> str:
     return ANSWER_PREFIX + answer_id
@@ -72,3 +99,15 @@ def posted_key(question_id: str) -> str:
 
 def post_claim_key(question_id: str) -> str:
     return POST_CLAIM_PREFIX + question_id
+
+
+def audit_question_key(question_id: str) -> str:
+    return AUDIT_QUESTION_PREFIX + question_id
+
+
+def cited_by_key(entry_id: str) -> str:
+    return CITED_BY_PREFIX + entry_id
+
+
+def source_note_lock_key(question_id: str) -> str:
+    return SOURCE_NOTE_LOCK_PREFIX + question_id

@@ -22,6 +22,8 @@ class Key(StrEnum):
     REVIEWED_BY = "reviewed_by"  # a reviewer's answer posted into the asker's thread
     SOURCES = "sources"  # heading of the sources list
     REVIEW_DISMISSED = "review_dismissed"  # a reviewer closed a rejected draft without an answer
+    SOURCE_CHANGED = "source_changed"  # a cited entry changed after the answer was posted
+    SOURCE_REMOVED = "source_removed"  # a cited entry left the knowledge base after the answer was posted
 
 
 _MESSAGES: dict[str, dict[Key, str]] = {
@@ -50,6 +52,8 @@ _MESSAGES: dict[str, dict[Key, str]] = {
         Key.REVIEW_DISMISSED: (
             "A reviewer looked at your question: the knowledge base has no answer to it yet."
         ),
+        Key.SOURCE_CHANGED: "⚠️ Source [{n}] has changed since this answer — ask again.",
+        Key.SOURCE_REMOVED: "⚠️ Source [{n}] has been removed from the knowledge base since this answer — ask again.",
     },
     "de": {
         Key.REFUSAL: "Dazu enthält die Wissensbasis keine Aussage.",
@@ -76,6 +80,8 @@ _MESSAGES: dict[str, dict[Key, str]] = {
         Key.REVIEW_DISMISSED: (
             "Deine Frage wurde geprüft: Die Wissensbasis enthält dazu noch keine Antwort."
         ),
+        Key.SOURCE_CHANGED: "⚠️ Quelle [{n}] hat sich seit dieser Antwort geändert – bitte frag noch einmal.",
+        Key.SOURCE_REMOVED: "⚠️ Quelle [{n}] wurde seit dieser Antwort aus der Wissensbasis entfernt – bitte frag noch einmal.",
     },
 }
 

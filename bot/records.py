@@ -16,6 +16,7 @@ import json
 import time
 import uuid
 from enum import StrEnum
+from typing import Any
 
 import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
@@ -36,6 +37,11 @@ class AnswerRecord(BaseModel):
     text: str = ""  # the answer as posted, for a 👎 card
     sources: list[Source] = Field(default_factory=list)
     created_at: float = Field(default_factory=time.time)
+    # The message as first posted ({"text", "blocks"}): when a cited entry
+    # changes, bot.source_changes rebuilds it with a note and chat.updates it.
+    message: dict[str, Any] | None = None
+    # Footnote number -> "changed" | "removed": the notes the message carries now.
+    source_notes: dict[str, str] = Field(default_factory=dict)
 
 
 def _to_json(record: BaseModel) -> str:
@@ -88,6 +94,11 @@ class Records:
 
     async def save_answer(self, record: AnswerRecord) -> None:
         await self.redis.set(keys.answer_key(record.answer_id), _to_json(record), ex=keys.ANSWER_TTL_S)
+
+    async def replace_answer(self, record: AnswerRecord) -> None:
+        """Rewrites a saved answer record without extending its life (a note is not a new
+        answer), and never brings back one that expired meanwhile."""
+        await self.redis.set(keys.answer_key(record.answer_id), _to_json(record), keepttl=True, xx=True)
 
     async def answer(self, answer_id: str) -> AnswerRecord | None:
         raw = await self.redis.get(keys.answer_key(answer_id))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from bot.audit import AuditTrail
 from bot.channels import load_channels
 from bot.config import Settings
 from bot.llm import make_backend
@@ -106,6 +107,7 @@ async def work(settings: Settings, *, concurrency: int, metrics_port: int = 0, *
             records=records,
             ledger=ledger,
             reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger),
+            audit=AuditTrail(redis),
         )
         log.info("worker started: %d jobs at once, index %s, LLM %s", concurrency, retriever.generation, backend.name)
         await run_worker(

@@ -9,6 +9,10 @@ Jobs:
     help             an empty mention
     review_decision  a reviewer approved, answered or dismissed a rejected draft
     feedback         a 👎 with a reason: goes to the review channel
+    source_changed   `citebot index` changed an entry a posted answer cited: a note under it
+
+Every answer, refusal, uncertain reply and apology is recorded in the audit
+trail (bot.audit) right after its post.
 """
 
 from __future__ import annotations
@@ -19,19 +23,22 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from redis.exceptions import RedisError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
+from bot.audit import AuditTrail, audit_entry
 from bot.config import Settings
 from bot.llm import LLMError
 from bot.logs import about_question
 from bot.models import Answer, Outcome, Question
 from bot.pipeline import Pipeline
-from bot.queue import Job, PostClaim, PostLedger, Transient
+from bot.queue import Job, PostClaim, PostLedger, QueueUnavailable, Transient
 from bot.records import AnswerRecord, Records
 from bot.review import ReviewDesk
 from bot.slack import render
 from bot.slack.calls import SlackRateLimited, best_effort, call
+from bot.source_changes import note_source_changes
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +57,7 @@ class Worker:
     records: Records
     ledger: PostLedger
     reviews: ReviewDesk
+    audit: AuditTrail | None = None  # None: answers are not recorded (and get no source notes)
 
     async def handle(self, job: Job) -> None:
         with about_question(_question_id(job)):
@@ -61,6 +69,7 @@ class Worker:
             "help": self.help,
             "review_decision": self.reviews.decide,
             "feedback": self.reviews.feedback,
+            "source_changed": self.source_changed,
         }.get(job.kind)
         if handler is None:
             raise ValueError(f"unknown job kind {job.kind!r}")
@@ -71,15 +80,16 @@ class Worker:
         with about_question(_question_id(job)):
             log.error("job %s (%s) failed for good: %s", job.id, job.kind, error)
             if job.kind == "answer":
-                await self._apologise(job)
+                await self._apologise(job, error)
 
-    async def _apologise(self, job: Job) -> None:
+    async def _apologise(self, job: Job, error: BaseException | None = None) -> None:
         question = Question.model_validate(job.payload["question"])
         claim = await self.ledger.claim_post(question.id)
         if claim is PostClaim.POSTED or (claim is PostClaim.IN_DOUBT and await self._find_posted(question)):
             return
         await self._post_reply(question, render.error_message(language=question.language))
         metrics.QUESTIONS.labels(outcome="error").inc()
+        await self._audit(question, error=error)
         await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
 
     # ---------------------------------------------------------------- answer
@@ -112,6 +122,7 @@ class Worker:
                 is_dm=question.is_dm,
                 text=answer.answer,
                 sources=answer.sources,
+                message=msg,
             )
         )
         if answer.outcome is Outcome.UNCERTAIN:
@@ -128,6 +139,7 @@ class Worker:
             extra={"citations": answer.citations, "violations": [v.kind for v in answer.violations],
                    "regenerations": answer.regenerations, "timings_ms": answer.timings_ms},
         )
+        await self._audit(question, answer)
         await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
 
     def _render(self, answer: Answer, question: Question) -> dict[str, Any]:
@@ -138,6 +150,20 @@ class Worker:
         if answer.outcome is Outcome.REFUSED:
             return render.refusal_message(language=language, question_limit=limit)
         return render.answer_message(answer, language=language, ref=question.id)
+
+    async def _audit(self, question: Question, answer: Answer | None = None, *, error: BaseException | None = None) -> None:
+        """After the post: the reply is in Slack already, so a lost audit entry is
+        logged, not retried (a retry would find the post recorded and stop)."""
+        if self.audit is None:
+            return
+        try:
+            posted = await self.ledger.posted(question.id)
+            await self.audit.record(audit_entry(question, answer, posted=posted, error=error))
+        except (QueueUnavailable, RedisError, OSError) as exc:
+            log.error("audit entry of question %s not recorded: %s", question.id, exc)
+
+    async def source_changed(self, job: Job) -> None:
+        await note_source_changes(job, slack=self.slack, records=self.records, ledger=self.ledger, audit=self.audit)
 
     async def help(self, job: Job) -> None:
         question = Question.model_validate(job.payload["question"])

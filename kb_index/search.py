@@ -110,6 +110,22 @@ class Retriever:
             hits += self._expansions(gen, hits, scores, allowed, limit=max(2, k // 2))
         return hits
 
+    def entry_chunks(self, entry_id: str) -> list[ChunkResult]:
+        """The live chunks of one entry, in section order; [] if the index has no such entry.
+
+        Their `content_hash`es say whether an answer that cited a chunk of this
+        entry relied on text the index still holds.
+        """
+        gen = self._current()
+        imp = gen.impacts
+        try:
+            code = imp.entries.index(entry_id)
+        except ValueError:
+            return []
+        docs = gen.entry_order[gen.entry_starts[code] : gen.entry_starts[code + 1]]
+        chunks = [self._result(gen, d, 0.0) for d in docs[imp.live[docs]]]
+        return sorted(chunks, key=lambda c: int(c.chunk_id.rpartition("#")[2] or 0))
+
     def close(self) -> None:
         with self._lock:
             for gen in [self._gen, *self._retired]:

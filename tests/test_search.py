@@ -129,3 +129,26 @@ def test_hostile_query_text_is_plain_text(retriever, question, first):
 def test_k_limits_main_hits(retriever):
     hits = retriever.search("Altersteilzeit Entgeltfortzahlung Überstunden Rente Lohn", k=2, min_coverage=0.0)
     assert len(ids(hits)) == 2
+
+
+def test_entry_chunks_are_the_live_sections_with_their_content_hashes(tmp_path):
+    from kb_index.entries import chunk_hash
+    from tests.kb_fixtures import MINI_KB, write_entry
+
+    kb = write_mini_kb(tmp_path / "kb")
+    build_index(kb, tmp_path / "index")
+    with Retriever(tmp_path / "index") as r:
+        before = r.entry_chunks("hb-pto-01")
+        assert [c.section for c in before] == ["Entitlement", "Carry-over"]
+        assert before[0].content_hash == chunk_hash(
+            "hb-pto-01", "Entitlement", "Every employee gets 28 days of paid annual leave per calendar year."
+        )
+        assert r.entry_chunks("no-such-entry") == []
+        meta, sections = MINI_KB["handbook/pto-01.md"]
+        write_entry(kb, "handbook/pto-01.md", meta, {**sections, "Entitlement": "Every employee gets 30 days."})
+        (kb / "payroll/ueb-01.md").unlink()
+        build_index(kb, tmp_path / "index")
+        after = r.entry_chunks("hb-pto-01")  # the open Retriever follows the rebuild
+        assert after[0].content_hash != before[0].content_hash
+        assert after[1].content_hash == before[1].content_hash
+        assert r.entry_chunks("lb-ueb-01") == []
