@@ -11,7 +11,13 @@ import pytest
 
 from bot.audit import AuditTrail, audit_entry
 from bot.cli import main
-from bot.gaps import GapQuestion, format_gaps, group_questions, question_terms, similarity
+from bot.gaps import (
+    GapQuestion,
+    format_gaps,
+    group_questions,
+    question_terms,
+    similarity,
+)
 from bot.models import Answer, Outcome, Question
 from bot.queue import connect
 from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
