@@ -321,6 +321,11 @@ class Consumer:
         except QueueUnavailable as exc:
             # PostLedger lost Redis for a moment: the job itself is fine.
             await self._retry_or_die(entry_id, job, Transient(str(exc)))
+        except RedisError as exc:
+            # The same for the handler's other Redis calls (answer and review
+            # records): a Redis restart must not dead-letter the job and
+            # apologise for an LLM that never failed.
+            await self._retry_or_die(entry_id, job, Transient(f"Redis: {type(exc).__name__}: {exc}"))
         except TimeoutError:
             # A hang (ours) or a timeout the handler did not translate: both
             # are worth another try.

@@ -277,6 +277,10 @@ class Cluster:
         path = self.logs / f"{name}.log"
         return path.read_text() if path.exists() else ""
 
+    def worker_logs(self) -> str:
+        """The logs of every worker started, killed ones included."""
+        return "".join(self.log(f"worker{i}") for i in range(self._spawned))
+
     def pids(self) -> dict[str, int]:
         found = {"web": self.web.pid} if self.web else {}
         found.update({f"worker{i}": w.pid for i, w in enumerate(self.workers)})
