@@ -8,7 +8,7 @@ sent -> the fake Slack receiving the answer's chat.postMessage) p50/p99/max,
 throughput, the per-question post count (must be exactly one each) and the peak
 memory (VmHWM) of the web process and each worker.
 
-    python bench/load.py [--questions 1000] [--rate 25] [--llm-seconds 1] [--concurrency 32]
+    python bench/load.py [--questions 1000] [--rate 40] [--llm-seconds 1] [--concurrency 32]
 
 Goal: all answered exactly once, p99 <= 3 s, web <= 150 MB, each worker <= 250 MB.
 Exits 1 when a goal is missed.
@@ -50,7 +50,7 @@ def percentile(values: list[float], q: float) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=1000)
-    parser.add_argument("--rate", type=float, default=25.0, help="events per second (default 25)")
+    parser.add_argument("--rate", type=float, default=40.0, help="events per second (default 40)")
     parser.add_argument("--llm-seconds", type=float, default=1.0, help="fake LLM latency per answer (default 1)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=32, help="jobs in flight per worker (default 32)")
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         pids = cluster.pids()
         print(f"web + {args.workers} workers (concurrency {args.concurrency}) up; sending {args.questions} "
               f"questions at {args.rate:g}/s, LLM {args.llm_seconds:g} s per answer", flush=True)
-        sender = Sender(cluster.url, threads=32)
+        sender = Sender(cluster.url)
         started = time.time()
         try:
             deliveries = sender.run(args.questions, rate=args.rate, run="load")

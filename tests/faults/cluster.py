@@ -342,7 +342,9 @@ class Sender:
     (Slack does that when the ack arrives late), half of them at the same time.
     """
 
-    def __init__(self, url: str, *, threads: int = 16, duplicate: bool = False,
+    # Threads sleep through retry delays: enough of them that a refused batch
+    # does not hold up the events due after it.
+    def __init__(self, url: str, *, threads: int = 64, duplicate: bool = False,
                  retry_delays: tuple[float, ...] = SLACK_RETRY_DELAYS_S):
         self.url = f"{url}/slack/events"
         self.duplicate = duplicate
