@@ -34,8 +34,9 @@ from kb_index.analysis import guess_language
 log = logging.getLogger(__name__)
 
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
-# Message subtypes that are not a person asking something (edits, joins, bot posts...).
-_IGNORED_SUBTYPES_ALLOWED = {None, "file_share", "thread_broadcast"}
+# Message subtypes a person asks with; the rest (edits, deletions, joins,
+# bot posts...) are not questions.
+_QUESTION_SUBTYPES = {None, "file_share", "thread_broadcast"}
 
 
 @dataclass
@@ -63,7 +64,7 @@ def create_app(deps: AppDeps) -> AsyncApp:
 # ---------------------------------------------------------------- events
 
 
-def make_question(event: dict[str, Any], body: dict[str, Any], deps: AppDeps, *, is_dm: bool) -> Question:
+def make_question(event: dict[str, Any], deps: AppDeps, *, is_dm: bool) -> Question:
     settings = deps.settings
     text = _MENTION.sub(" ", event.get("text") or "").strip()
     truncated = len(text) > settings.max_question_chars
@@ -105,17 +106,17 @@ async def enqueue_question(question: Question, body: dict[str, Any], deps: AppDe
 def register_events(app: AsyncApp, deps: AppDeps) -> None:
     @app.event("app_mention")
     async def on_mention(event, body):
-        await enqueue_question(make_question(event, body, deps, is_dm=False), body, deps)
+        await enqueue_question(make_question(event, deps, is_dm=False), body, deps)
 
     @app.event("message")
     async def on_message(event, body, context):
         if event.get("channel_type") != "im":
             return  # channel messages reach us as app_mention
-        if event.get("subtype") not in _IGNORED_SUBTYPES_ALLOWED or event.get("bot_id"):
+        if event.get("subtype") not in _QUESTION_SUBTYPES or event.get("bot_id"):
             return  # edits, deletions, our own and other bots' posts
         if context.get("bot_user_id") and event.get("user") == context.get("bot_user_id"):
             return
-        await enqueue_question(make_question(event, body, deps, is_dm=True), body, deps)
+        await enqueue_question(make_question(event, deps, is_dm=True), body, deps)
 
 
 # ---------------------------------------------------------------- actions
