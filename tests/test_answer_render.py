@@ -56,6 +56,11 @@ def test_kb_ids_become_numbered_markers_in_order_of_first_use():
     assert [s.id for s in sources] == citations == ["lb-min-02", "lb-min-01"]
 
 
+def test_a_citation_after_the_full_stop_moves_inside_its_sentence():
+    text, _, _ = render_citations_text("Urlaub gibt es. [lb-min-02] ATZ ab 55. [lb-min-01][lb-min-02]", EVIDENCE)
+    assert text == "Urlaub gibt es [1]. ATZ ab 55 [2][1]."
+
+
 def test_several_ids_in_one_bracket_become_adjacent_markers():
     text, _, _ = render_citations_text("Beides [lb-min-01, lb-min-02].", EVIDENCE)
     assert text == "Beides [1][2]."

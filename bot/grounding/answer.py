@@ -7,6 +7,8 @@ citation pointed at stays in `Answer.citations` as KB-IDs.
 
 from __future__ import annotations
 
+import re
+
 from bot.grounding.refs import IdSet, find_refs
 from bot.grounding.text import strip_think
 from bot.messages import Key, message
@@ -86,7 +88,16 @@ def render_citations_text(draft_text: str, evidence: list[Evidence]) -> tuple[st
         out.append(f"{text[ref.start:ref.end]} {markers}" if ref.bare and markers else markers)
         position = ref.end
     out.append(text[position:])
-    return "".join(out).strip(), notes.sources, notes.citations
+    return _markers_inside_sentences("".join(out).strip()), notes.sources, notes.citations
+
+
+# "Text. [1]" -> "Text [1].": the marker belongs to the sentence it backs,
+# whichever side of the full stop the model put the citation.
+_MARKERS_AFTER_STOP = re.compile(r"([.!?])[ \t]+((?:\[\d+\])+)(?=\s|$)")
+
+
+def _markers_inside_sentences(text: str) -> str:
+    return _MARKERS_AFTER_STOP.sub(r" \2\1", text)
 
 
 def _claim_sentence(claim: Claim, markers: str) -> str:
