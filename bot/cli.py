@@ -114,9 +114,7 @@ def cmd_index(args, settings: Settings) -> int:
     index_dir = args.index or settings.index_dir
     if not kb_dir.is_dir():
         raise CliError(f"knowledge base folder not found: {kb_dir}", EXIT_USAGE)
-    from bot.source_changes import live_entry_hashes
-
-    previous = live_entry_hashes(index_dir)
+    previous = _live_entry_hashes(index_dir)
     report = build_kb_index(kb_dir, index_dir, settings.language, rebuild=args.rebuild, quiet=args.quiet)
     for error in report.errors:
         print(f"{kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
@@ -131,11 +129,23 @@ def cmd_index(args, settings: Settings) -> int:
     return EXIT_OK
 
 
+def _live_entry_hashes(index_dir: Path) -> dict[str, str] | None:
+    """Entry id -> content hash of the live index, read before a build replaces it."""
+    from kb_index.index import IndexNotFound, current_generation, read_manifest
+
+    try:
+        return dict(read_manifest(current_generation(index_dir))["entries"])
+    except (IndexNotFound, OSError, ValueError, KeyError):
+        return None
+
+
 def _notify_source_changes(report, previous, index_dir: Path, settings: Settings) -> None:
     """Answers of the last 30 days that cited a changed or removed entry get a note in Slack.
 
     The index is live whatever happens here: Redis being down is a note, not a failure.
     """
+    if not (report.updated or report.removed or (report.full_rebuild and previous)):
+        return  # nothing changed: not even Redis is asked
     import asyncio
 
     from bot.source_changes import NotNotified, changed_entries, notify_source_changes
@@ -147,8 +157,8 @@ def _notify_source_changes(report, previous, index_dir: Path, settings: Settings
         count = asyncio.run(notify_source_changes(settings.redis_url, index_dir, report.generation, changed, removed))
     except NotNotified as exc:
         print(
-            f"citebot: note: answers citing the {len(changed) + len(removed)} changed or removed entries were not "
-            f"notified: {exc}. The index itself is built.",
+            f"citebot: note: the index is built, but answers citing the {len(changed) + len(removed)} changed or "
+            f"removed entries were not notified: {exc}",
             file=sys.stderr,
         )
         return

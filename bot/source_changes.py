@@ -93,16 +93,6 @@ def changed_entries(report, previous: dict[str, str] | None) -> tuple[list[str],
     return changed, sorted(e for e in previous if e not in now)
 
 
-def live_entry_hashes(index_dir: Path) -> dict[str, str] | None:
-    """Entry id -> content hash of the live index, read before a build replaces it."""
-    from kb_index.index import IndexNotFound, current_generation, read_manifest
-
-    try:
-        return dict(read_manifest(current_generation(index_dir))["entries"])
-    except (IndexNotFound, FileNotFoundError, ValueError, KeyError):
-        return None
-
-
 async def plan_notes(
     audit: AuditTrail, changed: list[str], removed: list[str], current_hashes, *, now: float | None = None
 ) -> dict[str, list[SourceChange]]:
