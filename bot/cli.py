@@ -243,12 +243,13 @@ def cmd_search(args, settings: Settings) -> int:
 
 def ensure_index(settings: Settings) -> None:
     """The embedded default must work on a fresh clone: index the KB on first use."""
-    from kb_index.index import IndexNotFound, current_generation
+    from kb_index.index import IndexNotFound, IndexOutdated, check_generation, current_generation
 
     try:
-        current_generation(settings.index_dir)
-    except IndexNotFound:
-        print(f"citebot: no index yet; indexing {settings.kb_dir} into {settings.index_dir} first", file=sys.stderr)
+        check_generation(current_generation(settings.index_dir))
+    except IndexNotFound as exc:
+        why = "an outdated index" if isinstance(exc, IndexOutdated) else "no index yet"
+        print(f"citebot: {why}; indexing {settings.kb_dir} into {settings.index_dir} first", file=sys.stderr)
         report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language)
         for error in report.errors:
             print(f"{settings.kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)

@@ -36,7 +36,7 @@ from kb_index.entries import Entry, LoadError, chunk_hash, load_kb
 
 # Bump when the schema, the analyzers or the stored document change: an index
 # of another version is rebuilt from scratch instead of updated.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 CURRENT_FILE = "CURRENT"
 MANIFEST_FILE = "manifest.json"
 LOCK_FILE = ".build.lock"
@@ -96,6 +96,10 @@ class BuildReport:
 
 class IndexNotFound(FileNotFoundError):
     pass
+
+
+class IndexOutdated(IndexNotFound):
+    """The index was built by another version of citebot; `citebot index` rebuilds it."""
 
 
 def build_index(
@@ -236,6 +240,18 @@ def current_generation(index_dir: str | Path) -> Path:
 
 def read_manifest(gen_dir: Path) -> dict:
     return json.loads((gen_dir / MANIFEST_FILE).read_text())
+
+
+def check_generation(gen_dir: Path) -> None:
+    """Raises IndexOutdated unless `gen_dir` was built with this version's layout."""
+    try:
+        version = read_manifest(gen_dir).get("schema_version")
+    except (FileNotFoundError, json.JSONDecodeError):
+        version = None
+    if version != SCHEMA_VERSION:
+        raise IndexOutdated(
+            f"the index in {gen_dir.parent} was built by another version of citebot: run 'citebot index' to rebuild it"
+        )
 
 
 def _current_manifest(index_dir: Path) -> dict | None:

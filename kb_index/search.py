@@ -24,7 +24,7 @@ import numpy as np
 from kb_index.analysis import SUBWORD_GRAM, query_terms
 from kb_index.docstore import DocStore
 from kb_index.impacts import Impacts
-from kb_index.index import CURRENT_FILE, current_generation
+from kb_index.index import CURRENT_FILE, check_generation, current_generation
 from kb_index.results import ChunkResult
 
 # Share of the question's idf mass a chunk must contain to count as a hit.
@@ -153,6 +153,7 @@ class Retriever:
         except FileNotFoundError:
             stamp = None
         gen_dir = current_generation(self.index_dir)
+        check_generation(gen_dir)
         impacts = Impacts.load(gen_dir)
         order = np.argsort(impacts.entry_of, kind="stable")
         starts = np.searchsorted(impacts.entry_of[order], np.arange(len(impacts.entries) + 1))

@@ -153,3 +153,21 @@ def test_failed_build_leaves_the_live_generation_alone(kb, tmp_path, monkeypatch
 def test_missing_index_says_what_to_do(tmp_path):
     with pytest.raises(IndexNotFound, match="run 'citebot index' first"):
         Retriever(tmp_path / "nothing")
+
+
+def test_an_index_of_another_version_is_refused_and_rebuilt_in_full(kb, tmp_path):
+    import json as _json
+
+    from kb_index import IndexOutdated
+    from kb_index.index import MANIFEST_FILE
+
+    first = build_index(kb, tmp_path / "ix")
+    manifest_path = tmp_path / "ix" / first.generation / MANIFEST_FILE
+    manifest = _json.loads(manifest_path.read_text())
+    manifest_path.write_text(_json.dumps(manifest | {"schema_version": 1}))
+    with pytest.raises(IndexOutdated, match="run 'citebot index'"):
+        Retriever(tmp_path / "ix")
+    report = build_index(kb, tmp_path / "ix")
+    assert report.full_rebuild and len(report.added) == len(MINI_KB)
+    with Retriever(tmp_path / "ix") as r:
+        assert r.search("Altersteilzeit")[0].entry_id == "lb-atz-01"
