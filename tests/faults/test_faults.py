@@ -188,7 +188,15 @@ def test_slack_answers_429_in_bursts(cluster, fault_report):
     drill(bot, "Slack 429 bursts", fault_report, timeline=timeline, notes="3 bursts of 30 x 429, Retry-After 1")
     limited = [c for c in bot.slack.calls() if c["status"] == 429]
     assert len(limited) == 90
-    assert any(c["method"] == "chat.postMessage" for c in limited)
+    # Retry-After is honoured: the next try of a refused post comes a second later or more.
+    posts = bot.slack.calls("chat.postMessage")
+    refused = [c for c in posts if c["status"] == 429]
+    assert refused, "no answer post hit a burst"
+    for call in refused:
+        thread = call["body"].get("thread_ts")
+        later = [c["at"] for c in posts if c["body"].get("thread_ts") == thread and c["at"] > call["at"]]
+        assert later, f"the post in {thread} was never tried again after a 429"
+        assert min(later) - call["at"] >= 0.9, f"post in {thread} retried {min(later) - call['at']:.2f}s after a 429"
 
 
 def test_every_event_delivered_twice(cluster, fault_report):
