@@ -65,7 +65,7 @@ def renderer() -> Callable[[Answer, Question], object] | None:
 
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
 async def measure(pipeline: Pipeline, questions: list[Question], mode: AnswerMode, render) -> dict[str, list[float]]:

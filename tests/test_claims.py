@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from kb_index import ChunkResult
 
 from bot.grounding import support
 from bot.grounding.claims import DEFAULT_ALLOWED_ROLES, MAX_CLAIMS, verify_claims
@@ -13,6 +12,7 @@ from bot.grounding.lenient_json import parse_lenient_json
 from bot.grounding.prompt import build_evidence
 from bot.messages import message
 from bot.models import AuditMode, Evidence
+from kb_index import ChunkResult
 
 # ------------------------------------------------------------------ seed: lenient parser
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
-from kb_index import ChunkResult
-
 from bot.grounding import support
 from bot.grounding.claims import verify_claims
 from bot.models import Evidence
+from kb_index import ChunkResult
 
 
 def supported(claim: str, passage: str, **kwargs) -> bool:
@@ -58,6 +57,11 @@ def test_an_abbreviation_the_claim_defines_itself_need_not_be_in_the_source():
     assert supported("Increased diastolic blood pressure (DBP) is associated with aortic aneurysm", passage)
 
 
+def test_a_name_may_begin_a_longer_word_but_not_a_longer_code():
+    assert supported("GABA neurons degenerate in these mice", "GABAergic neurons degenerate in these mice.")
+    assert not supported("CD4 cells expand in these mice", "CD40 cells expand in these mice.")
+
+
 def test_codes_match_across_hyphens_and_with_their_decimals():
     assert supported("Ly6C high monocytes are more inflammatory", "Ly-6C high monocytes were more inflammatory.")
     assert supported("Kir7.1 modulates MC4R signalling", "MC4R signalling is modulated by Kir7.1 in neurons.")
@@ -76,6 +80,7 @@ def test_a_negated_claim_needs_a_negation_in_its_supporting_sentences():
 
 def test_negation_cues_are_per_language():
     assert support.negates("Bone marrow cells don't contribute", "en")
+    assert not support.negates("Vasodilation is mediated by NO", "en")  # nitric oxide
     assert support.negates("Teilzeit ist nicht möglich", "de")
     assert not support.negates("Teilzeit ist möglich", "de")
 
