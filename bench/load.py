@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kb_index import build_index  # noqa: E402
-from tests.faults.cluster import (  # noqa: E402
+from kb_index import build_index
+from tests.faults.cluster import (
     APOLOGY,
     GOOD,
     Cluster,
@@ -35,7 +35,7 @@ from tests.faults.cluster import (  # noqa: E402
     peak_memory_mb,
     settle,
 )
-from tests.kb_fixtures import write_mini_kb  # noqa: E402
+from tests.kb_fixtures import write_mini_kb
 
 GOAL_P99_S = 3.0
 GOAL_WEB_MB = 150.0

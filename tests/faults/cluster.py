@@ -417,6 +417,7 @@ class Tally:
     duplicated: int  # more than one
     lost: int  # none by the deadline
     apologised: int  # the one post is the LLM-down apology
+    apologised_ids: list[int] = field(default_factory=list)
     wrongly_apologised: list[int] = field(default_factory=list)  # an LLM reply was there to be had
     seconds: float = 0.0
     notes: str = ""
@@ -474,11 +475,20 @@ def tally(scenario: str, posts: dict[int, list[dict[str, Any]]], *, llm_calls: l
         duplicated=sum(1 for c in counts.values() if c > 1),
         lost=sum(1 for c in counts.values() if c == 0),
         apologised=len(apologised),
+        apologised_ids=apologised,
         # An apology is right only where every LLM request for the question failed.
         wrongly_apologised=[n for n in apologised if ref(n) in good_reply_for],
         seconds=seconds,
         notes=notes,
     )
+
+
+def llm_calls_per_question(llm_calls: list[dict[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for call in llm_calls:
+        for r in _refs_in(call.get("body")):
+            counts[r] = counts.get(r, 0) + 1
+    return counts
 
 
 def _refs_in(body: Any) -> set[str]:

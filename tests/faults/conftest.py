@@ -92,3 +92,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     terminalreporter.section("fault suite")
     terminalreporter.write(render(rows))
     terminalreporter.write_line(f"(also in {config.stash[REPORT_FILE_KEY]})")
+    terminalreporter.write_line(
+        "Redis runs with appendonly yes + appendfsync always; a Redis without persistence forgets "
+        "queued jobs, dedupe keys and post records on a restart: unsupported."
+    )

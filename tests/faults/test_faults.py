@@ -23,7 +23,15 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.faults.cluster import GOOD, Cluster, Sender, settle, tally
+from tests.faults.cluster import (
+    GOOD,
+    Cluster,
+    Sender,
+    llm_calls_per_question,
+    ref,
+    settle,
+    tally,
+)
 from tests.faults.conftest import LLM_TIMEOUT_S
 
 QUESTIONS = 100
@@ -158,6 +166,9 @@ def test_llm_answers_500_for_a_while(cluster, fault_report):
     result, _ = drill(bot, "LLM 500 for 7 s", fault_report, timeline=timeline, llm_may_fail=True,
                       notes="max 3 tries; apology only after all failed")
     assert result.apologised > 0, "no question outlasted the retries: the apology path was not tested"
+    # Past all retries: three tries of the job, each with the LLM client's three requests.
+    calls = llm_calls_per_question(bot.llm.calls())
+    assert {calls.get(ref(n)) for n in result.apologised_ids} == {3 * 3}
 
 
 def test_llm_hangs_past_its_timeout_for_a_while(cluster, fault_report):
