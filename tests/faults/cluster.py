@@ -219,6 +219,13 @@ class Cluster:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Cluster:
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()  # a half-started cluster must not outlive the caller
+            raise
+
+    def _start(self) -> Cluster:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.slack = SlackProcess(self.logs)
         self.llm = LLMProcess(self.logs)
