@@ -136,17 +136,26 @@ def test_a_worker_sigkilled_three_times(cluster, fault_report):
     bot.llm.default({"text": GOOD, "delay": 0.8})
     kills: list[int] = []
 
+    def slow_posts():
+        # Slack takes 2 s over the next posts and makes them anyway: a kill in
+        # that time leaves a job that posted but never recorded it (in doubt).
+        bot.slack.script({"delay": 2.0, "method": "chat.postMessage", "times": 6})
+
     def kill_one():
         victim = bot.workers[0]
         kills.append(victim.pid)
         bot.kill_worker(victim)
         bot.start_worker()
 
-    timeline = Timeline((2.0, kill_one), (5.0, kill_one), (8.0, kill_one))
-    drill(bot, "worker SIGKILLed x3", fault_report, timeline=timeline, notes="kills at 2, 5, 8 s; restarted at once")
+    timeline = Timeline(*((at - 1.0, slow_posts) for at in (2.0, 5.0, 8.0)),
+                        (2.0, kill_one), (5.0, kill_one), (8.0, kill_one))
+    drill(bot, "worker SIGKILLed x3", fault_report, timeline=timeline,
+          notes="kills at 2, 5, 8 s, posts in flight; restarted at once")
     assert len(kills) == 3
     taken_over = bot.worker_logs().count("took over entry")
     assert taken_over > 0, "no job was in flight at a kill: the drill did not test anything"
+    # The in-doubt path ran: a worker looked for its predecessor's post in the thread.
+    assert bot.slack.calls("conversations.replies"), "no kill caught a post in flight"
 
 
 def test_llm_answers_500_for_a_while(cluster, fault_report):
