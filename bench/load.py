@@ -17,6 +17,7 @@ Exits 1 when a goal is missed.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -110,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"peak memory      {name:<8} {mb:.0f} MB" if mb is not None else f"peak memory      {name:<8} n/a")
     if args.keep:
         print(f"logs in {root / 'logs'}")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
 
     misses = []
     if once != args.questions:
