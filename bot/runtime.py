@@ -80,11 +80,7 @@ async def work(settings: Settings, *, concurrency: int, metrics_port: int = 0, *
     settings.require_slack()
     async with AsyncExitStack() as stack:
         if metrics_port:
-            runner = web.AppRunner(create_metrics_app(), access_log=None)
-            await runner.setup()
-            stack.push_async_callback(runner.cleanup)
-            await web.TCPSite(runner, "0.0.0.0", metrics_port).start()
-            log.info("metrics on port %d", metrics_port)
+            await _serve_metrics(stack, metrics_port)
         retriever = stack.enter_context(Retriever(settings.index_dir))
         backend = make_backend(settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout)
         stack.push_async_callback(backend.aclose)
@@ -113,6 +109,21 @@ async def work(settings: Settings, *, concurrency: int, metrics_port: int = 0, *
         await run_worker(
             worker.handle, on_dead=worker.on_dead, redis_url=settings.redis_url, concurrency=concurrency, **consumer_options
         )
+
+
+async def _serve_metrics(stack: AsyncExitStack, port: int) -> None:
+    runner = web.AppRunner(create_metrics_app(), access_log=None)
+    await runner.setup()
+    stack.push_async_callback(runner.cleanup)
+    try:
+        await web.TCPSite(runner, "0.0.0.0", port).start()
+    except OSError as exc:
+        # Two workers on one machine both default to the same port: the
+        # second still answers questions, only without metrics.
+        log.warning("metrics port %d is not free (%s): this worker runs without /metrics; "
+                    "give each worker its own --metrics-port", port, exc.strerror)
+        return
+    log.info("metrics on port %d", port)
 
 
 async def _until_signalled() -> None:

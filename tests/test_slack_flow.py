@@ -356,3 +356,18 @@ def test_a_rebuilt_index_is_used_by_the_next_question_without_restart(citebot, t
     [post] = answers_in(bot, "CGENERAL", after["event"]["ts"])
     assert "30 EUR" in post["text"] and "Gym" in json.dumps(post["blocks"])
     assert "hb-gym-01" in bot.llm.calls[0].body["messages"][1]["content"]
+
+
+def test_a_second_worker_on_the_same_metrics_port_still_answers(citebot):
+    from tests.slack_harness import free_port
+
+    bot = citebot(workers=0)
+    port = str(free_port())
+    first, second = bot.start_worker("--metrics-port", port), bot.start_worker("--metrics-port", port)
+    bot.llm.script(GOOD)
+    wait_until(lambda: "without /metrics" in bot.log("worker1") or "without /metrics" in bot.log("worker0"), 20,
+               "the second worker's warning")
+    event = mention_event(PTO_QUESTION)
+    bot.send_event(event)
+    answers_in(bot, "CGENERAL", event["event"]["ts"])
+    assert first.poll() is None and second.poll() is None
