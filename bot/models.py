@@ -33,6 +33,12 @@ class Outcome(StrEnum):
     ERROR = "error"  # the model or Slack failed past all retries
 
 
+def clip_question(text: str, limit: int) -> tuple[str, bool]:
+    """The question as answered, and whether it had to be cut to `limit` characters."""
+    text = text.strip()
+    return (text[:limit], True) if len(text) > limit else (text, False)
+
+
 class Question(BaseModel):
     """A question as the pipeline sees it; the Slack fields stay empty for `citebot ask`."""
 

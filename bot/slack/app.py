@@ -24,7 +24,7 @@ from bot import metrics
 from bot.channels import ChannelsConfig
 from bot.config import Settings
 from bot.logs import about_question
-from bot.models import Question
+from bot.models import Question, clip_question
 from bot.queue import Job, JobQueue
 from bot.records import Records
 from bot.slack import render
@@ -66,10 +66,7 @@ def create_app(deps: AppDeps) -> AsyncApp:
 
 def make_question(event: dict[str, Any], deps: AppDeps, *, is_dm: bool) -> Question:
     settings = deps.settings
-    text = _MENTION.sub(" ", event.get("text") or "").strip()
-    truncated = len(text) > settings.max_question_chars
-    if truncated:
-        text = text[: settings.max_question_chars]
+    text, truncated = clip_question(_MENTION.sub(" ", event.get("text") or ""), settings.max_question_chars)
     channel = event["channel"]
     policy = deps.channels.policy(channel, is_dm=is_dm)
     return Question(

@@ -1,0 +1,128 @@
+"""Service and operator commands: `citebot serve`, `worker`, `review`, `audit`."""
+
+from __future__ import annotations
+
+import json
+
+from bot.commands import EXIT_OK, EXIT_USAGE, CliError, snippet
+from bot.commands.kb import ensure_index
+from bot.config import ConfigError, Settings
+
+
+def _logging(role: str) -> None:
+    from bot import logs
+
+    logs.setup(role)
+
+
+def _run_service(coro) -> int:
+    import asyncio
+
+    from bot.channels import ChannelsError
+
+    try:
+        asyncio.run(coro)
+    except (ConfigError, ChannelsError) as exc:
+        raise CliError(f"configuration error: {exc}", EXIT_USAGE) from None
+    return EXIT_OK
+
+
+def cmd_serve(args, settings: Settings) -> int:
+    from bot.runtime import serve
+
+    _logging("web")
+    return _run_service(serve(settings, host=args.host, port=args.port))
+
+
+def cmd_worker(args, settings: Settings) -> int:
+    from bot.runtime import work
+
+    if args.concurrency < 1:
+        raise CliError("--concurrency must be at least 1", EXIT_USAGE)
+    _logging("worker")
+    ensure_index(settings)
+    given = {"visibility_timeout": args.visibility_timeout, "max_tries": args.max_tries, "backoff_base": args.backoff_base}
+    options = {name: value for name, value in given.items() if value is not None}
+    return _run_service(work(settings, concurrency=args.concurrency, metrics_port=args.metrics_port, **options))
+
+
+def cmd_review_list(args, settings: Settings) -> int:
+    import datetime as dt
+
+    from bot.records import Records
+
+    reviews = _with_redis(settings, lambda redis: Records(redis).open_reviews())
+    if args.json:
+        print(json.dumps([json.loads(r.model_dump_json()) for r in reviews], ensure_ascii=False, indent=1))
+        return EXIT_OK
+    if not reviews:
+        print("No open reviews.")
+        return EXIT_OK
+    for r in reviews:
+        when = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
+        where = "a direct message" if r.is_dm else f"<#{r.channel}>"
+        kinds = ", ".join(sorted({v.kind for v in r.violations})) or r.kind
+        print(f"{r.review_id}  {when}  {where}  [{kinds}]  {snippet(r.question, 70)}")
+    return EXIT_OK
+
+
+def _with_redis(settings: Settings, use):
+    """Runs `use(redis)` against CITEBOT_REDIS_URL; a Redis that does not answer is one clear line."""
+    import asyncio
+
+    from redis.exceptions import RedisError
+
+    from bot.queue import connect, redis_location
+
+    async def run():
+        redis = connect(settings.redis_url, timeout=5.0)
+        try:
+            return await use(redis)
+        finally:
+            await redis.aclose()
+
+    try:
+        return asyncio.run(run())
+    except (OSError, RedisError) as exc:
+        raise CliError(f"cannot reach Redis at {redis_location(settings.redis_url)}: {exc}") from None
+
+
+def cmd_review_gaps(args, settings: Settings) -> int:
+    import time
+
+    from bot.audit import AuditTrail
+    from bot.gaps import GapQuestion, format_gaps, group_questions
+    from bot.models import Outcome
+
+    if args.days < 1:
+        raise CliError("--days must be at least 1", EXIT_USAGE)
+
+    async def fetch(redis):
+        unanswered = AuditTrail(redis).entries(since=time.time() - args.days * 86400, outcomes={Outcome.REFUSED, Outcome.UNCERTAIN})
+        return [GapQuestion(text=e.question, language=e.language, at=e.at, outcome=str(e.outcome)) async for e in unanswered]
+
+    gaps = group_questions(_with_redis(settings, fetch))
+    if args.json:
+        print(json.dumps([g.as_json() for g in gaps], ensure_ascii=False, indent=1))
+    else:
+        print(format_gaps(gaps, days=args.days))
+    return EXIT_OK
+
+
+def cmd_audit_show(args, settings: Settings) -> int:
+    from bot.audit import AuditTrail, check_cited, entry_json, format_entry
+    from kb_index import IndexNotFound, Retriever
+
+    entry = _with_redis(settings, lambda redis: AuditTrail(redis).get(args.question_id))
+    if entry is None:
+        raise CliError(f"no audit entry for question {args.question_id!r} (never answered, or older than the audit trail keeps)")
+    try:
+        with Retriever(args.index or settings.index_dir) as retriever:
+            status = check_cited(entry, retriever.entry_chunks)
+    except IndexNotFound:
+        status = check_cited(entry, None)
+    if args.json:
+        print(json.dumps(entry_json(entry, status), ensure_ascii=False, indent=1))
+    else:
+        print(format_entry(entry, status))
+    return EXIT_OK
