@@ -34,20 +34,16 @@ import threading
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from tests.fakes.base import ThreadedFake
 
 OPENAI_PATH = "/v1/chat/completions"
 OLLAMA_PATH = "/api/chat"
 DEFAULT_TEXT = "The knowledge base does not cover this question."
 
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True  # a handler hanging on a scripted delay must not block exit
-    # The stdlib default backlog of 5 makes a burst of concurrent clients wait
-    # a second for SYN retries.
-    request_queue_size = 128
 
 
 @dataclass(frozen=True)
@@ -80,47 +76,19 @@ class Call:
     delay: float = 0.0
 
 
-class FakeLLMServer:
+class FakeLLMServer(ThreadedFake):
+    thread_name = "fake-llm"
+
     def __init__(self, replies=(), default: Reply | str | dict = DEFAULT_TEXT, host: str = "127.0.0.1", port: int = 0):
         self._lock = threading.Condition()
         self._script: deque[Reply] = deque(Reply.parse(r) for r in replies)
         self._default = Reply.parse(default)
         self._calls: list[Call] = []
-        # Set on stop, so handlers hanging on a `delay` let go at once.
-        self._stopping = threading.Event()
-        self._httpd = _HTTPServer((host, port), _handler_for(self))
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle
-
-    @property
-    def port(self) -> int:
-        return self._httpd.server_address[1]
+        self._bind(host, port, _handler_for(self))
 
     @property
     def url(self) -> str:
-        return f"http://{self._httpd.server_address[0]}:{self.port}"
-
-    def start(self) -> FakeLLMServer:
-        self._thread = threading.Thread(
-            # A short poll interval: stop() waits up to one interval, once per test.
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-llm", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join()
-        self._httpd.server_close()
-
-    def __enter__(self) -> FakeLLMServer:
-        return self.start()
-
-    def __exit__(self, *exc_info) -> None:
-        self.stop()
+        return self.root
 
     # -- script
 

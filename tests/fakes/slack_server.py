@@ -53,9 +53,11 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.base import ThreadedFake
 
 API_PREFIX = "/api/"
 BOT_USER_ID = "UBOT0001"
@@ -67,11 +69,6 @@ _TS_STEP_US = 100
 # Fields Slack accepts as JSON strings in a form-encoded body.
 _JSON_FIELDS = ("blocks", "attachments", "view", "metadata")
 
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True  # a handler hanging on a scripted delay must not block exit
-    # The stdlib default backlog of 5 makes a burst of concurrent clients wait a second for SYN retries.
-    request_queue_size = 128
 
 
 @dataclass(frozen=True)
@@ -114,7 +111,9 @@ class Failure:
         return item if isinstance(item, Failure) else cls(**item)
 
 
-class FakeSlackServer:
+class FakeSlackServer(ThreadedFake):
+    thread_name = "fake-slack"
+
     def __init__(
         self,
         host: str = "127.0.0.1",
@@ -128,12 +127,10 @@ class FakeSlackServer:
         self.token = token  # if set, only this token is accepted
         self.bot_user_id, self.bot_id, self.team_id = bot_user_id, bot_id, team_id
         self._lock = threading.Condition()
-        self._stopping = threading.Event()  # set on stop, so scripted delays let go at once
         self._ts_counter = 0  # never reset: a ts stays unique across reset() like Slack's
         self._view_counter = 0
         self._clear()
-        self._httpd = _HTTPServer((host, port), _handler_for(self))
-        self._thread: threading.Thread | None = None
+        self._bind(host, port, _handler_for(self))
 
     def _clear(self) -> None:
         self._calls: list[Call] = []
@@ -144,41 +141,10 @@ class FakeSlackServer:
         self._reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
         self._views: dict[str, dict[str, Any]] = {}
 
-    # -- lifecycle
-
-    @property
-    def port(self) -> int:
-        return self._httpd.server_address[1]
-
-    @property
-    def root(self) -> str:
-        return f"http://{self._httpd.server_address[0]}:{self.port}"
-
     @property
     def url(self) -> str:
         """The Web API base URL, for CITEBOT_SLACK_API_URL or AsyncWebClient(base_url=...)."""
         return f"{self.root}{API_PREFIX}"
-
-    def start(self) -> FakeSlackServer:
-        self._thread = threading.Thread(
-            # A short poll interval: stop() waits up to one interval, once per test.
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-slack", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join()
-        self._httpd.server_close()
-
-    def __enter__(self) -> FakeSlackServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     # -- scripting
 

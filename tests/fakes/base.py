@@ -1,0 +1,55 @@
+"""What the fakes share: a real HTTP server on 127.0.0.1, served from a thread."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True  # a handler hanging on a scripted delay must not block exit
+    # The stdlib default backlog of 5 makes a burst of concurrent clients wait
+    # a second for SYN retries.
+    request_queue_size = 128
+
+
+class ThreadedFake:
+    """Start/stop and the address of a fake; subclasses add their routes and script."""
+
+    thread_name = "fake"
+
+    def _bind(self, host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> None:
+        # Set on stop, so handlers hanging on a scripted delay let go at once.
+        self._stopping = threading.Event()
+        self._httpd = _HTTPServer((host, port), handler)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def root(self) -> str:
+        return f"http://{self._httpd.server_address[0]}:{self.port}"
+
+    def start(self) -> Self:
+        self._thread = threading.Thread(
+            # A short poll interval: stop() waits up to one interval, once per test.
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name=self.thread_name, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+        self._httpd.server_close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
