@@ -46,7 +46,7 @@ PROGRESS_REACTION = "eyes"
 # Earlier messages of a thread that a follow-up question takes along.
 THREAD_HISTORY_MESSAGES = 6
 METADATA_EVENT = "citebot_answer"
-_MENTION = re.compile(r"<@[A-Z0-9]+>")
+_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 
 
 @dataclass
@@ -215,7 +215,10 @@ class Worker:
                 resp = await self.slack.conversations_history(
                     channel=question.channel, oldest=question.ts, include_all_metadata=True, limit=200
                 )
-        except Exception as exc:  # noqa: BLE001 - unknown is treated as "not posted", the ledger still guards retries
+        except Exception as exc:  # noqa: BLE001 - see below
+            # Only a worker that died between its post and the ledger record
+            # leads here; if Slack cannot tell us, we post, accepting that
+            # rare duplicate over a question that would never be answered.
             log.warning("could not check thread for question %s: %s", question.id, exc)
             return False
         for msg in resp.get("messages", []):
