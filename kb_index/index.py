@@ -129,7 +129,7 @@ def build_index(
             _write_generation(gen_dir, loaded.entries, previous, report, progress)
             report.entries = len(loaded.entries)
             report.seconds = time.perf_counter() - started
-            _write_manifest(gen_dir, loaded.entries, report, language)
+            _write_manifest(gen_dir, loaded.entries, report, language, Path(kb_dir))
             _switch(index_dir, generation)
         except BaseException:
             shutil.rmtree(gen_dir, ignore_errors=True)
@@ -242,6 +242,15 @@ def read_manifest(gen_dir: Path) -> dict:
     return json.loads((gen_dir / MANIFEST_FILE).read_text())
 
 
+def built_from(gen_dir: Path) -> Path | None:
+    """The knowledge base folder a generation was built from (None if unknown)."""
+    try:
+        kb_dir = read_manifest(gen_dir).get("kb_dir")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return Path(kb_dir) if kb_dir else None
+
+
 def check_generation(gen_dir: Path) -> None:
     """Raises IndexOutdated unless `gen_dir` was built with this version's layout."""
     try:
@@ -271,9 +280,10 @@ def _next_generation(index_dir: Path) -> str:
     return f"gen-{max(numbers, default=0) + 1:06d}"
 
 
-def _write_manifest(gen_dir: Path, entries: list[Entry], report: BuildReport, language: str) -> None:
+def _write_manifest(gen_dir: Path, entries: list[Entry], report: BuildReport, language: str, kb_dir: Path) -> None:
     manifest = {
         "schema_version": SCHEMA_VERSION,
+        "kb_dir": str(kb_dir.resolve()),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "language": language,
         "entries": {e.id: e.content_hash for e in entries},

@@ -93,3 +93,15 @@ def test_console_script_runs_the_readme_command(fresh):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "[1]" in done.stdout and "lb-atz" not in done.stdout.split("Quellen:")[0]
+
+
+def test_ask_reindexes_when_the_kb_folder_changed(fresh, capsys, monkeypatch):
+    from tests.kb_fixtures import write_mini_kb
+
+    ask_json(capsys, "How many vacation days can I carry over?")  # indexes the bundled sample KB
+    kb = write_mini_kb(fresh / "my-kb")
+    monkeypatch.setenv("CITEBOT_KB_DIR", str(kb))
+    code = main(["ask", "Is there free coffee?", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "the index was built from" in err
+    assert json.loads(out)["citations"] == ["hb-cafe-01"]  # an entry only the new KB has

@@ -160,18 +160,26 @@ def _hit_json(hit) -> dict:
 
 
 def ensure_index(settings: Settings) -> None:
-    """The embedded default must work on a fresh clone: index the KB on first use."""
-    from kb_index.index import IndexNotFound, IndexOutdated, check_generation, current_generation
+    """The embedded default must work on a fresh clone: index the KB on first use,
+    and again when the index is outdated or was built from another KB folder."""
+    from kb_index.index import IndexNotFound, IndexOutdated, built_from, check_generation, current_generation
 
     try:
-        check_generation(current_generation(settings.index_dir))
+        gen_dir = current_generation(settings.index_dir)
+        check_generation(gen_dir)
+        source = built_from(gen_dir)
+        why = None
+        if source is not None and source != settings.kb_dir.resolve():
+            why = f"the index was built from {source}, not from {settings.kb_dir}"
     except IndexNotFound as exc:
         why = "an outdated index" if isinstance(exc, IndexOutdated) else "no index yet"
-        print(f"citebot: {why}; indexing {settings.kb_dir} into {settings.index_dir} first", file=sys.stderr)
-        report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language)
-        for error in report.errors:
-            print(f"{settings.kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
-        print(report.summary(), file=sys.stderr)
+    if why is None:
+        return
+    print(f"citebot: {why}; indexing {settings.kb_dir} into {settings.index_dir} first", file=sys.stderr)
+    report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language)
+    for error in report.errors:
+        print(f"{settings.kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
+    print(report.summary(), file=sys.stderr)
 
 
 def make_question(text: str, settings: Settings, *, language: str | None = None, collections=None):
