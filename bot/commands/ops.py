@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bot.commands import EXIT_OK, EXIT_USAGE, CliError, snippet
+from bot.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, snippet
 from bot.commands.kb import ensure_index
 from bot.config import ConfigError, Settings
 
@@ -19,11 +19,14 @@ def _run_service(coro) -> int:
     import asyncio
 
     from bot.channels import ChannelsError
+    from bot.queue import QueueUnavailable
 
     try:
         asyncio.run(coro)
     except (ConfigError, ChannelsError) as exc:
         raise CliError(f"configuration error: {exc}", EXIT_USAGE) from None
+    except QueueUnavailable as exc:
+        raise CliError(f"{str(exc).rstrip('.')} (is Redis running at CITEBOT_REDIS_URL?)", EXIT_FAILED) from None
     return EXIT_OK
 
 
