@@ -42,6 +42,10 @@ def cmd_worker(args, settings: Settings) -> int:
 
     if args.concurrency < 1:
         raise CliError("--concurrency must be at least 1", EXIT_USAGE)
+    try:
+        settings.require_slack()  # before indexing: a missing token should not wait for a build
+    except ConfigError as exc:
+        raise CliError(f"configuration error: {exc}", EXIT_USAGE) from None
     _logging("worker")
     ensure_index(settings)
     given = {"visibility_timeout": args.visibility_timeout, "max_tries": args.max_tries, "backoff_base": args.backoff_base}
