@@ -95,13 +95,18 @@ def test_console_script_runs_the_readme_command(fresh):
     assert "[1]" in done.stdout and "lb-atz" not in done.stdout.split("Quellen:")[0]
 
 
-def test_ask_reindexes_when_the_kb_folder_changed(fresh, capsys, monkeypatch):
+def test_ask_points_out_an_index_of_another_kb_folder_and_citebot_index_fixes_it(fresh, capsys, monkeypatch):
     from tests.kb_fixtures import write_mini_kb
 
     ask_json(capsys, "How many vacation days can I carry over?")  # indexes the bundled sample KB
     kb = write_mini_kb(fresh / "my-kb")
     monkeypatch.setenv("CITEBOT_KB_DIR", str(kb))
-    code = main(["ask", "Is there free coffee?", "--json"])
+    code = main(["ask", "Is there free coffee in the café?", "--json"])
     out, err = capsys.readouterr()
-    assert code == 0 and "the index was built from" in err
-    assert json.loads(out)["citations"] == ["hb-cafe-01"]  # an entry only the new KB has
+    assert code == 0 and "was built from" in err and "run 'citebot index'" in err
+    assert "hb-cafe-01" not in json.loads(out)["citations"]  # the old index is left alone
+    assert main(["index", "-q"]) == 0
+    capsys.readouterr()
+    code = main(["ask", "Is there free coffee in the café?", "--json"])
+    out, err = capsys.readouterr()
+    assert json.loads(out)["citations"] == ["hb-cafe-01"] and "was built from" not in err

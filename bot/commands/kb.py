@@ -160,26 +160,33 @@ def _hit_json(hit) -> dict:
 
 
 def ensure_index(settings: Settings) -> None:
-    """The embedded default must work on a fresh clone: index the KB on first use,
-    and again when the index is outdated or was built from another KB folder."""
+    """The embedded default must work on a fresh clone: index the KB on first use
+    (or when the index is of another version).
+
+    An index built from another folder than CITEBOT_KB_DIR is only pointed out,
+    never rebuilt: the index may be the live one of a running bot, and a wrong
+    or unset CITEBOT_KB_DIR must not replace it with another knowledge base.
+    """
     from kb_index.index import IndexNotFound, IndexOutdated, built_from, check_generation, current_generation
 
     try:
         gen_dir = current_generation(settings.index_dir)
         check_generation(gen_dir)
-        source = built_from(gen_dir)
-        why = None
-        if source is not None and source != settings.kb_dir.resolve():
-            why = f"the index was built from {source}, not from {settings.kb_dir}"
     except IndexNotFound as exc:
         why = "an outdated index" if isinstance(exc, IndexOutdated) else "no index yet"
-    if why is None:
+        print(f"citebot: {why}; indexing {settings.kb_dir} into {settings.index_dir} first", file=sys.stderr)
+        report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language)
+        for error in report.errors:
+            print(f"{settings.kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
+        print(report.summary(), file=sys.stderr)
         return
-    print(f"citebot: {why}; indexing {settings.kb_dir} into {settings.index_dir} first", file=sys.stderr)
-    report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language)
-    for error in report.errors:
-        print(f"{settings.kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
-    print(report.summary(), file=sys.stderr)
+    source = built_from(gen_dir)
+    if source is not None and source != settings.kb_dir.resolve():
+        print(
+            f"citebot: note: the index in {settings.index_dir} was built from {source}, not from "
+            f"CITEBOT_KB_DIR ({settings.kb_dir}); run 'citebot index' to index that folder",
+            file=sys.stderr,
+        )
 
 
 def make_question(text: str, settings: Settings, *, language: str | None = None, collections=None):
