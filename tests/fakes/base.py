@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
@@ -53,3 +54,27 @@ class ThreadedFake:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def send_body(handler: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str,
+              headers: dict[str, str] | None = None) -> None:
+    try:
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the client gave up waiting (a timeout test): nothing to tell it
+
+
+def serve_until_signalled(server: ThreadedFake, url: str) -> None:
+    """For `python -m tests.fakes.…`: serve until SIGTERM or SIGINT."""
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    with server:
+        print(f"listening on {url}", flush=True)
+        done.wait()

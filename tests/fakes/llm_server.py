@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import threading
 import time
@@ -38,7 +37,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.base import ThreadedFake
+from tests.fakes.base import ThreadedFake, send_body, serve_until_signalled
 
 OPENAI_PATH = "/v1/chat/completions"
 OLLAMA_PATH = "/api/chat"
@@ -204,17 +203,7 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             self._send(200, '{"ok": true}')
 
         def _send(self, status: int, payload: str, headers: dict[str, str] | None = None) -> None:
-            data = payload.encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up waiting (a timeout test): nothing to tell it
+            send_body(self, status, payload.encode(), "application/json", headers)
 
     return Handler
 
@@ -234,12 +223,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     script = load_script(args.script)
     server = FakeLLMServer(script.get("replies", []), script.get("default", DEFAULT_TEXT), args.host, args.port)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
-    with server:
-        print(f"listening on {server.url}", flush=True)
-        done.wait()
+    serve_until_signalled(server, server.url)
     sys.exit(0)
 
 

@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import sys
 import threading
 import time
@@ -57,7 +56,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fakes.base import ThreadedFake
+from tests.fakes.base import ThreadedFake, send_body, serve_until_signalled
 
 API_PREFIX = "/api/"
 BOT_USER_ID = "UBOT0001"
@@ -544,17 +543,7 @@ def _handler_for(server: FakeSlackServer) -> type[BaseHTTPRequestHandler]:
             self._send(200, {"ok": True})
 
         def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up waiting (a timeout test): nothing to tell it
+            send_body(self, status, json.dumps(payload).encode(), "application/json; charset=utf-8", headers)
 
     return Handler
 
@@ -565,12 +554,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed at start)")
     parser.add_argument("--token", help="accept only this token (others answer invalid_auth)")
     args = parser.parse_args(argv)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
-    with FakeSlackServer(args.host, args.port, token=args.token) as server:
-        print(f"listening on {server.url}", flush=True)
-        done.wait()
+    server = FakeSlackServer(args.host, args.port, token=args.token)
+    serve_until_signalled(server, server.url)
     sys.exit(0)
 
 
