@@ -97,10 +97,8 @@ class ReviewDesk:
             return
         key = f"review-card:{record.review_id}"
         claim = await self.ledger.claim_post(key)
-        if claim is not PostClaim.GRANTED and record.card_ts:
-            return
-        if claim is PostClaim.POSTED:
-            return
+        if claim is PostClaim.POSTED or (claim is PostClaim.IN_DOUBT and record.card_ts):
+            return  # posted before this run, or posted and saved just before a crash
         response = await call(self.slack.chat_postMessage(channel=channel, **render.review_card(record)), "post a review card")
         await self.ledger.record_posted(key, response["channel"], response["ts"])
         record.card_channel, record.card_ts = response["channel"], response["ts"]
