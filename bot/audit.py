@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
@@ -89,6 +90,7 @@ class AuditEntry(BaseModel):
     n_context: int = 0
     cited: list[CitedChunk] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    answerability: dict[str, Any] | None = None  # why the question went to the model, or was refused before it
     # Where the reply went (from the PostLedger), kept here because the ledger
     # forgets after a week and a source note may come a month later.
     posted_channel: str | None = None
@@ -144,6 +146,7 @@ def audit_entry(
             for s in answer.sources
         ],
         timings_ms=dict(answer.timings_ms),
+        answerability=answer.answerability,
         **fields,
     )
 
@@ -279,6 +282,10 @@ def format_entry(entry: AuditEntry, status: dict[int, str]) -> str:
         lines.append("violations  " + ("none" if not entry.violations else f"{len(entry.violations)}"))
         lines += [f"  {v.kind}: {v.detail}" for v in entry.violations]
         lines.append("fix-ups     " + (", ".join(entry.json_fixups) or "none"))
+    if entry.answerability:
+        a = entry.answerability
+        verdict = "answerable" if a.get("answerable") else "refused before the model"
+        lines.append(f"coverage    {verdict}: {a.get('reason', '')}")
     lines.append("cited       " + ("none" if not entry.cited else ""))
     for c in entry.cited:
         stand = f" · Stand {c.stand}" if c.stand else ""

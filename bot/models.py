@@ -149,6 +149,8 @@ class Answer(BaseModel):
     n_context: int = 0
     draft: str | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    # Retrieval's decision whether the KB covers the question (kb_index.answerability).
+    answerability: dict[str, Any] | None = None
     outcome: Outcome = Field(default=Outcome.ANSWERED, exclude=True)
     partial: bool = Field(default=False, exclude=True)  # HYBRID: only the verified claims
     model: str = Field(default="", exclude=True)

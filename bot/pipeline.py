@@ -3,7 +3,9 @@
 One place wires the stages; `citebot ask` runs it in-process and the Slack
 worker runs it per job. The rules that make it safe:
 
-- nothing usable retrieved -> the refusal, without calling the model;
+- a question plainly outside the knowledge base (retrieval's answerability
+  decision) -> the refusal, without calling the model; anything in between
+  goes to the model, which is told to say when the blocks do not answer;
 - a draft that fails verification is regenerated once, with the violations
   as feedback; a second failure gives the uncertain message and keeps the draft;
 - the model being down is not an answer: `LLMError` propagates, so the caller
@@ -12,6 +14,7 @@ worker runs it per job. The rules that make it safe:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -22,11 +25,9 @@ from bot.grounding.claims import DEFAULT_ALLOWED_ROLES, verify_claims
 from bot.grounding.prompt import build_evidence, build_request, retry_messages, trim_to_budget
 from bot.llm import Backend
 from bot.models import Answer, AnswerMode, AuditMode, Evidence, GenerationRequest, Question, Verdict, Violation
-from kb_index import ChunkResult, Retriever
-
-# How many earlier thread messages a follow-up question takes into retrieval:
-# "and for part-timers?" needs the question before it, not the whole thread.
-HISTORY_FOR_RETRIEVAL = 2
+from kb_index import Retriever
+from kb_index.question import retrieval_text
+from kb_index.search import Retrieval
 
 
 class Pipeline:
@@ -51,13 +52,16 @@ class Pipeline:
         mode = mode or self.mode
         timings: dict[str, float] = {}
         with _timed(timings, "retrieve"):
-            chunks = self.retrieve(question)
-        if not chunks:
+            # In a thread: embedding the question takes tens of milliseconds of
+            # CPU, which would stall every other job of a worker's event loop.
+            retrieval = await asyncio.to_thread(self.retrieve, question)
+        if not (retrieval.answerability.answerable and retrieval.hits):
             answer = refusal_answer(question, question.language, mode)
+            answer.answerability = retrieval.answerability.to_dict()
             answer.timings_ms = timings
             return answer
 
-        evidence = build_evidence(trim_to_budget(chunks, self.budget_chars))
+        evidence = build_evidence(trim_to_budget(retrieval.hits, self.budget_chars))
         request = build_request(question, evidence, mode)
         draft, verdict = await self._generate_and_verify(request, evidence, question.language, timings)
         regenerations = 0
@@ -73,15 +77,15 @@ class Pipeline:
         answer = build_answer(question, draft, verdict, evidence, mode, question.language)
         answer.context = [make_source(ev.block, ev) for ev in evidence]
         answer.regenerations = regenerations
+        answer.answerability = retrieval.answerability.to_dict()
         answer.model = self.backend.name
         answer.timings_ms = timings
         return answer
 
-    def retrieve(self, question: Question) -> list[ChunkResult]:
-        query = question.text
-        if question.history:
-            query = " ".join([*question.history[-HISTORY_FOR_RETRIEVAL:], question.text])
-        return self.retriever.search(query, k=self.top_k, collections=question.collections)
+    def retrieve(self, question: Question) -> Retrieval:
+        # A follow-up ("and for part-timers?") is searched with the question before it.
+        query = retrieval_text(question.text, question.history)
+        return self.retriever.retrieve(query, k=self.top_k, collections=question.collections)
 
     async def _generate_and_verify(
         self, request: GenerationRequest, evidence: list[Evidence], language: str, timings: dict[str, float]

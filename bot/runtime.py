@@ -23,6 +23,7 @@ from bot.slack.app import AppDeps, create_app
 from bot.slack.calls import make_client
 from bot.slack.web import create_metrics_app, create_web_app
 from bot.worker import Worker
+from bot.embedder import make_embedder
 from kb_index import Retriever
 from kb_index.index import IndexNotFound, current_generation
 
@@ -81,7 +82,8 @@ async def work(settings: Settings, *, concurrency: int, metrics_port: int = 0, *
     async with AsyncExitStack() as stack:
         if metrics_port:
             await _serve_metrics(stack, metrics_port)
-        retriever = stack.enter_context(Retriever(settings.index_dir))
+        embedder = make_embedder(settings)
+        retriever = stack.enter_context(Retriever(settings.index_dir, embedder=embedder, min_cosine=settings.min_cosine))
         backend = make_backend(settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout)
         stack.push_async_callback(backend.aclose)
         redis = connect(settings.redis_url, timeout=REDIS_TIMEOUT_S)
@@ -105,7 +107,10 @@ async def work(settings: Settings, *, concurrency: int, metrics_port: int = 0, *
             reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger),
             audit=AuditTrail(redis),
         )
-        log.info("worker started: %d jobs at once, index %s, LLM %s", concurrency, retriever.generation, backend.name)
+        log.info(
+            "worker started: %d jobs at once, index %s, LLM %s, embedder %s",
+            concurrency, retriever.generation, backend.name, embedder.name if embedder else "none (BM25 only)",
+        )
         await run_worker(
             worker.handle, on_dead=worker.on_dead, redis_url=settings.redis_url, concurrency=concurrency, **consumer_options
         )

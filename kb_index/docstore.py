@@ -50,6 +50,14 @@ class DocStore:
         start, end = int(self._offsets[docnum]), int(self._offsets[docnum + 1])
         return json.loads(self._data[start:end])
 
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def get_live(self, docnum: int) -> dict | None:
+        """The stored document, or None for a deleted docnum (stored as an empty line)."""
+        start, end = int(self._offsets[docnum]), int(self._offsets[docnum + 1])
+        return json.loads(self._data[start:end]) if end - start > 1 else None
+
     def close(self) -> None:
         if isinstance(self._data, mmap.mmap):
             self._data.close()

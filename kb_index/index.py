@@ -30,13 +30,13 @@ from pathlib import Path
 from whoosh import index as whoosh_index
 from whoosh.fields import ID, STORED, TEXT, Schema
 
-from kb_index import docstore, impacts
+from kb_index import docstore, impacts, vectors
 from kb_index.analysis import LANGUAGES, analyzer, subword_analyzer
 from kb_index.entries import Entry, LoadError, chunk_hash, load_kb
 
 # Bump when the schema, the analyzers or the stored document change: an index
 # of another version is rebuilt from scratch instead of updated.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 CURRENT_FILE = "CURRENT"
 MANIFEST_FILE = "manifest.json"
 LOCK_FILE = ".build.lock"
@@ -80,6 +80,9 @@ class BuildReport:
     errors: list[LoadError] = field(default_factory=list)
     full_rebuild: bool = False
     seconds: float = 0.0
+    embedder: str | None = None  # the model the chunk vectors came from; None: BM25 only
+    embedded: int = 0  # chunks embedded by this build (the rest were reused)
+    reembedded: bool = False  # the embedding model changed, so every chunk was embedded again
 
     @property
     def skipped(self) -> int:
@@ -87,10 +90,16 @@ class BuildReport:
 
     def summary(self) -> str:
         kind = "built" if self.full_rebuild else "updated"
+        if self.embedder is None:
+            vectors_note = "no embeddings (BM25 only)"
+        else:
+            why = ", model changed" if self.reembedded else ""
+            vectors_note = f"{self.embedded} chunks embedded with {self.embedder}{why}"
         return (
             f"index {kind}: {self.entries} entries, {self.chunks} chunks "
             f"({len(self.added)} added, {len(self.updated)} changed, {len(self.removed)} removed, "
-            f"{self.unchanged} unchanged), {self.skipped} skipped, {self.seconds:.1f}s -> {self.generation}"
+            f"{self.unchanged} unchanged), {self.skipped} skipped, {vectors_note}, "
+            f"{self.seconds:.1f}s -> {self.generation}"
         )
 
 
@@ -108,12 +117,15 @@ def build_index(
     *,
     language: str = "en",
     rebuild: bool = False,
-    progress: Callable[[str, int, int], None] | None = None,
+    embedder=None,
+    progress: Callable[[str, int, int | None], None] | None = None,
 ) -> BuildReport:
     """Build or update the index of `kb_dir` in `index_dir` and switch to it.
 
     `progress(stage, done, total)` is called as work advances. Entries whose
-    content did not change are not re-indexed unless `rebuild` is set.
+    content did not change are not re-indexed unless `rebuild` is set. With an
+    `embedder` (kb_index.embedding), every chunk also gets a vector; only
+    chunks whose text changed are embedded again, unless the model changed.
     """
     started = time.perf_counter()
     index_dir = Path(index_dir)
@@ -127,6 +139,8 @@ def build_index(
         report.full_rebuild = previous is None
         try:
             _write_generation(gen_dir, loaded.entries, previous, report, progress)
+            if embedder is not None:
+                _write_vectors(gen_dir, previous, embedder, report, progress)
             report.entries = len(loaded.entries)
             report.seconds = time.perf_counter() - started
             _write_manifest(gen_dir, loaded.entries, report, language, Path(kb_dir))
@@ -175,6 +189,31 @@ def _write_generation(gen_dir: Path, entries: list[Entry], previous: dict | None
         impacts.build(reader, progress=_stage(progress, "score", None)).save(gen_dir)
         docstore.write(reader, gen_dir, progress=_stage(progress, "store", reader.doc_count_all()))
     ix.close()
+
+
+def _write_vectors(gen_dir: Path, previous: dict | None, embedder, report: BuildReport, progress) -> None:
+    """Chunk vectors for the new generation, reusing the previous generation's where the text is the same.
+
+    A `--rebuild` (previous is None) re-indexes everything but still reuses the
+    live generation's vectors: embedding is the slow part, and a vector depends
+    only on the text and the model, both of which the stored keys check.
+    """
+    live_dir = previous["dir"] if previous else _live_dir(gen_dir.parent)
+    old = vectors.Vectors.load(live_dir) if live_dir is not None else None
+    store = docstore.DocStore(gen_dir)
+    try:
+        docs = [store.get_live(i) for i in range(len(store))]
+    finally:
+        store.close()
+    report.embedded, report.reembedded = vectors.build(docs, embedder, old, gen_dir, progress)
+    report.embedder = embedder.name
+
+
+def _live_dir(index_dir: Path) -> Path | None:
+    try:
+        return current_generation(index_dir)
+    except IndexNotFound:
+        return None
 
 
 def entry_documents(entry: Entry) -> list[dict]:
@@ -289,6 +328,7 @@ def _write_manifest(gen_dir: Path, entries: list[Entry], report: BuildReport, la
         "entries": {e.id: e.content_hash for e in entries},
         "chunks": report.chunks,
         "skipped": [str(err) for err in report.errors],
+        "embedder": report.embedder,
     }
     _atomic_write(gen_dir / MANIFEST_FILE, json.dumps(manifest, indent=1, sort_keys=True))
 
@@ -315,7 +355,15 @@ def _link_copy(src: Path, dst: Path) -> None:
         except OSError:
             shutil.copy2(s, d)
 
-    derived = (f"{impacts.ARRAY_PREFIX}*", impacts.META_FILE, docstore.DOCS_FILE, docstore.OFFSETS_FILE)
+    derived = (
+        f"{impacts.ARRAY_PREFIX}*",
+        impacts.META_FILE,
+        docstore.DOCS_FILE,
+        docstore.OFFSETS_FILE,
+        vectors.VECTORS_FILE,
+        vectors.KEYS_FILE,
+        vectors.META_FILE,
+    )
     ignore = shutil.ignore_patterns(MANIFEST_FILE, *derived, "*.lock", "MAIN_WRITELOCK")
     shutil.copytree(src, dst, copy_function=link_or_copy, ignore=ignore)
 

@@ -1,15 +1,19 @@
-"""Retriever: the user's words -> ranked chunks, or nothing usable.
+"""Retriever: the user's words -> ranked chunks, and whether the question is answerable from them.
 
 Ranking is BM25F over title, metadata and section text (impacts.py), plus a
-lower-weighted German subword stream for compounds. The question is plain
+lower-weighted German subword stream for compounds, fused (reciprocal rank
+fusion) with the cosine ranking of chunk embeddings when the index has them
+and the Retriever has an embedder of the same model. The question is plain
 text: it is analyzed, never parsed, so quotes, colons, AND/OR/NOT, wildcards,
 emoji or 10 kB of pasted text cannot raise.
 
-"Nothing usable" is decided by term coverage: a hit must contain enough of
-the question's distinctive words, weighted by idf, with words the KB has never
-seen counting as the rarest. A question about the exchange rate of the Bermuda
-dollar then finds nothing, even though some entry mentions a "rate", and the
-answering side refuses without calling a model.
+Before either ranking, greetings, sign-offs, mentions, links and emoji are
+stripped (question.py), and a message that asks two things is split into its
+parts: each part is ranked on its own and the lists are merged in turns, so
+the second topic gets its blocks into the context too.
+
+Ranking never drops a hit. Whether the question is answerable at all is a
+separate decision (answerability.py) that `retrieve` returns beside the hits.
 """
 
 from __future__ import annotations
@@ -21,15 +25,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import logging
+
 from kb_index.analysis import SUBWORD_GRAM, query_terms
+from kb_index.answerability import Answerability, Calibration, PartSignals, calibration_for, decide
 from kb_index.docstore import DocStore
+from kb_index.embedding import EmbedderError
 from kb_index.impacts import Impacts
 from kb_index.index import CURRENT_FILE, check_generation, current_generation
+from kb_index.question import split_question, strip_chatter
 from kb_index.results import ChunkResult
+from kb_index.vectors import Vectors
 
-# Share of the question's idf mass a chunk must contain to count as a hit.
-# Tuned on tests/data/sample_questions.yaml (answerable vs. off-topic).
-MIN_COVERAGE = 0.45
+log = logging.getLogger(__name__)
+
+# Reciprocal rank fusion: score = sum over rankings of 1 / (RRF_K + rank).
+# 60 is the constant of Cormack et al. (2009); it keeps a hit that one ranking
+# puts first from drowning one that both put in their top ten.
+RRF_K = 60
+# How deep each ranking is read for fusion.
+FUSION_DEPTH = 200
+# Hits whose coverage is measured for the answerability decision.
+COVERAGE_DEPTH = 10
 # Weight of a word's subword grams, relative to the word itself.
 SUBWORD_WEIGHT = 0.3
 # Long pasted text: only the most distinctive terms are scored, so a 10 kB
@@ -55,6 +72,17 @@ class _Generation:
     docs: DocStore
     entry_order: np.ndarray  # docnums sorted by entry code
     entry_starts: np.ndarray  # per entry code: first position in entry_order
+    vectors: Vectors | None  # None: built without an embedder, or by another model than ours
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What `Retriever.retrieve` found: ranked hits, the decision, and the parts searched."""
+
+    hits: list[ChunkResult]
+    answerability: Answerability
+    parts: list[str]
+    semantic: bool  # the embedding ranking took part
 
 
 class Retriever:
@@ -62,11 +90,16 @@ class Retriever:
 
     Cheap to call from many threads: a rebuild swaps the generation under a
     lock, searches already running finish on the one they started with.
+
+    With an `embedder` (kb_index.embedding) whose model built the index's
+    vectors, rankings are fused with embedding similarity and answerability
+    uses the cosine; `min_cosine` overrides the model's calibrated threshold.
     """
 
-    def __init__(self, index_dir: str | Path, *, min_coverage: float = MIN_COVERAGE):
+    def __init__(self, index_dir: str | Path, *, embedder=None, min_cosine: float | None = None):
         self.index_dir = Path(index_dir)
-        self.min_coverage = min_coverage
+        self.embedder = embedder
+        self.min_cosine = min_cosine
         self._lock = threading.Lock()
         self._gen: _Generation | None = None
         self._retired: list[_Generation] = []
@@ -83,6 +116,17 @@ class Retriever:
         gen = self._current()
         return int(gen.impacts.live.sum())
 
+    @property
+    def semantic(self) -> bool:
+        """Whether searches use embeddings (an embedder of the model the live generation was built with)."""
+        return self._current().vectors is not None
+
+    @property
+    def calibration(self) -> Calibration:
+        gen = self._current()
+        model = gen.vectors.model if gen.vectors is not None else None
+        return calibration_for(model, self.min_cosine)
+
     def search(
         self,
         query: str,
@@ -90,25 +134,53 @@ class Retriever:
         collections: list[str] | None = None,
         *,
         expand: bool = True,
-        min_coverage: float | None = None,
     ) -> list[ChunkResult]:
-        """Best `k` chunks for `query`, then cross-ref expansions; [] if nothing usable."""
+        """Best `k` chunks for `query`, then cross-ref expansions. Never filtered by answerability."""
+        return self.retrieve(query, k, collections, expand=expand).hits
+
+    def retrieve(
+        self,
+        query: str,
+        k: int = 10,
+        collections: list[str] | None = None,
+        *,
+        expand: bool = True,
+    ) -> Retrieval:
+        """Ranked hits for `query` and the decision whether it is answerable from the KB."""
         gen = self._current()
         imp = gen.impacts
-        words = self._words(imp, query)
-        if not words or k <= 0:
-            return []
-        scores = self._scores(imp, words)
         allowed = self._allowed(imp, collections)
-        scores = np.where(allowed, scores, 0.0)
-        top = _top(scores, k)
-        floor = self.min_coverage if min_coverage is None else min_coverage
-        if floor > 0 and len(top):
-            top = top[self._coverage(imp, words, top) >= floor]
-        hits = [self._result(gen, d, float(scores[d])) for d in top]
+        calibration = calibration_for(gen.vectors.model if gen.vectors is not None else None, self.min_cosine)
+        text = _clip(query)
+        clean = strip_chatter(text)
+        parts = split_question(clean) if clean else []
+        texts = [clean, *parts] if len(parts) > 1 else [clean]
+        cosines = self._cosines(gen, texts, allowed)
+
+        rankings: list[np.ndarray] = []
+        signals: list[PartSignals] = []
+        fused_of: dict[int, float] = {}
+        for i, part in enumerate(texts):
+            words = self._words(imp, part)
+            bm25 = np.where(allowed, self._scores(imp, words), 0.0) if words else np.zeros(imp.doc_count)
+            ranked, fused = self._rank(bm25, cosines[i] if cosines is not None else None, max(k, COVERAGE_DEPTH))
+            rankings.append(ranked)
+            for d, f in zip(ranked, fused):
+                fused_of.setdefault(int(d), float(f))
+            signals.append(self._signals(gen, part, words, bm25, cosines[i] if cosines is not None else None))
+
+        answerability = decide(signals, calibration)
+        # A split question: the parts take turns, so the second topic is not
+        # crowded out by the first; the whole question's list fills the rest.
+        order = _interleave(rankings[1:] + rankings[:1]) if len(rankings) > 1 else list(rankings[0])
+        top = order[:k] if k > 0 else []
+        hits = [self._result(gen, d, fused_of.get(int(d), 0.0)) for d in top]
         if expand and hits:
-            hits += self._expansions(gen, hits, scores, allowed, limit=max(2, k // 2))
-        return hits
+            merged = np.zeros(imp.doc_count)
+            for d, f in fused_of.items():
+                merged[d] = f
+            hits += self._expansions(gen, hits, merged, allowed, limit=max(2, k // 2))
+        return Retrieval(hits, answerability, parts if len(parts) > 1 else [clean], cosines is not None)
 
     def entry_chunks(self, entry_id: str) -> list[ChunkResult]:
         """The live chunks of one entry, in section order; [] if the index has no such entry.
@@ -157,7 +229,23 @@ class Retriever:
         impacts = Impacts.load(gen_dir)
         order = np.argsort(impacts.entry_of, kind="stable")
         starts = np.searchsorted(impacts.entry_of[order], np.arange(len(impacts.entries) + 1))
-        return _Generation(gen_dir.name, stamp, impacts, DocStore(gen_dir), order, starts)
+        return _Generation(gen_dir.name, stamp, impacts, DocStore(gen_dir), order, starts, self._vectors(gen_dir))
+
+    def _vectors(self, gen_dir: Path) -> Vectors | None:
+        if self.embedder is None:
+            return None
+        found = Vectors.load(gen_dir)
+        if found is None or found.model != self.embedder.name:
+            # Cosines between two models' vectors mean nothing: BM25 alone until
+            # `citebot index` embeds the chunks with the configured model.
+            log.warning(
+                "index %s has %s; searching with BM25 only until 'citebot index' embeds it with %s",
+                gen_dir.name,
+                f"vectors of {found.model}" if found else "no vectors",
+                self.embedder.name,
+            )
+            return None
+        return found
 
     def _current(self) -> _Generation:
         gen = self._gen
@@ -181,8 +269,7 @@ class Retriever:
 
     # ------------------------------------------------------------- scoring
 
-    def _words(self, imp: Impacts, query: str) -> list[_Word]:
-        text = query if len(query) <= MAX_QUERY_CHARS else query[:MAX_QUERY_CHARS].rsplit(None, 1)[0]
+    def _words(self, imp: Impacts, text: str) -> list[_Word]:
         unseen_idf = float(np.log(1.0 + (imp.doc_count - 0.5) / 1.5))
         words: list[_Word] = []
         for space in ("en", "de"):
@@ -216,12 +303,57 @@ class Retriever:
         codes = [i for i, name in enumerate(imp.collections) if name in set(collections)]
         return imp.live & np.isin(imp.collection_of, codes)
 
+    def _cosines(self, gen: _Generation, texts: list[str], allowed: np.ndarray) -> np.ndarray | None:
+        """Per text: the cosine with every chunk (-1 where not allowed); None without vectors."""
+        if gen.vectors is None or not any(texts):
+            return None
+        try:
+            queries = self.embedder.embed_queries(texts)
+        except EmbedderError as exc:
+            # The question is still answered, on BM25 alone: an embedding
+            # server being down must not turn every question into an error.
+            log.warning("embedding the question failed, searching with BM25 only: %s", exc)
+            return None
+        return np.stack([gen.vectors.cosines(q, allowed) for q in queries])
+
+    def _rank(self, bm25: np.ndarray, cosine: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Docnums best first, with their scores: BM25 alone, or fused with the cosine ranking."""
+        if cosine is None:
+            top = _top(bm25, max(k, FUSION_DEPTH))
+            return top, bm25[top]
+        fused = np.zeros(len(bm25))
+        for ranking in (_top(bm25, FUSION_DEPTH), _top(cosine + 1.0, FUSION_DEPTH)):
+            fused[ranking] += 1.0 / (RRF_K + 1 + np.arange(len(ranking)))
+        top = _top(fused, max(k, FUSION_DEPTH))
+        return top, fused[top]
+
+    def _signals(self, gen: _Generation, text: str, words, bm25: np.ndarray, cosine: np.ndarray | None) -> PartSignals:
+        imp = gen.impacts
+        entry = lambda d: imp.entries[imp.entry_of[d]]  # noqa: E731
+        cos_value, cos_entry = None, None
+        if cosine is not None and cosine.max() > -1.0:
+            best = int(np.argmax(cosine))
+            cos_value, cos_entry = round(float(cosine[best]), 4), entry(best)
+        coverage, cov_entry = 0.0, None
+        top = _top(bm25, COVERAGE_DEPTH)
+        if words and len(top):
+            shares = self._coverage(imp, words, top)
+            best = int(np.argmax(shares))
+            coverage, cov_entry = float(shares[best]), entry(top[best])
+        return PartSignals(text, cos_value, cos_entry, coverage, cov_entry)
+
     def _coverage(self, imp: Impacts, words: list[_Word], docs: np.ndarray) -> np.ndarray:
-        """Per doc: the share of the question's idf mass it contains, best language."""
+        """Per doc: the share of the question's idf mass it contains, best language.
+
+        A word the KB has never seen counts at the median idf of the words it
+        has: such a word is as often context or chatter ("Zweitjob", "Hamburg")
+        as the topic, so it lowers the share without vetoing it.
+        """
+        unseen = float(np.median(imp.idf)) if len(imp.idf) else 1.0
         best = np.zeros(len(docs))
         for space in ("en", "de"):
             mine = [w for w in words if w.space == space]
-            total = sum(w.idf for w in mine)
+            total = sum(w.idf if w.row is not None else unseen for w in mine)
             if not total:
                 continue
             covered = np.zeros(len(docs))
@@ -297,6 +429,22 @@ def _letters_covered(imp: Impacts, gram_rows: tuple[int, ...], docs: np.ndarray)
         lo, hi = max(0, letter - SUBWORD_GRAM + 1), min(len(gram_rows), letter + 1)
         covered &= matched[lo:hi].any(axis=0)
     return covered
+
+
+def _clip(query: str) -> str:
+    return query if len(query) <= MAX_QUERY_CHARS else query[:MAX_QUERY_CHARS].rsplit(None, 1)[0]
+
+
+def _interleave(rankings: list[np.ndarray]) -> list[int]:
+    """Docnums taken in turns from each ranking, each once."""
+    seen: set[int] = set()
+    out: list[int] = []
+    for row in range(max(len(r) for r in rankings)):
+        for ranking in rankings:
+            if row < len(ranking) and int(ranking[row]) not in seen:
+                seen.add(int(ranking[row]))
+                out.append(int(ranking[row]))
+    return out
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:

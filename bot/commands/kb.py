@@ -18,7 +18,9 @@ def cmd_index(args, settings: Settings) -> int:
     if not kb_dir.is_dir():
         raise CliError(f"knowledge base folder not found: {kb_dir}", EXIT_USAGE)
     previous = _live_entry_hashes(index_dir)
-    report = build_kb_index(kb_dir, index_dir, settings.language, rebuild=args.rebuild, quiet=args.quiet)
+    report = build_kb_index(
+        kb_dir, index_dir, settings.language, embedder=_embedder(settings), rebuild=args.rebuild, quiet=args.quiet
+    )
     for error in report.errors:
         print(f"{kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
     print(report.summary())
@@ -68,25 +70,61 @@ def _notify_source_changes(report, previous, index_dir: Path, settings: Settings
     print(f"source changes: {count} answer(s) in Slack cited a changed or removed entry and will get a note")
 
 
-def build_kb_index(kb_dir: Path, index_dir: Path, language: str, *, rebuild: bool = False, quiet: bool = False):
+def _embedder(settings: Settings):
+    from bot.embedder import make_embedder
+    from bot.config import ConfigError
+
+    try:
+        return make_embedder(settings)
+    except ConfigError as exc:
+        raise CliError(f"configuration error: {exc}", EXIT_USAGE) from None
+
+
+def build_kb_index(
+    kb_dir: Path, index_dir: Path, language: str, *, embedder=None, rebuild: bool = False, quiet: bool = False
+):
     from kb_index import build_index
+    from kb_index.embedding import EmbedderError
 
     with _Progress(enabled=not quiet) as progress:
-        return build_index(kb_dir, index_dir, language=language, rebuild=rebuild, progress=progress)
+        try:
+            return build_index(
+                kb_dir, index_dir, language=language, embedder=embedder, rebuild=rebuild, progress=progress
+            )
+        except EmbedderError as exc:
+            raise CliError(f"embedding failed, the live index is unchanged: {exc}", EXIT_FAILED) from None
 
 
 class _Progress:
-    """A tqdm bar per build stage on stderr; silent when stderr is not a terminal."""
+    """A tqdm bar per build stage on stderr.
 
-    LABELS = {"load": "reading KB", "index": "indexing", "score": "scoring terms", "store": "storing chunks"}
+    When stderr is not a terminal (a log, CI), the one slow stage still says
+    what it is doing, in one line: embedding a KB takes minutes on a CPU and
+    silence would look like a hang.
+    """
+
+    LABELS = {
+        "load": "reading KB",
+        "index": "indexing",
+        "score": "scoring terms",
+        "store": "storing chunks",
+        "embed": "embedding chunks",
+    }
 
     def __init__(self, enabled: bool):
-        self.enabled = enabled and sys.stderr.isatty()
+        self.enabled = enabled
+        self.bars = enabled and sys.stderr.isatty()
         self._bar = None
         self._stage = None
 
     def __call__(self, stage: str, done: int, total: int | None) -> None:
         if not self.enabled:
+            return
+        if not self.bars:
+            if stage == "embed" and stage != self._stage:
+                self._stage = stage
+                print(f"citebot: embedding {total} chunks (only new or changed ones; this can take a while)…",
+                      file=sys.stderr, flush=True)
             return
         from tqdm import tqdm
 
@@ -111,11 +149,11 @@ class _Progress:
 # ---------------------------------------------------------------- search
 
 
-def open_retriever(index_dir: Path):
+def open_retriever(index_dir: Path, settings: Settings):
     from kb_index import IndexNotFound, Retriever
 
     try:
-        return Retriever(index_dir)
+        return Retriever(index_dir, embedder=_embedder(settings), min_cosine=settings.min_cosine)
     except IndexNotFound as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
 
@@ -123,13 +161,22 @@ def open_retriever(index_dir: Path):
 def cmd_search(args, settings: Settings) -> int:
     if args.k <= 0:
         raise CliError("-k must be a positive number", EXIT_USAGE)
-    with open_retriever(args.index or settings.index_dir) as retriever:
-        hits = retriever.search(args.query, k=args.k, collections=args.collection)
+    with open_retriever(args.index or settings.index_dir, settings) as retriever:
+        found = retriever.retrieve(args.query, k=args.k, collections=args.collection)
+    hits, decision = found.hits, found.answerability
     if args.json:
-        print(json.dumps([_hit_json(h) for h in hits], ensure_ascii=False, indent=1))
+        print(json.dumps(
+            {"answerability": decision.to_dict(), "parts": found.parts, "semantic": found.semantic,
+             "hits": [_hit_json(h) for h in hits]},
+            ensure_ascii=False, indent=1,
+        ))
         return EXIT_OK
+    verdict = "answerable" if decision.answerable else "not covered: would be refused before the model"
+    print(f"{verdict} ({decision.reason})")
+    if len(found.parts) > 1:
+        print("parts: " + " | ".join(found.parts))
     if not hits:
-        print("No usable hit: the knowledge base does not seem to cover this.")
+        print("No hit.")
         return EXIT_OK
     rank = 0
     for hit in hits:
@@ -169,24 +216,39 @@ def ensure_index(settings: Settings) -> None:
     """
     from kb_index.index import IndexNotFound, IndexOutdated, built_from, check_generation, current_generation
 
+    from kb_index.vectors import model_of
+
+    embedder = _embedder(settings)
     try:
         gen_dir = current_generation(settings.index_dir)
         check_generation(gen_dir)
     except IndexNotFound as exc:
         why = "an outdated index" if isinstance(exc, IndexOutdated) else "no index yet"
-        print(f"citebot: {why}; indexing {settings.kb_dir} into {settings.index_dir} first", file=sys.stderr)
-        report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language)
-        for error in report.errors:
-            print(f"{settings.kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
-        print(report.summary(), file=sys.stderr)
+        _index_first(settings, embedder, f"{why}; indexing {settings.kb_dir} into {settings.index_dir} first")
         return
     source = built_from(gen_dir)
+    same_kb = source is None or source == settings.kb_dir.resolve()
+    if embedder is not None and same_kb and model_of(gen_dir) != embedder.name:
+        # Only the vectors are missing or of another model: the update keeps
+        # every entry and embeds the chunks, so nothing a running bot relies on changes.
+        found = model_of(gen_dir)
+        why = f"vectors of {found}" if found else "no chunk vectors"
+        _index_first(settings, embedder, f"the index has {why}; embedding it with {embedder.name} first")
+        return
     if source is not None and source != settings.kb_dir.resolve():
         print(
             f"citebot: note: the index in {settings.index_dir} was built from {source}, not from "
             f"CITEBOT_KB_DIR ({settings.kb_dir}); run 'citebot index' to index that folder",
             file=sys.stderr,
         )
+
+
+def _index_first(settings: Settings, embedder, why: str) -> None:
+    print(f"citebot: {why}", file=sys.stderr)
+    report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language, embedder=embedder)
+    for error in report.errors:
+        print(f"{settings.kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
+    print(report.summary(), file=sys.stderr)
 
 
 def make_question(text: str, settings: Settings, *, language: str | None = None, collections=None):
@@ -235,7 +297,7 @@ def cmd_ask(args, settings: Settings) -> int:
     mode = AnswerMode(args.mode) if args.mode else None
 
     async def run():
-        with open_retriever(settings.index_dir) as retriever:
+        with open_retriever(settings.index_dir, settings) as retriever:
             pipeline = make_pipeline(settings, retriever)
             try:
                 return await pipeline.answer(question, mode=mode)
