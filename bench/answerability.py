@@ -85,7 +85,7 @@ def evaluate_set(retriever: Retriever, questions: list[dict]) -> dict:
         out["ans_refused"] += refused
         if refused:
             out["misses"].append(("refused", q["q"], found.answerability.reason))
-        top3 = [h.entry_id for h in found.hits if not h.expanded][:3]
+        top3 = _distinct([h.entry_id for h in found.hits if not h.expanded])[:3]
         in_top3 = bool(expect & set(top3))
         out["top3"] += in_top3
         if not in_top3:
@@ -102,6 +102,10 @@ def evaluate_set(retriever: Retriever, questions: list[dict]) -> dict:
             if not both:
                 out["misses"].append(("two-topic incomplete", q["q"], f"parts {q['parts']}, context {sorted(context)}"))
     return out
+
+
+def _distinct(ids: list[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
 
 
 def print_set(name: str, results: dict[str, dict], show_misses: bool) -> None:

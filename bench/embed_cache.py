@@ -19,7 +19,8 @@ class CachedEmbedder:
         self.name = inner.name
         self.dim = inner.dim
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path))
+        # Retrieval runs in a worker thread (Pipeline), so one connection serves several threads.
+        self._db = sqlite3.connect(str(path), check_same_thread=False)
         self._db.execute("CREATE TABLE IF NOT EXISTS vec (key TEXT PRIMARY KEY, v BLOB)")
         self.misses = 0
 

@@ -68,7 +68,7 @@ def ndcg_at(ranked: list[str], relevant: set[str], k: int = 10) -> float:
 def evaluate(retriever: Retriever, queries, qrels) -> tuple[float, float]:
     ndcgs, recalls = [], []
     for qid, text in queries.items():
-        hits = retriever.search(text, k=100, expand=False, min_coverage=0.0)
+        hits = retriever.search(text, k=100, expand=False)
         ranked = [h.entry_id for h in hits]
         ndcgs.append(ndcg_at(ranked, qrels[qid]))
         recalls.append(len(set(ranked) & qrels[qid]) / len(qrels[qid]))

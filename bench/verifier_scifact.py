@@ -137,7 +137,7 @@ def hard_negatives(claims: list[dict], corpus: dict[str, dict], data: Path) -> d
         with Retriever(index_dir) as retriever:
             for c in claims:
                 exclude = set(c["evidence"]) | {str(d) for d in c.get("cited_doc_ids", [])}
-                hits = retriever.search(c["claim"], k=HARD_NEGATIVE_DEPTH, expand=False, min_coverage=0.0)
+                hits = retriever.search(c["claim"], k=HARD_NEGATIVE_DEPTH, expand=False)
                 for hit in hits:
                     doc = hit.entry_id.removeprefix("d")
                     if doc not in exclude and doc in corpus:

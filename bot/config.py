@@ -23,6 +23,8 @@ from bot.models import AnswerMode
 # The sample KB ships inside the kb_index package, so an installed wheel and a
 # source checkout both find it without a path in the environment.
 BUNDLED_KB_DIR = Path(kb_index.__file__).resolve().parent / "sample"
+# Its chunk vectors (bench/sample_vectors.py), so the quick start embeds nothing on first use.
+BUNDLED_VECTORS_DIR = Path(kb_index.__file__).resolve().parent / "sample_vectors"
 
 LLM_BACKENDS = ("extractive", "openai", "ollama")
 # auto: the in-process embedder where its package is installed, else none (BM25 only).

@@ -41,15 +41,20 @@ class Calibration:
     strong_coverage: float
 
 
-# Coverage a question needs when there is no calibrated embedder.
-BM25_MIN_COVERAGE = 0.34
-# Coverage that passes a question whatever the embedding says.
-STRONG_COVERAGE = 0.75
+# Coverage a question needs when there is no calibrated embedder. Low on
+# purpose: words alone cannot tell "phrased differently" (or asked in the other
+# language) from "off-topic", and a wrong refusal is never corrected later.
+# Tune half: 1.7 % of answerable questions below it, 12 % of off-topic ones.
+BM25_MIN_COVERAGE = 0.16
+# Coverage that passes a question whatever the embedding says (off-topic
+# questions on the tune half reach at most 0.78).
+STRONG_COVERAGE = 0.8
 
-# Keyed by a normalised model name (see `model_key`). The e5 value is from the
-# tuning half of tests/data/answerability.yaml; bench/answerability.py prints it.
+# Keyed by a normalised model name (see `model_key`). The value is the highest
+# threshold that refuses at most 1 % of the answerable questions of the tune
+# half of tests/data/answerability.yaml (bench/answerability.py --calibrate).
 CALIBRATIONS: dict[str, Calibration] = {
-    "multilingual-e5-small": Calibration(min_cosine=0.80, strong_coverage=STRONG_COVERAGE),
+    "multilingual-e5-small": Calibration(min_cosine=0.81, strong_coverage=STRONG_COVERAGE),
 }
 UNCALIBRATED = Calibration(min_cosine=None, strong_coverage=BM25_MIN_COVERAGE)
 

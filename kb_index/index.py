@@ -118,6 +118,7 @@ def build_index(
     language: str = "en",
     rebuild: bool = False,
     embedder=None,
+    seed_vectors: Path | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
 ) -> BuildReport:
     """Build or update the index of `kb_dir` in `index_dir` and switch to it.
@@ -126,6 +127,8 @@ def build_index(
     content did not change are not re-indexed unless `rebuild` is set. With an
     `embedder` (kb_index.embedding), every chunk also gets a vector; only
     chunks whose text changed are embedded again, unless the model changed.
+    `seed_vectors` is a folder of vectors shipped with the KB (vectors.write_seed):
+    chunks whose text and model match are taken from there instead of embedded.
     """
     started = time.perf_counter()
     index_dir = Path(index_dir)
@@ -140,7 +143,7 @@ def build_index(
         try:
             _write_generation(gen_dir, loaded.entries, previous, report, progress)
             if embedder is not None:
-                _write_vectors(gen_dir, previous, embedder, report, progress)
+                _write_vectors(gen_dir, previous, embedder, report, progress, seed_vectors)
             report.entries = len(loaded.entries)
             report.seconds = time.perf_counter() - started
             _write_manifest(gen_dir, loaded.entries, report, language, Path(kb_dir))
@@ -191,7 +194,9 @@ def _write_generation(gen_dir: Path, entries: list[Entry], previous: dict | None
     ix.close()
 
 
-def _write_vectors(gen_dir: Path, previous: dict | None, embedder, report: BuildReport, progress) -> None:
+def _write_vectors(
+    gen_dir: Path, previous: dict | None, embedder, report: BuildReport, progress, seed_dir: Path | None
+) -> None:
     """Chunk vectors for the new generation, reusing the previous generation's where the text is the same.
 
     A `--rebuild` (previous is None) re-indexes everything but still reuses the
@@ -205,7 +210,8 @@ def _write_vectors(gen_dir: Path, previous: dict | None, embedder, report: Build
         docs = [store.get_live(i) for i in range(len(store))]
     finally:
         store.close()
-    report.embedded, report.reembedded = vectors.build(docs, embedder, old, gen_dir, progress)
+    seeds = (vectors.Vectors.load(seed_dir),) if seed_dir is not None else ()
+    report.embedded, report.reembedded = vectors.build(docs, embedder, old, gen_dir, progress, seeds)
     report.embedder = embedder.name
 
 
@@ -362,6 +368,7 @@ def _link_copy(src: Path, dst: Path) -> None:
         docstore.OFFSETS_FILE,
         vectors.VECTORS_FILE,
         vectors.KEYS_FILE,
+        vectors.LANG_FILE,
         vectors.META_FILE,
     )
     ignore = shutil.ignore_patterns(MANIFEST_FILE, *derived, "*.lock", "MAIN_WRITELOCK")

@@ -15,7 +15,7 @@ from tests.fakes import FakeLLMServer, Reply
 
 CONTRACT_KEYS = {
     "question", "answer", "verified", "refused", "citations", "sources", "mode", "audit_mode",
-    "violations", "regenerations", "n_context", "draft", "timings_ms",
+    "violations", "regenerations", "n_context", "draft", "timings_ms", "answerability",
 }
 
 
@@ -45,7 +45,7 @@ def test_first_ask_indexes_the_sample_kb_and_answers_verified(fresh, capsys):
 
 
 def test_off_topic_question_is_refused(fresh, capsys):
-    code, answer = ask_json(capsys, "Wie hoch ist der Wechselkurs von Bermuda-Dollar?")
+    code, answer = ask_json(capsys, "Wie hoch ist der Wechselkurs von Bermuda-Dollar heute?")
     assert code == 0 and answer["refused"] and answer["verified"]
     assert answer["answer"] == message(Key.REFUSAL, "de")
     assert answer["sources"] == [] and answer["n_context"] == 0

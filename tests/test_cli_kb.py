@@ -43,20 +43,27 @@ def test_search_json_lists_hits_with_the_contract_keys(env, capsys):
     main(["index", "-q"])
     capsys.readouterr()
     assert main(["search", "Altersteilzeit Lebensjahr", "-k", "1", "--json"]) == 0
-    hits = json.loads(capsys.readouterr().out)
+    found = json.loads(capsys.readouterr().out)
+    hits = found["hits"]
     assert [(h["entry_id"], h["expanded"]) for h in hits] == [("lb-atz-01", False), ("lb-atz-02", True)]
     assert {"entry_id", "section", "title", "collection", "score", "expanded"} <= set(hits[0])
+    decision = found["answerability"]
+    assert decision["answerable"] is True and decision["entry_id"] == "lb-atz-01"
+    assert {"score", "threshold", "signal", "reason"} <= set(decision)
 
 
-def test_search_text_output_and_no_hit(env, capsys):
+def test_search_shows_the_answerability_decision(env, capsys):
     main(["index", "-q"])
     capsys.readouterr()
     main(["search", "vacation carry over"])
-    assert "[hb-pto-01] Annual leave · Carry-over · Stand 2026-02" in capsys.readouterr().out
-    main(["search", "Bermuda exchange rate"])
-    assert "No usable hit" in capsys.readouterr().out
-    assert main(["search", "Bermuda exchange rate", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == []
+    out = capsys.readouterr().out
+    assert out.startswith("answerable (")
+    assert "[hb-pto-01] Annual leave · Carry-over · Stand 2026-02" in out
+    main(["search", "What is the share price of ACME today?"])
+    assert capsys.readouterr().out.startswith("not covered: would be refused before the model (")
+    assert main(["search", "What is the share price of ACME today?", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["answerability"]["answerable"] is False and found["answerability"]["reason"]
 
 
 def test_search_without_an_index_says_how_to_build_one(env, capsys):

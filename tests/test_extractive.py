@@ -15,6 +15,7 @@ from bot.extractive import (
 )
 from bot.grounding.citations import verify_citations
 from bot.grounding.claims import verify_claims
+from bot.messages import Key, message
 from bot.models import AnswerMode, AuditMode, Evidence, GenerationRequest
 from kb_index import ChunkResult
 
@@ -319,14 +320,21 @@ code. Code.
     ]
 
 
-def test_weak_extra_sentences_are_dropped_even_close_to_the_best():
-    # Six topics, one sentence each: every sentence covers a sixth of the question.
+def test_weak_extra_sentences_are_dropped():
+    # The first sentence covers three of five topics; each other one only a fifth.
+    text = "Employees get parking, a laptop and bikes. The canteen opens at noon. The gym is free."
+    pairs = cited_sentences(ask("parking laptop canteen gym bikes", evidence(("perks", text))))
+    assert pairs == [("Employees get parking, a laptop and bikes.", "perks")]
+
+
+def test_a_sentence_sharing_one_word_with_the_question_is_no_answer():
+    # Six topics, one sentence each: the best sentence covers a sixth of the question.
     text = (
         "Employees get parking. Employees get a laptop. The canteen opens at noon. "
         "The gym is free. Bikes are leased. Phones are provided."
     )
-    pairs = cited_sentences(ask("parking laptop canteen gym bikes phones", evidence(("perks", text))))
-    assert pairs == [("Employees get parking.", "perks")]
+    draft = ask("parking laptop canteen gym bikes phones", evidence(("perks", text)))
+    assert draft == message(Key.REFUSAL, "en")
 
 
 # ----------------------------------------------------------------- against the verifiers

@@ -188,9 +188,9 @@ async def test_llm_down_raises_for_the_caller_to_handle(pipeline, llm):
 
 async def test_thread_history_joins_retrieval(retriever):
     pipe = Pipeline(retriever, ExtractiveBackend())
-    alone = pipe.retrieve(Question(text="und wie hoch ist die Aufstockung?", language="de"))
+    alone = pipe.retrieve(Question(text="und wie hoch ist die Aufstockung?", language="de")).hits
     followup = pipe.retrieve(Question(text="und wie hoch ist die Aufstockung?", language="de",
-                                      history=["Was ist Altersteilzeit?"]))
+                                      history=["Was ist Altersteilzeit?"])).hits
     assert "lb-atz-02" in [h.entry_id for h in followup]
     assert [h.entry_id for h in followup][:1] != [] and len(followup) >= len(alone)
 

@@ -83,13 +83,16 @@ def _embedder(settings: Settings):
 def build_kb_index(
     kb_dir: Path, index_dir: Path, language: str, *, embedder=None, rebuild: bool = False, quiet: bool = False
 ):
+    from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR
     from kb_index import build_index
     from kb_index.embedding import EmbedderError
 
+    seed = BUNDLED_VECTORS_DIR if kb_dir.resolve() == BUNDLED_KB_DIR and BUNDLED_VECTORS_DIR.is_dir() else None
     with _Progress(enabled=not quiet) as progress:
         try:
             return build_index(
-                kb_dir, index_dir, language=language, embedder=embedder, rebuild=rebuild, progress=progress
+                kb_dir, index_dir, language=language, embedder=embedder, seed_vectors=seed, rebuild=rebuild,
+                progress=progress,
             )
         except EmbedderError as exc:
             raise CliError(f"embedding failed, the live index is unchanged: {exc}", EXIT_FAILED) from None
