@@ -7,7 +7,8 @@ from the path. Every `##` section becomes one chunk.
 
 Loading never stops at a bad file: each problem becomes a `LoadError` with the
 file and line, and the entry is left out, so one typo does not take the whole
-KB down with it.
+KB down with it. Which files are read at all (regular files inside the folder,
+no symbolic links, FIFOs or devices, none over the size cap) is files.py's job.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import yaml
 
-SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm"}
+from kb_index.files import Skipped, read_kb_files
+
 DEFAULT_COLLECTION = "default"
 DEFAULT_SOURCE_ROLE = "primary_answer_source"
 
@@ -104,28 +106,18 @@ class EntryError(Exception):
         self.message = message
 
 
-def kb_files(kb_dir: Path) -> list[Path]:
-    """Every entry file under the KB folder, in a stable order; hidden paths skipped."""
-    return sorted(
-        p
-        for p in kb_dir.rglob("*")
-        if p.is_file()
-        and p.suffix.lower() in SUFFIXES
-        and not any(part.startswith(".") for part in p.relative_to(kb_dir).parts)
-    )
-
-
 def load_kb(kb_dir: str | Path, language: str = "en", progress=None) -> LoadResult:
     """Loads every entry; bad ones become errors. `progress(n)` is called per file."""
     kb_dir = Path(kb_dir)
     if not kb_dir.is_dir():
         raise FileNotFoundError(f"knowledge base folder not found: {kb_dir}")
     result = LoadResult()
-    for path in kb_files(kb_dir):
+    for rel, data in read_kb_files(kb_dir):
         result.files += 1
-        rel = path.relative_to(kb_dir).as_posix()
         try:
-            result.entries.append(load_entry(path, rel, language))
+            if isinstance(data, Skipped):
+                raise EntryError(1, data.reason)
+            result.entries.append(parse_entry(data, rel, language))
         except EntryError as exc:
             result.errors.append(LoadError(rel, exc.line, exc.message))
         if progress:
@@ -135,21 +127,23 @@ def load_kb(kb_dir: str | Path, language: str = "en", progress=None) -> LoadResu
     return result
 
 
-def load_entry(path: Path, rel: str, language: str) -> Entry:
+def parse_entry(data: bytes, rel: str, language: str) -> Entry:
+    """The entry of one file's bytes; `rel` (its path in the KB) gives the collection and suffix."""
     try:
-        raw = path.read_bytes().decode("utf-8-sig")
+        raw = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise EntryError(1, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     raw = raw.replace("\r\n", "\n")
     if not raw.strip():
         raise EntryError(1, "empty file")
     collection = _collection_of(rel)
-    suffix = path.suffix.lower()
+    name = PurePosixPath(rel)
+    suffix = name.suffix.lower()
     if suffix in (".md", ".markdown") and raw.startswith("---\n"):
         return _front_matter_entry(raw, rel, collection, language)
     if suffix in (".html", ".htm"):
         raw = html_to_markdown(raw)
-    return _plain_entry(raw, rel, collection, language, path.stem)
+    return _plain_entry(raw, rel, collection, language, name.stem)
 
 
 def _collection_of(rel: str) -> str:
