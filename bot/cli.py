@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="build or update the search index of the knowledge base")
     p.add_argument("--kb", type=Path, help="knowledge base folder (default: CITEBOT_KB_DIR or the bundled sample)")
     p.add_argument("--index", type=Path, help="index folder (default: CITEBOT_INDEX_DIR)")
-    p.add_argument("--keep-going", action="store_true", help="exit 0 even if some entries were skipped")
+    p.add_argument("--keep-going", action="store_true", help="switch in the new index (and exit 0) even if some files were skipped; failed entries keep their last good version")
     p.add_argument("--rebuild", action="store_true", help="re-index every entry, not only the changed ones")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_index)

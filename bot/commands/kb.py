@@ -18,17 +18,21 @@ def cmd_index(args, settings: Settings) -> int:
     if not kb_dir.is_dir():
         raise CliError(f"knowledge base folder not found: {kb_dir}", EXIT_USAGE)
     previous = _live_entry_hashes(index_dir)
-    report = build_kb_index(kb_dir, index_dir, settings.language, rebuild=args.rebuild, quiet=args.quiet)
+    report = build_kb_index(
+        kb_dir, index_dir, settings.language, rebuild=args.rebuild, quiet=args.quiet, keep_going=args.keep_going
+    )
     for error in report.errors:
         print(f"{kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
     print(report.summary())
-    _notify_source_changes(report, previous, index_dir, settings)
-    if report.errors and not args.keep_going:
+    if not report.switched:
         print(
-            f"citebot: {report.skipped} file(s) skipped; fix them, or pass --keep-going to accept a partial index",
+            f"citebot: {report.skipped} file(s) skipped, so the new index was not switched in and the live index "
+            f"({report.live or 'none yet'}) is unchanged; fix them, or pass --keep-going to switch in the index with "
+            "the last good version of each failed entry",
             file=sys.stderr,
         )
         return EXIT_FAILED
+    _notify_source_changes(report, previous, index_dir, settings)
     return EXIT_OK
 
 
@@ -68,11 +72,15 @@ def _notify_source_changes(report, previous, index_dir: Path, settings: Settings
     print(f"source changes: {count} answer(s) in Slack cited a changed or removed entry and will get a note")
 
 
-def build_kb_index(kb_dir: Path, index_dir: Path, language: str, *, rebuild: bool = False, quiet: bool = False):
+def build_kb_index(
+    kb_dir: Path, index_dir: Path, language: str, *, rebuild: bool = False, quiet: bool = False, keep_going: bool = False
+):
     from kb_index import build_index
 
     with _Progress(enabled=not quiet) as progress:
-        return build_index(kb_dir, index_dir, language=language, rebuild=rebuild, progress=progress)
+        return build_index(
+            kb_dir, index_dir, language=language, rebuild=rebuild, keep_going=keep_going, progress=progress
+        )
 
 
 class _Progress:
@@ -175,7 +183,9 @@ def ensure_index(settings: Settings) -> None:
     except IndexNotFound as exc:
         why = "an outdated index" if isinstance(exc, IndexOutdated) else "no index yet"
         print(f"citebot: {why}; indexing {settings.kb_dir} into {settings.index_dir} first", file=sys.stderr)
-        report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language)
+        # There is no usable live index to protect here, and without one nothing
+        # can be answered: a KB with broken files still gets the rest indexed.
+        report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language, keep_going=True)
         for error in report.errors:
             print(f"{settings.kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
         print(report.summary(), file=sys.stderr)
