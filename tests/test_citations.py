@@ -132,6 +132,32 @@ def test_unclosed_leading_block_is_all_reasoning():
     assert strip_think(OPEN + "still thinking about [lb-atz-99]") == ""
 
 
+@pytest.mark.parametrize(
+    ("opening", "closing"),
+    [
+        ("<think >", "</think >"),
+        ('<think foo="x">', "</think>"),
+        ("<THINK>", "</THINK>"),
+        ("<Thinking\n>", "</thinking\t>"),
+        ("< think>", "</ think >"),
+        ("<reasoning effort='high'>", "</REASONING >"),
+    ],
+)
+def test_reasoning_tags_with_spaces_attributes_or_capitals_are_stripped(opening, closing):
+    text = opening + "maybe [lb-atz-99] at 60?" + closing + "Antwort [lb-min-01]."
+    assert strip_think(text) == "Antwort [lb-min-01]."
+    assert strip_think("maybe [lb-atz-99]" + closing + " Antwort [x].") == "Antwort [x]."
+    assert strip_think("Antwort [x]. " + opening + "still thinking") == "Antwort [x]."
+
+
+def test_empty_self_closing_reasoning_tag_hides_nothing():
+    assert strip_think("<think/>Antwort [x].") == "Antwort [x]."
+
+
+def test_words_that_only_start_like_a_tag_are_kept():
+    assert strip_think("Use <thinker> and <thinkpad> here [x].") == "Use <thinker> and <thinkpad> here [x]."
+
+
 def test_reasoning_is_not_verified():
     verdict = verify(OPEN + "Vielleicht [lb-atz-99] mit 60 Jahren?" + CLOSE + "ATZ ist Teilzeit [lb-atz-01].")
     assert verdict.ok and verdict.citations == ["lb-atz-01"]
