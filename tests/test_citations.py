@@ -105,6 +105,19 @@ def test_refusal_embedded_in_longer_reply_is_a_refusal():
     assert verdict.ok and verdict.refusal
 
 
+def test_refusal_with_a_short_lead_in_is_a_refusal():
+    assert verify(f"Sorry, {REFUSAL_EN}", build_evidence([MIN1]), "en").refusal
+    assert verify(f"Leider: {REFUSAL_DE}", build_evidence([MIN1])).refusal
+
+
+def test_refusal_followed_by_a_statement_is_an_answer_and_gets_checked():
+    # The statement cites no known KB-ID, so only the refusal would have been seen.
+    verdict = verify(f"{REFUSAL_EN} However, you get 30 days [E1].", EVIDENCE, "en")
+    assert not verdict.refusal and not verdict.ok and "UNKNOWN_ID" in kinds(verdict)
+    verdict = verify(f"{REFUSAL_DE} Es gibt aber 30 Urlaubstage im Jahr.", EVIDENCE)
+    assert not verdict.refusal and kinds(verdict) == ["NO_CITATION"]
+
+
 def test_refusal_ignores_case_accents_and_punctuation():
     assert contains_refusal("dazu enthalt die wissensbasis, keine aussage")
     assert contains_refusal("THE KNOWLEDGE BASE DOESN'T COVER THIS QUESTION")

@@ -274,6 +274,24 @@ def test_refusal_sentence_as_plain_text_or_as_only_claim_is_a_refusal():
     assert verify_claims(claims_json((message("refusal", "en"), [])), []).refusal
 
 
+def test_refusal_followed_by_a_cited_statement_in_plain_text_is_not_a_refusal():
+    draft = f"{message('refusal', 'en')} However, you get 30 days [E1]."
+    v = verify_claims(draft, [ev("E1", "Every employee gets 28 days of paid leave.")])
+    assert not v.refusal and not v.ok and kinds(v) == ["SCHEMA_INVALID"]
+
+
+def test_refusal_claim_that_goes_on_to_state_something_is_checked_as_a_claim():
+    draft = claims_json((f"{message('refusal', 'en')} However, you get thirty days of leave.", []))
+    v = verify_claims(draft, [ev("E1", "Every employee gets 28 days of paid leave.")])
+    assert not v.refusal and not v.ok and "UNSUPPORTED_CLAIM" in kinds(v)
+
+
+def test_refusal_claim_next_to_a_cited_claim_is_an_answer():
+    draft = claims_json((message("refusal", "en"), []), ("Employees get 30 days of paid leave", ["E1"]))
+    v = verify_claims(draft, [ev("E1", "Every employee gets 28 days of paid leave.")])
+    assert not v.refusal and not v.ok
+
+
 # ------------------------------------------------------------------ support test
 
 

@@ -2,7 +2,8 @@
 
 Rules (DESIGN 3.6), each a violation kind:
 - UNKNOWN_ID: a cited id is not one of the context blocks' KB-IDs.
-- NO_CITATION: the answer cites nothing at all (and is not a refusal).
+- NO_CITATION: the answer cites nothing at all (and is not a refusal: the refusal
+  sentence and nothing else, see text.is_refusal).
 - NUMBER_NOT_IN_SOURCE: a number, date or amount of a sentence is not stated by
   the blocks that sentence cites.
 - QUOTE_NOT_IN_SOURCE: a double-quoted passage is not verbatim in a cited block.
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 
 from bot.grounding.numbers import missing_numbers
 from bot.grounding.refs import IdSet, Ref, find_refs, ordered_ids, strip_refs
-from bot.grounding.text import contains_refusal, paragraphs, quote_in, quoted_passages, sentences, strip_think
+from bot.grounding.text import is_refusal, paragraphs, quote_in, quoted_passages, sentences, strip_think
 from bot.models import Evidence, Verdict, Violation
 
 
@@ -135,7 +136,7 @@ def verify_citations(draft_text: str, evidence: list[Evidence], language: str = 
     groups = _sentences(text, known, language)
     flat = [s for group in groups for s in group]
     citations = ordered_ids([r for s in flat for r in s.refs])
-    if contains_refusal(text) and not citations:
+    if is_refusal(text) and not citations:
         return Verdict(ok=True, refusal=True)
     violations = _unknown_id_violations(flat)
     if not any(s.has_refs for s in flat):

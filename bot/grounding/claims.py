@@ -19,7 +19,8 @@ verdict's claims carry the resolved pointer ids.
 
 A refusal is a verified answer without claims: an empty claim list (the only way
 to refuse under schema-constrained decoding), claims that only say the refusal
-sentence, or the refusal sentence as plain text instead of JSON.
+sentence, or the refusal sentence as plain text instead of JSON. A refusal that
+goes on to state something is not one (text.is_refusal): it is checked.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 from bot.grounding.lenient_json import parse_lenient_json
 from bot.grounding.numbers import missing_numbers
 from bot.grounding.support import Weigher, assess, weigher
-from bot.grounding.text import DOUBLE_QUOTE_CHARS, contains_refusal, strip_think
+from bot.grounding.text import DOUBLE_QUOTE_CHARS, is_refusal, strip_think
 from bot.models import AuditMode, Claim, Evidence, Verdict, Violation
 
 # Source roles a claim may rest on. Background material (noisy_background_source)
@@ -178,12 +179,12 @@ def verify_claims(
         obj, fixups = parse_lenient_json(text)
         claims = _read_claims(obj)
     except json.JSONDecodeError as exc:
-        if contains_refusal(text):
+        if is_refusal(text):
             return _refusal([])
         return _schema_invalid(f"not JSON: {exc.msg}", [])
     except _SchemaError as exc:
         return _schema_invalid(str(exc), fixups)
-    if all(not c.evidence_ids and contains_refusal(c.text) for c in claims):
+    if all(not c.evidence_ids and is_refusal(c.text) for c in claims):
         return _refusal(fixups)  # also true for an empty list
     index = EvidenceIndex(evidence)
     checked, violations = [], []

@@ -189,3 +189,26 @@ def contains_refusal(text: str) -> bool:
     alone or inside a longer reply ("Zu dieser Frage: Dazu enthält ...")?"""
     folded = f" {fold(text)} "
     return any(f" {phrase} " in folded for phrase in _REFUSAL_PHRASES)
+
+
+# Words a refusal may come with and still be nothing but a refusal: a lead-in
+# ("Zu dieser Frage:", "I'm sorry, but"). Anything longer says something else,
+# and that has to be checked like any answer.
+MAX_REFUSAL_LEAD_IN_WORDS = 5
+
+
+def is_refusal(text: str) -> bool:
+    """Is the text the refusal sentence and nothing else (a short lead-in aside)?
+
+    "The knowledge base does not cover this question. However, you get 30 days
+    [hb-pto-01]." contains the refusal but is an answer: its statement must be
+    verified, not waved through with the refusal.
+    """
+    folded = f" {fold(text)} "
+    rest = folded
+    for phrase in _REFUSAL_PHRASES:
+        rest = rest.replace(f" {phrase} ", " ")
+    if rest == folded:
+        return False
+    words = rest.split()
+    return len(words) <= MAX_REFUSAL_LEAD_IN_WORDS and not any(ch.isdigit() for ch in rest)
