@@ -14,6 +14,7 @@ from bot.commands import EXIT_USAGE, CliError
 from bot.commands.kb import cmd_ask, cmd_index, cmd_search
 from bot.commands.ops import cmd_audit_show, cmd_review_gaps, cmd_review_list, cmd_serve, cmd_worker
 from bot.config import ConfigError, load_settings
+from bot.terminal import echo
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,14 +26,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings()
     except ConfigError as exc:
-        print(f"citebot: configuration error: {exc}", file=sys.stderr)
+        echo(f"citebot: configuration error: {exc}", file=sys.stderr, newlines=False)
         return EXIT_USAGE
     try:
         return args.func(args, settings)
     except KeyboardInterrupt:
         return 130
     except CliError as exc:
-        print(f"citebot: {exc}", file=sys.stderr)
+        echo(f"citebot: {exc}", file=sys.stderr, newlines=False)
         return exc.code
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from bot.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, snippet
 from bot.config import Settings
+from bot.terminal import echo, json_text
 
 # ---------------------------------------------------------------- index
 
@@ -21,8 +21,7 @@ def cmd_index(args, settings: Settings) -> int:
     report = build_kb_index(
         kb_dir, index_dir, settings.language, rebuild=args.rebuild, quiet=args.quiet, keep_going=args.keep_going
     )
-    for error in report.errors:
-        print(f"{kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
+    _print_errors(kb_dir, report)
     print(report.summary())
     if not report.switched:
         print(
@@ -34,6 +33,12 @@ def cmd_index(args, settings: Settings) -> int:
         return EXIT_FAILED
     _notify_source_changes(report, previous, index_dir, settings)
     return EXIT_OK
+
+
+def _print_errors(kb_dir: Path, report) -> None:
+    # File names and the YAML parser's words about them come from the KB: one escaped line each.
+    for error in report.errors:
+        echo(f"{kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr, newlines=False)
 
 
 def _live_entry_hashes(index_dir: Path) -> dict[str, str] | None:
@@ -63,10 +68,11 @@ def _notify_source_changes(report, previous, index_dir: Path, settings: Settings
     try:
         count = asyncio.run(notify_source_changes(settings.redis_url, index_dir, report.generation, changed, removed))
     except NotNotified as exc:
-        print(
+        echo(
             f"citebot: note: the index is built, but answers citing the {len(changed) + len(removed)} changed or "
             f"removed entries were not notified: {exc}",
             file=sys.stderr,
+            newlines=False,
         )
         return
     print(f"source changes: {count} answer(s) in Slack cited a changed or removed entry and will get a note")
@@ -134,7 +140,7 @@ def cmd_search(args, settings: Settings) -> int:
     with open_retriever(args.index or settings.index_dir) as retriever:
         hits = retriever.search(args.query, k=args.k, collections=args.collection)
     if args.json:
-        print(json.dumps([_hit_json(h) for h in hits], ensure_ascii=False, indent=1))
+        print(json_text([_hit_json(h) for h in hits], indent=1))
         return EXIT_OK
     if not hits:
         print("No usable hit: the knowledge base does not seem to cover this.")
@@ -144,8 +150,9 @@ def cmd_search(args, settings: Settings) -> int:
         rank += not hit.expanded
         label = "  +" if hit.expanded else f"{rank:3d}"
         stand = f" · Stand {hit.stand}" if hit.stand else ""
-        print(f"{label} {hit.score:7.3f}  [{hit.entry_id}] {hit.title} · {hit.section}{stand}  ({hit.collection})")
-        print(f"              {snippet(hit.text)}")
+        line = f"{label} {hit.score:7.3f}  [{hit.entry_id}] {hit.title} · {hit.section}{stand}  ({hit.collection})"
+        echo(line, newlines=False)
+        echo(f"              {snippet(hit.text)}", newlines=False)
     return EXIT_OK
 
 
@@ -186,8 +193,7 @@ def ensure_index(settings: Settings) -> None:
         # There is no usable live index to protect here, and without one nothing
         # can be answered: a KB with broken files still gets the rest indexed.
         report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language, keep_going=True)
-        for error in report.errors:
-            print(f"{settings.kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
+        _print_errors(settings.kb_dir, report)
         print(report.summary(), file=sys.stderr)
         return
     source = built_from(gen_dir)
@@ -256,16 +262,16 @@ def cmd_ask(args, settings: Settings) -> int:
     try:
         answer = asyncio.run(run())
     except LLMError as exc:
-        print(f"citebot: the language model failed: {exc}", file=sys.stderr)
+        echo(f"citebot: the language model failed: {exc}", file=sys.stderr, newlines=False)
         answer = error_answer(question, question.language, mode or settings.answer_mode)
         code = EXIT_FAILED
     if args.json:
-        print(json.dumps(answer.model_dump(mode="json"), ensure_ascii=False, indent=1))
+        print(json_text(answer.model_dump(mode="json"), indent=1))
         return code
-    print(format_text_answer(answer, question.language))
+    echo(format_text_answer(answer, question.language))
     if answer.draft:
         print(f"\n(not posted: the draft failed verification with {len(answer.violations)} violation(s):", file=sys.stderr)
         for v in answer.violations:
-            print(f"  {v.kind}: {v.detail}", file=sys.stderr)
+            echo(f"  {v.kind}: {v.detail}", file=sys.stderr, newlines=False)
         print(")", file=sys.stderr)
     return code
