@@ -5,8 +5,11 @@ claim is checked on its own; the verdict's audit mode then says what may be post
 
 - STRICT: no violation at all; the whole answer is posted.
 - HYBRID: some claims verified and every violation is local to a claim
-  (UNKNOWN_EVIDENCE_ID, UNSUPPORTED_CLAIM, NUMBER_NOT_IN_SOURCE, TOO_MANY_CLAIMS);
-  only the verified claims are posted, marked partial.
+  (UNKNOWN_EVIDENCE_ID, UNSUPPORTED_CLAIM, NUMBER_NOT_IN_SOURCE,
+  LINK_NOT_IN_SOURCE: a URL, e-mail address, phone number or Slack link the
+  evidence does not state, NEGATION_NOT_IN_SOURCE: the claim negates and its
+  best-matching evidence sentences do not, TOO_MANY_CLAIMS); only the verified
+  claims are posted, marked partial.
 - UNGROUNDED: the output is not the schema (SCHEMA_INVALID), a claim quotes
   (MANUAL_QUOTE_VIOLATION: quotations cannot be checked claim by claim, so none
   are allowed), a claim relies on a blocked source role (SOURCE_ROLE_BLOCKED), or
@@ -30,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.grounding.lenient_json import parse_lenient_json
+from bot.grounding.links import missing_links
 from bot.grounding.numbers import missing_numbers
 from bot.grounding.support import Weigher, assess, weigher
 from bot.grounding.text import DOUBLE_QUOTE_CHARS, is_refusal, strip_think
@@ -51,7 +55,14 @@ DEFAULT_ALLOWED_ROLES = frozenset(
 # operators must see it, so it demotes to HYBRID; it never cuts claims off.
 MAX_CLAIMS = 12
 
-_CLAIM_LOCAL = {"UNKNOWN_EVIDENCE_ID", "UNSUPPORTED_CLAIM", "NUMBER_NOT_IN_SOURCE", "TOO_MANY_CLAIMS"}
+_CLAIM_LOCAL = {
+    "UNKNOWN_EVIDENCE_ID",
+    "UNSUPPORTED_CLAIM",
+    "NUMBER_NOT_IN_SOURCE",
+    "LINK_NOT_IN_SOURCE",
+    "NEGATION_NOT_IN_SOURCE",
+    "TOO_MANY_CLAIMS",
+}
 
 
 class _SchemaError(ValueError):
@@ -127,13 +138,18 @@ def _check_claim(
     if not claim.evidence_ids:
         add("UNSUPPORTED_CLAIM", "the claim cites no evidence")
     elif resolved:
-        for number in missing_numbers(claim.text, [_haystack(ev) for ev in resolved], language):
+        haystacks = [_haystack(ev) for ev in resolved]
+        for number in missing_numbers(claim.text, haystacks, language):
             add("NUMBER_NOT_IN_SOURCE", f"{number!r} is not stated in the cited evidence")
+        for link in missing_links(claim.text, haystacks):
+            add("LINK_NOT_IN_SOURCE", f"{link!r} is not in the cited evidence")
         # The title counts as a sentence of its block: "possible from the age of 55"
         # under the title "Partial retirement" states that partial retirement is.
         passages = [p for ev in resolved for p in (ev.chunk.title, ev.text) if p]
         support = assess(claim.text, passages, language, idf=weight)
-        if not support.supported:
+        if support.lexical and not support.negation_kept:
+            add("NEGATION_NOT_IN_SOURCE", "the claim negates; the cited evidence states no such negation")
+        elif not support.supported:
             missing = ", ".join(support.missing) or "-"
             add("UNSUPPORTED_CLAIM", f"the cited evidence does not state this (words not found: {missing})")
     pointers = [ev.pointer_id for ev in resolved] + [t for t in claim.evidence_ids if not index.resolve(t)]
