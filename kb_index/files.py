@@ -85,8 +85,9 @@ def _walk(dir_fd: int, prefix: str, seen: set[tuple[int, int]]) -> Iterator[tupl
             continue
         rel = prefix + printable_name(entry.name)
         if entry.is_symlink():
-            if entry.is_dir() or is_entry_name(entry.name):  # is_dir() follows: only for the message
-                yield rel, _link_skipped(entry.name, dir_fd, folder=entry.is_dir())
+            folder = _points_to_folder(entry)
+            if folder or is_entry_name(entry.name):
+                yield rel, _link_skipped(entry.name, dir_fd, folder=folder)
         elif entry.is_dir(follow_symlinks=False):
             if rel != prefix + entry.name:
                 yield rel, Skipped("folder name is not UTF-8: skipped with everything in it")
@@ -97,6 +98,14 @@ def _walk(dir_fd: int, prefix: str, seen: set[tuple[int, int]]) -> Iterator[tupl
                 yield rel, Skipped("file name is not UTF-8: skipped")
                 continue
             yield rel, _read(dir_fd, entry.name)
+
+
+def _points_to_folder(entry: os.DirEntry) -> bool:
+    """Only for the message: the link is not followed to read anything."""
+    try:
+        return entry.is_dir()
+    except OSError:  # a loop, or a target we may not look at
+        return False
 
 
 def _link_skipped(name: str, dir_fd: int, *, folder: bool) -> Skipped:

@@ -55,7 +55,7 @@ def test_symlink_to_a_file_outside_the_kb_is_skipped_and_reported(kb, outside):
 def test_symlink_to_a_system_file_never_reaches_the_index(kb, tmp_path):
     (kb / "handbook" / "env.txt").symlink_to("/proc/self/environ")
     (kb / "handbook" / "passwd.txt").symlink_to("/etc/passwd")
-    report = build_index(kb, tmp_path / "ix")
+    report = build_index(kb, tmp_path / "ix", keep_going=True)
     assert {e.path for e in report.errors} == {"handbook/env.txt", "handbook/passwd.txt"}
     with Retriever(tmp_path / "ix") as r:
         assert r.search("root bin bash nologin") == []
@@ -120,10 +120,17 @@ def test_file_name_that_is_not_utf8_is_reported_not_a_crash(kb, tmp_path):
     result = load_kb(kb)
     [(path, message)] = errors_of(result).items()
     assert path == "handbook/caf\\xe9.md" and "not UTF-8" in message
-    build_index(kb, tmp_path / "ix")  # nothing unencodable reaches the index
+    build_index(kb, tmp_path / "ix", keep_going=True)  # nothing unencodable reaches the index
 
 
 def test_order_is_the_sorted_path_order(tmp_path):
     for rel in ("b.md", "a/z.md", "a.md", "a/b/c.md"):
         write_entry(tmp_path, rel, None, {"S": f"text of {rel}"})
     assert [e.path for e in load_kb(tmp_path).entries] == ["a/b/c.md", "a/z.md", "a.md", "b.md"]
+
+
+def test_a_symlink_loop_is_reported_not_raised(kb):
+    (kb / "handbook" / "loop.md").symlink_to(kb / "handbook" / "loop.md")
+    (kb / "handbook" / "loop").symlink_to(kb / "handbook" / "loop")  # no entry suffix: passed over
+    errors = errors_of(load_kb(kb))
+    assert set(errors) == {"handbook/loop.md"} and "symbolic link" in errors["handbook/loop.md"]
