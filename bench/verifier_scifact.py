@@ -17,6 +17,13 @@ verified. The sets, from the SciFact claims of one split:
 Printed: precision/recall/F1 of "supported" over (a)+(b) and over (a)+(b'),
 the share of (c) caught, the share of CONTRADICT accepted, and the set sizes.
 
+Citations mode: the same claims as one answer sentence citing the abstract
+("<claim> [d123].") through bot.grounding.citations.verify_citations. That
+verifier has no word-support test (it checks numbers, quotations, links and
+negations against the cited block), so only (a), (c) and CONTRADICT say
+something there: how many correct sentences it rejects (false failures), how
+many changed numbers it catches, how many contradictions get through.
+
     python bench/verifier_scifact.py [--data DIR] [--split dev|train] [--tune]
 
 --tune grid-searches the support thresholds (bot/grounding/support.py) on the
@@ -42,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.grounding import support
+from bot.grounding.citations import verify_citations
 from bot.grounding.claims import verify_claims
 from bot.grounding.numbers import source_values
 from bot.grounding.prompt import evidence_id
@@ -198,6 +206,13 @@ def accepted(case: Case, corpus: dict[str, dict], idf) -> bool:
     return bool(verdict.claims) and verdict.claims[0].verified
 
 
+def accepted_as_sentence(case: Case, corpus: dict[str, dict]) -> bool:
+    """Citations mode: the claim as one answer sentence citing the abstract's KB-ID."""
+    evidence = evidence_for(corpus[case.doc])
+    draft = f"{case.claim.rstrip('. ')} [{evidence[0].entry_id}]."
+    return verify_citations(draft, evidence, "en").ok
+
+
 def prf(pos: list[bool], neg: list[bool]) -> tuple[float, float, float]:
     tp, fp = sum(pos), sum(neg)
     precision = tp / (tp + fp) if tp + fp else 0.0
@@ -213,6 +228,9 @@ class Result:
     random: list[bool]
     changed: list[bool]
     contradict: list[bool]
+    sentence_gold: list[bool] = field(default_factory=list)  # citations mode
+    sentence_changed: list[bool] = field(default_factory=list)
+    sentence_contradict: list[bool] = field(default_factory=list)
 
     @property
     def f1_hard(self) -> float:
@@ -227,7 +245,13 @@ def run(sets: Sets, corpus: dict[str, dict], idf) -> Result:
     def judge(cases: list[Case]) -> list[bool]:
         return [accepted(c, corpus, idf) for c in cases]
 
-    return Result(judge(sets.gold), judge(sets.hard), judge(sets.random), judge(sets.changed), judge(sets.contradict))
+    def as_sentences(cases: list[Case]) -> list[bool]:
+        return [accepted_as_sentence(c, corpus) for c in cases]
+
+    return Result(
+        judge(sets.gold), judge(sets.hard), judge(sets.random), judge(sets.changed), judge(sets.contradict),
+        as_sentences(sets.gold), as_sentences(sets.changed), as_sentences(sets.contradict),
+    )
 
 
 def corpus_idf(corpus: dict[str, dict]) -> dict[str, float]:
@@ -257,6 +281,15 @@ def report(split: str, sets: Sets, result: Result) -> None:
     print(f"      of them with the unchanged claim accepted: {len(live) - sum(live)}/{len(live)} caught")
     print(f"  CONTRADICT accepted        {sum(result.contradict):4d}/{len(result.contradict)}  "
           f"{_pct(result.contradict)}   (a lexical verifier cannot see a contradiction)")
+    rejected = len(result.sentence_gold) - sum(result.sentence_gold)
+    caught = len(result.sentence_changed) - sum(result.sentence_changed)
+    print("  citations mode (claim as one cited sentence):")
+    print(f"    (a) gold rejected          {rejected:4d}/{len(result.sentence_gold)}  "
+          f"{100 * rejected / max(1, len(result.sentence_gold)):.1f} %   (false failures; goal 0 %)")
+    print(f"    (c) changed number caught  {caught:4d}/{len(result.sentence_changed)}  "
+          f"{100 * caught / max(1, len(result.sentence_changed)):.1f} %")
+    print(f"    CONTRADICT accepted        {sum(result.sentence_contradict):4d}/{len(result.sentence_contradict)}  "
+          f"{_pct(result.sentence_contradict)}")
 
 
 def _pct(values: list[bool]) -> str:

@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 from bot import keys
 from bot.models import Answer, Outcome, Question, Violation
 from bot.queue import PostRecord
+from bot.terminal import clean
 
 log = logging.getLogger(__name__)
 
@@ -295,4 +296,6 @@ def format_entry(entry: AuditEntry, status: dict[int, str]) -> str:
         lines.append("timings     " + " · ".join(f"{k} {v:.1f} ms" for k, v in entry.timings_ms.items()))
     if entry.posted_ts:
         lines.append(f"posted      {'in the direct message' if entry.is_dm else entry.posted_channel} at ts {entry.posted_ts}")
-    return "\n".join(line.rstrip() for line in lines)
+    # One value per line: a line break or escape sequence in a question, a
+    # draft's violation or a KB title is shown escaped, never obeyed.
+    return "\n".join(clean(line.rstrip(), newlines=False) for line in lines)

@@ -14,6 +14,7 @@ from bot.commands import EXIT_USAGE, CliError
 from bot.commands.kb import cmd_ask, cmd_index, cmd_search
 from bot.commands.ops import cmd_audit_show, cmd_review_gaps, cmd_review_list, cmd_serve, cmd_worker
 from bot.config import ConfigError, load_settings
+from bot.terminal import echo
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,14 +26,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings()
     except ConfigError as exc:
-        print(f"citebot: configuration error: {exc}", file=sys.stderr)
+        echo(f"citebot: configuration error: {exc}", file=sys.stderr, newlines=False)
         return EXIT_USAGE
     try:
         return args.func(args, settings)
     except KeyboardInterrupt:
         return 130
     except CliError as exc:
-        print(f"citebot: {exc}", file=sys.stderr)
+        echo(f"citebot: {exc}", file=sys.stderr, newlines=False)
         return exc.code
 
 
@@ -45,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="build or update the search index of the knowledge base")
     p.add_argument("--kb", type=Path, help="knowledge base folder (default: CITEBOT_KB_DIR or the bundled sample)")
     p.add_argument("--index", type=Path, help="index folder (default: CITEBOT_INDEX_DIR)")
-    p.add_argument("--keep-going", action="store_true", help="exit 0 even if some entries were skipped")
+    p.add_argument("--keep-going", action="store_true", help="switch in the new index (and exit 0) even if some files were skipped; failed entries keep their last good version")
     p.add_argument("--rebuild", action="store_true", help="re-index every entry, not only the changed ones")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_index)

@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from bot.terminal import clean
 from kb_index.analysis import query_terms
 
 # Questions that share at least this share of their terms are one gap.
@@ -162,4 +163,5 @@ def format_gaps(gaps: list[Gap], *, days: int) -> str:
         lines.append(f"       {outcomes} · {', '.join(g.languages)} · last asked {last}")
         if g.variants:
             lines.append("       also asked as: " + " · ".join(f'"{v}"' for v in g.variants))
-    return "\n".join(lines)
+    # Questions are typed by anyone: shown escaped, one per line, never obeyed by the terminal.
+    return "\n".join(clean(line, newlines=False) for line in lines)

@@ -9,12 +9,13 @@ logs shows the whole story of one question.
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from bot.terminal import json_text
 
 question_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("question_id", default=None)
 
@@ -43,7 +44,8 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = value
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        # Log lines carry questions and model output: no raw escape sequence reaches a terminal tailing them.
+        return json_text(entry, default=str)
 
 
 def setup(role: str, level: int = logging.INFO) -> None:

@@ -7,7 +7,8 @@ from the path. Every `##` section becomes one chunk.
 
 Loading never stops at a bad file: each problem becomes a `LoadError` with the
 file and line, and the entry is left out, so one typo does not take the whole
-KB down with it.
+KB down with it. Which files are read at all (regular files inside the folder,
+no symbolic links, FIFOs or devices, none over the size cap) is files.py's job.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ import datetime as dt
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import yaml
 
-SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm"}
+from kb_index.files import Skipped, read_kb_files
+
 DEFAULT_COLLECTION = "default"
 DEFAULT_SOURCE_ROLE = "primary_answer_source"
 
@@ -90,6 +93,9 @@ class LoadResult:
     entries: list[Entry] = field(default_factory=list)
     errors: list[LoadError] = field(default_factory=list)
     files: int = 0
+    # Established ids (see load_kb) whose file failed to load this time:
+    # id -> that file. The index keeps their last good version.
+    held: dict[str, str] = field(default_factory=dict)
 
 
 def chunk_hash(entry_id: str, section: str, text: str) -> str:
@@ -104,52 +110,54 @@ class EntryError(Exception):
         self.message = message
 
 
-def kb_files(kb_dir: Path) -> list[Path]:
-    """Every entry file under the KB folder, in a stable order; hidden paths skipped."""
-    return sorted(
-        p
-        for p in kb_dir.rglob("*")
-        if p.is_file()
-        and p.suffix.lower() in SUFFIXES
-        and not any(part.startswith(".") for part in p.relative_to(kb_dir).parts)
-    )
+def load_kb(
+    kb_dir: str | Path, language: str = "en", progress=None, established: Mapping[str, str] | None = None
+) -> LoadResult:
+    """Loads every entry; bad ones become errors. `progress(n)` is called per file.
 
-
-def load_kb(kb_dir: str | Path, language: str = "en", progress=None) -> LoadResult:
-    """Loads every entry; bad ones become errors. `progress(n)` is called per file."""
+    `established` maps the ids of the live index to the file that backs each
+    one. On a duplicate id that file keeps the id (else the first by path), so
+    a new file can never take over a live entry; and an established id whose
+    file fails to load is `held` for its last good version.
+    """
     kb_dir = Path(kb_dir)
     if not kb_dir.is_dir():
         raise FileNotFoundError(f"knowledge base folder not found: {kb_dir}")
     result = LoadResult()
-    for path in kb_files(kb_dir):
+    for rel, data in read_kb_files(kb_dir):
         result.files += 1
-        rel = path.relative_to(kb_dir).as_posix()
         try:
-            result.entries.append(load_entry(path, rel, language))
+            if isinstance(data, Skipped):
+                raise EntryError(1, data.reason)
+            result.entries.append(parse_entry(data, rel, language))
         except EntryError as exc:
             result.errors.append(LoadError(rel, exc.line, exc.message))
         if progress:
             progress(1)
-    _drop_duplicates(result)
-    _drop_unknown_cross_refs(result)
+    established = dict(established or {})
+    failed = {e.path for e in result.errors}
+    _drop_duplicates(result, established, failed)
+    _drop_unknown_cross_refs(result, established)
     return result
 
 
-def load_entry(path: Path, rel: str, language: str) -> Entry:
+def parse_entry(data: bytes, rel: str, language: str) -> Entry:
+    """The entry of one file's bytes; `rel` (its path in the KB) gives the collection and suffix."""
     try:
-        raw = path.read_bytes().decode("utf-8-sig")
+        raw = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise EntryError(1, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     raw = raw.replace("\r\n", "\n")
     if not raw.strip():
         raise EntryError(1, "empty file")
     collection = _collection_of(rel)
-    suffix = path.suffix.lower()
+    name = PurePosixPath(rel)
+    suffix = name.suffix.lower()
     if suffix in (".md", ".markdown") and raw.startswith("---\n"):
         return _front_matter_entry(raw, rel, collection, language)
     if suffix in (".html", ".htm"):
         raw = html_to_markdown(raw)
-    return _plain_entry(raw, rel, collection, language, path.stem)
+    return _plain_entry(raw, rel, collection, language, name.stem)
 
 
 def _collection_of(rel: str) -> str:
@@ -302,29 +310,41 @@ def _split_long(name: str, text: str) -> list[Section]:
     return [Section(f"{name} ({i})", part) for i, part in enumerate(parts, start=1)]
 
 
-def _drop_duplicates(result: LoadResult) -> None:
-    first: dict[str, Entry] = {}
+def _drop_duplicates(result: LoadResult, established: dict[str, str], failed: set[str]) -> None:
+    by_id: dict[str, list[Entry]] = {}
+    for entry in result.entries:
+        by_id.setdefault(entry.id, []).append(entry)
+    # Established ids whose file failed to load keep their last good version:
+    # a file claiming such an id is a duplicate of the live entry, not its heir.
+    result.held = {eid: path for eid, path in established.items() if path in failed}
     kept = []
     for entry in result.entries:
-        if entry.id in first:
-            other = first[entry.id]
-            result.errors.append(
-                LoadError(entry.path, entry.id_line, f"duplicate id {entry.id!r} (already used by {other.path})")
-            )
+        claimants = by_id[entry.id]
+        owner = established.get(entry.id)
+        if entry.id in result.held:
+            winner_path = f"{owner}, which failed to load; its last good version stays in the index"
         else:
-            first[entry.id] = entry
-            kept.append(entry)
+            winner = next((e for e in claimants if e.path == owner), claimants[0])
+            if winner is entry:
+                kept.append(entry)
+                continue
+            winner_path = winner.path
+        result.errors.append(
+            LoadError(entry.path, entry.id_line, f"duplicate id {entry.id!r} (already used by {winner_path})")
+        )
     result.entries = kept
 
 
-def _drop_unknown_cross_refs(result: LoadResult) -> None:
-    ids = {e.id for e in result.entries}
+def _drop_unknown_cross_refs(result: LoadResult, established: dict[str, str]) -> None:
+    ids = {e.id for e in result.entries} | set(result.held)
     kept = []
     for entry in result.entries:
         unknown = [ref for ref in entry.cross_refs if ref not in ids]
         if unknown:
             names = ", ".join(repr(u) for u in unknown)
             result.errors.append(LoadError(entry.path, entry.cross_refs_line, f"unknown cross-ref {names}"))
+            if established.get(entry.id) == entry.path:
+                result.held[entry.id] = entry.path
         else:
             kept.append(entry)
     result.entries = kept

@@ -30,7 +30,7 @@ from pathlib import Path
 from whoosh import index as whoosh_index
 from whoosh.fields import ID, STORED, TEXT, Schema
 
-from kb_index import docstore, impacts, vectors
+from kb_index import docstore, impacts, last_good, vectors
 from kb_index.analysis import LANGUAGES, analyzer, subword_analyzer
 from kb_index.entries import Entry, LoadError, chunk_hash, load_kb
 
@@ -78,8 +78,11 @@ class BuildReport:
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
     errors: list[LoadError] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # failed entries whose last good version was carried over
     full_rebuild: bool = False
     seconds: float = 0.0
+    switched: bool = False  # did the new generation go live?
+    live: str | None = None  # the live generation the build started from
     embedder: str | None = None  # the model the chunk vectors came from; None: BM25 only
     embedded: int = 0  # chunks embedded by this build (the rest were reused)
     reembedded: bool = False  # the embedding model changed, so every chunk was embedded again
@@ -90,6 +93,11 @@ class BuildReport:
 
     def summary(self) -> str:
         kind = "built" if self.full_rebuild else "updated"
+        kept = f" ({len(self.kept)} kept at their last good version)" if self.kept else ""
+        if self.switched:
+            outcome = f"-> {self.generation}"
+        else:
+            outcome = f"not switched in: the live index stays {self.live or '(none)'}"
         if self.embedder is None:
             vectors_note = "no embeddings (BM25 only)"
         else:
@@ -98,8 +106,8 @@ class BuildReport:
         return (
             f"index {kind}: {self.entries} entries, {self.chunks} chunks "
             f"({len(self.added)} added, {len(self.updated)} changed, {len(self.removed)} removed, "
-            f"{self.unchanged} unchanged), {self.skipped} skipped, {vectors_note}, "
-            f"{self.seconds:.1f}s -> {self.generation}"
+            f"{self.unchanged} unchanged), {self.skipped} skipped{kept}, {vectors_note}, "
+            f"{self.seconds:.1f}s {outcome}"
         )
 
 
@@ -117,6 +125,7 @@ def build_index(
     *,
     language: str = "en",
     rebuild: bool = False,
+    keep_going: bool = False,
     embedder=None,
     seed_vectors: Path | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
@@ -129,29 +138,46 @@ def build_index(
     chunks whose text changed are embedded again, unless the model changed.
     `seed_vectors` is a folder of vectors shipped with the KB (vectors.write_seed):
     chunks whose text and model match are taken from there instead of embedded.
+
+    A file that fails to load never costs the live index its entry: the id
+    stays with the file that backs it there, and an entry that fails keeps its
+    last good version (last_good.py). Even so, a build with errors is switched
+    in only with `keep_going`; otherwise the live index stays as it is.
     """
     started = time.perf_counter()
     index_dir = Path(index_dir)
     index_dir.mkdir(parents=True, exist_ok=True)
     with _build_lock(index_dir):
-        loaded = load_kb(kb_dir, language=language, progress=_stage(progress, "load", None))
-        previous = None if rebuild else _current_manifest(index_dir)
+        live = _current_manifest(index_dir)
+        established = last_good.established_paths(live)
+        loaded = load_kb(kb_dir, language=language, progress=_stage(progress, "load", None), established=established)
+        kept = last_good.kept_entries(live, loaded.held)
+        entries = loaded.entries + kept
+        previous = None if rebuild else live
         generation = _next_generation(index_dir)
         gen_dir = index_dir / generation
-        report = BuildReport(index_dir=index_dir, generation=generation, errors=loaded.errors)
+        errors = last_good.with_kept_notes(loaded.errors, kept)
+        report = BuildReport(index_dir=index_dir, generation=generation, errors=errors)
         report.full_rebuild = previous is None
+        report.kept = sorted(e.id for e in kept)
+        report.live = live["dir"].name if live else None
         try:
-            _write_generation(gen_dir, loaded.entries, previous, report, progress)
+            _write_generation(gen_dir, entries, previous, report, progress)
             if embedder is not None:
-                _write_vectors(gen_dir, previous, embedder, report, progress, seed_vectors)
-            report.entries = len(loaded.entries)
+                _write_vectors(gen_dir, live, embedder, report, progress, seed_vectors)
+            report.entries = len(entries)
             report.seconds = time.perf_counter() - started
-            _write_manifest(gen_dir, loaded.entries, report, language, Path(kb_dir))
-            _switch(index_dir, generation)
+            _write_manifest(gen_dir, entries, report, language, Path(kb_dir))
+            report.switched = keep_going or not report.errors
+            if report.switched:
+                _switch(index_dir, generation)
         except BaseException:
             shutil.rmtree(gen_dir, ignore_errors=True)
             raise
-        _remove_old_generations(index_dir, keep=generation)
+        if report.switched:
+            _remove_old_generations(index_dir, keep=generation)
+        else:
+            shutil.rmtree(gen_dir, ignore_errors=True)
     return report
 
 
@@ -195,16 +221,15 @@ def _write_generation(gen_dir: Path, entries: list[Entry], previous: dict | None
 
 
 def _write_vectors(
-    gen_dir: Path, previous: dict | None, embedder, report: BuildReport, progress, seed_dir: Path | None
+    gen_dir: Path, live: dict | None, embedder, report: BuildReport, progress, seed_dir: Path | None
 ) -> None:
     """Chunk vectors for the new generation, reusing the previous generation's where the text is the same.
 
-    A `--rebuild` (previous is None) re-indexes everything but still reuses the
-    live generation's vectors: embedding is the slow part, and a vector depends
-    only on the text and the model, both of which the stored keys check.
+    A `--rebuild` re-indexes everything but still reuses the live generation's
+    vectors: embedding is the slow part, and a vector depends only on the text
+    and the model, both of which the stored keys check.
     """
-    live_dir = previous["dir"] if previous else _live_dir(gen_dir.parent)
-    old = vectors.Vectors.load(live_dir) if live_dir is not None else None
+    old = vectors.Vectors.load(live["dir"]) if live is not None else None
     store = docstore.DocStore(gen_dir)
     try:
         docs = [store.get_live(i) for i in range(len(store))]
@@ -213,13 +238,6 @@ def _write_vectors(
     seeds = (vectors.Vectors.load(seed_dir),) if seed_dir is not None else ()
     report.embedded, report.reembedded = vectors.build(docs, embedder, old, gen_dir, progress, seeds)
     report.embedder = embedder.name
-
-
-def _live_dir(index_dir: Path) -> Path | None:
-    try:
-        return current_generation(index_dir)
-    except IndexNotFound:
-        return None
 
 
 def entry_documents(entry: Entry) -> list[dict]:
@@ -332,6 +350,8 @@ def _write_manifest(gen_dir: Path, entries: list[Entry], report: BuildReport, la
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "language": language,
         "entries": {e.id: e.content_hash for e in entries},
+        # The file behind each id: on a duplicate id, the next build keeps it with this file.
+        "paths": {e.id: e.path for e in entries},
         "chunks": report.chunks,
         "skipped": [str(err) for err in report.errors],
         "embedder": report.embedder,

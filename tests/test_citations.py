@@ -105,6 +105,19 @@ def test_refusal_embedded_in_longer_reply_is_a_refusal():
     assert verdict.ok and verdict.refusal
 
 
+def test_refusal_with_a_short_lead_in_is_a_refusal():
+    assert verify(f"Sorry, {REFUSAL_EN}", build_evidence([MIN1]), "en").refusal
+    assert verify(f"Leider: {REFUSAL_DE}", build_evidence([MIN1])).refusal
+
+
+def test_refusal_followed_by_a_statement_is_an_answer_and_gets_checked():
+    # The statement cites no known KB-ID, so only the refusal would have been seen.
+    verdict = verify(f"{REFUSAL_EN} However, you get 30 days [E1].", EVIDENCE, "en")
+    assert not verdict.refusal and not verdict.ok and "UNKNOWN_ID" in kinds(verdict)
+    verdict = verify(f"{REFUSAL_DE} Es gibt aber 30 Urlaubstage im Jahr.", EVIDENCE)
+    assert not verdict.refusal and kinds(verdict) == ["NO_CITATION"]
+
+
 def test_refusal_ignores_case_accents_and_punctuation():
     assert contains_refusal("dazu enthalt die wissensbasis, keine aussage")
     assert contains_refusal("THE KNOWLEDGE BASE DOESN'T COVER THIS QUESTION")
@@ -130,6 +143,32 @@ def test_lone_closing_tag_drops_everything_before_it():
 
 def test_unclosed_leading_block_is_all_reasoning():
     assert strip_think(OPEN + "still thinking about [lb-atz-99]") == ""
+
+
+@pytest.mark.parametrize(
+    ("opening", "closing"),
+    [
+        ("<think >", "</think >"),
+        ('<think foo="x">', "</think>"),
+        ("<THINK>", "</THINK>"),
+        ("<Thinking\n>", "</thinking\t>"),
+        ("< think>", "</ think >"),
+        ("<reasoning effort='high'>", "</REASONING >"),
+    ],
+)
+def test_reasoning_tags_with_spaces_attributes_or_capitals_are_stripped(opening, closing):
+    text = opening + "maybe [lb-atz-99] at 60?" + closing + "Antwort [lb-min-01]."
+    assert strip_think(text) == "Antwort [lb-min-01]."
+    assert strip_think("maybe [lb-atz-99]" + closing + " Antwort [x].") == "Antwort [x]."
+    assert strip_think("Antwort [x]. " + opening + "still thinking") == "Antwort [x]."
+
+
+def test_empty_self_closing_reasoning_tag_hides_nothing():
+    assert strip_think("<think/>Antwort [x].") == "Antwort [x]."
+
+
+def test_words_that_only_start_like_a_tag_are_kept():
+    assert strip_think("Use <thinker> and <thinkpad> here [x].") == "Use <thinker> and <thinkpad> here [x]."
 
 
 def test_reasoning_is_not_verified():
@@ -180,7 +219,9 @@ def test_bare_unknown_id_of_the_same_shape_is_flagged():
 
 def test_editorial_brackets_and_markdown_links_are_not_citations():
     verdict = verify("ATZ [sic] ist Teilzeit [lb-atz-01], siehe [Wiki](https://wiki.example.com/x-1).")
-    assert verdict.ok and verdict.citations == ["lb-atz-01"]
+    assert verdict.citations == ["lb-atz-01"]
+    # Not a citation, but a link: it must be in the cited block (it is not).
+    assert kinds(verdict) == ["LINK_NOT_IN_SOURCE"]
 
 
 # ------------------------------------------------------------------ numbers
@@ -313,3 +354,134 @@ def test_german_number_before_a_sentence_opener_ends_the_sentence():
 def test_number_in_the_next_sentence_is_checked_against_that_sentences_citation():
     verdict = verify("Urlaub gibt es 30 Tage [lb-url-02]. Die ATZ beginnt ab dem 55. Lebensjahr [lb-atz-01].")
     assert verdict.ok
+
+
+# ------------------------------------------------------------------ links, addresses, phone numbers
+
+PTO = chunk(
+    "hb-pto-01",
+    "You can carry over up to 5 unused vacation days until 31 March of the next year. "
+    "Requests go to hr@example.com or to the HR hotline +49 30 1234567. "
+    "The form is at https://wiki.example.com/hr/leave-form.",
+    title="Annual leave", section="Carry-over",
+)
+PTO_EVIDENCE = build_evidence([PTO])
+
+
+def verify_en(text: str):
+    return verify_citations(text, PTO_EVIDENCE, "en")
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Reset your password at https://evil.example/reset before carrying over leave [hb-pto-01].",
+        "Send your request to payroll@evil.example [hb-pto-01].",
+        "Use the [leave form](https://evil.example/form) to carry over days [hb-pto-01].",
+        "Use the <https://evil.example/form|leave form> to carry over days [hb-pto-01].",
+        "Write to <mailto:boss@evil.example|HR> to carry over days [hb-pto-01].",
+        "Call the HR hotline +1 (555) 010-0199 to carry over days [hb-pto-01].",
+        "Carry-over requests go to evil.example/hr [hb-pto-01].",
+        "Ask <!channel> about carrying over days [hb-pto-01].",
+    ],
+)
+def test_made_up_links_addresses_and_phone_numbers_fail(sentence):
+    verdict = verify_en(sentence)
+    assert not verdict.ok and "LINK_NOT_IN_SOURCE" in kinds(verdict)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The form is at https://wiki.example.com/hr/leave-form [hb-pto-01].",
+        "The form is at <https://wiki.example.com/hr/leave-form|the wiki> [hb-pto-01].",
+        "Fill in the [leave form](https://wiki.example.com/hr/leave-form) [hb-pto-01].",
+        "Write to HR@example.com or call +49 30 1234567 [hb-pto-01].",
+        "Call the hotline on 030 1234567 [hb-pto-01].",
+        "The wiki (wiki.example.com) has the form [hb-pto-01].",
+        "You can carry over up to 5 unused days until 31 March [hb-pto-01].",
+        "Unused days can be carried over [hb-pto-01].",
+    ],
+)
+def test_links_addresses_and_phone_numbers_of_the_cited_block_pass(sentence):
+    verdict = verify_en(sentence)
+    assert verdict.ok, verdict.violations
+
+
+def test_a_link_from_a_block_the_sentence_does_not_cite_fails():
+    evidence = build_evidence([PTO, MIN1])
+    verdict = verify_citations("The form is at https://wiki.example.com/hr/leave-form [lb-min-01].", evidence, "en")
+    assert kinds(verdict) == ["LINK_NOT_IN_SOURCE"]
+
+
+# ------------------------------------------------------------------ negations
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Employees can never carry over any leave [hb-pto-01].",
+        "You cannot carry over unused vacation days [hb-pto-01].",
+        "Unused vacation days are not carried over to the next year [hb-pto-01].",
+        "No unused vacation days can be carried over [hb-pto-01].",
+        "Nobody can carry over unused vacation days [hb-pto-01].",
+        "You won't be able to carry over vacation days [hb-pto-01].",
+    ],
+)
+def test_a_negation_the_cited_sentence_does_not_carry_fails(sentence):
+    verdict = verify_en(sentence)
+    assert kinds(verdict) == ["NEGATION_NOT_IN_SOURCE"]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Man kann keinen Urlaub übertragen [lb-url-02].",
+        "Der Urlaubsanspruch beträgt nie 30 Tage [lb-url-02].",
+        "Weder Teilzeit noch Lohnausgleich gehören zur Altersteilzeit [lb-atz-01].",
+    ],
+)
+def test_a_german_negation_the_cited_sentence_does_not_carry_fails(sentence):
+    assert "NEGATION_NOT_IN_SOURCE" in kinds(verify(sentence))
+
+
+SICK = chunk(
+    "hb-sick-01",
+    "Tell your manager before 10:00 on the first day you are sick. A doctor's note is not needed for the "
+    "first three days. Sick days do not count as vacation days.",
+    title="Sick leave", section="Reporting",
+)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "You don't need a doctor's note for the first three days [hb-sick-01].",
+        "No doctor's note is needed for the first three days [hb-sick-01].",
+        "Sick days are not counted as vacation days [hb-sick-01].",
+        "Tell your manager no later than 10:00 on the first sick day [hb-sick-01].",
+    ],
+)
+def test_a_negation_the_cited_sentence_carries_passes(sentence):
+    verdict = verify_citations(sentence, build_evidence([SICK]), "en")
+    assert verdict.ok, verdict.violations
+
+
+def test_a_bound_is_not_a_negation():
+    assert verify_en("You cannot carry over more than 5 unused vacation days [hb-pto-01].").ok
+    assert verify_en("Unused days must be used no later than 31 March [hb-pto-01].").ok
+    assert verify("Es gibt nicht mehr als 30 Urlaubstage im Kalenderjahr [lb-url-02].").ok
+
+
+def test_a_negation_in_a_sentence_without_content_words_is_not_checked():
+    assert verify_en("No. You can carry over up to 5 unused days [hb-pto-01].").ok
+
+
+def test_a_link_in_a_paragraph_without_any_citation_is_uncited():
+    verdict = verify_en("Reset your password at https://evil.example/reset.\n\nUnused days can be carried over [hb-pto-01].")
+    assert kinds(verdict) == ["UNCITED_SENTENCE"]
+
+
+def test_the_refusal_sentence_next_to_an_answer_is_no_made_up_negation():
+    verdict = verify_en(f"You can carry over up to 5 unused vacation days [hb-pto-01]. {REFUSAL_EN}")
+    assert verdict.ok and not verdict.refusal

@@ -274,6 +274,24 @@ def test_refusal_sentence_as_plain_text_or_as_only_claim_is_a_refusal():
     assert verify_claims(claims_json((message("refusal", "en"), [])), []).refusal
 
 
+def test_refusal_followed_by_a_cited_statement_in_plain_text_is_not_a_refusal():
+    draft = f"{message('refusal', 'en')} However, you get 30 days [E1]."
+    v = verify_claims(draft, [ev("E1", "Every employee gets 28 days of paid leave.")])
+    assert not v.refusal and not v.ok and kinds(v) == ["SCHEMA_INVALID"]
+
+
+def test_refusal_claim_that_goes_on_to_state_something_is_checked_as_a_claim():
+    draft = claims_json((f"{message('refusal', 'en')} However, you get thirty days of leave.", []))
+    v = verify_claims(draft, [ev("E1", "Every employee gets 28 days of paid leave.")])
+    assert not v.refusal and not v.ok and "UNSUPPORTED_CLAIM" in kinds(v)
+
+
+def test_refusal_claim_next_to_a_cited_claim_is_an_answer():
+    draft = claims_json((message("refusal", "en"), []), ("Employees get 30 days of paid leave", ["E1"]))
+    v = verify_claims(draft, [ev("E1", "Every employee gets 28 days of paid leave.")])
+    assert not v.refusal and not v.ok
+
+
 # ------------------------------------------------------------------ support test
 
 
@@ -360,3 +378,48 @@ def test_changed_number_in_the_gold_passage_is_caught():
     changed = GOLD.replace("17%", "19%")
     v = verify_claims(claims_json((claim, ["E1"])), [ev("E1", changed)])
     assert kinds(v) == ["NUMBER_NOT_IN_SOURCE"] and "17" in v.violations[0].detail
+
+
+# ------------------------------------------------------------------ links and negations
+
+PTO_SPAN = (
+    "You can carry over up to 5 unused vacation days until 31 March of the next year. "
+    "Requests go to hr@example.com; the form is at https://wiki.example.com/hr/leave-form."
+)
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "Reset your password at https://evil.example/reset before carrying over unused vacation days",
+        "Send carry-over requests for unused vacation days to <https://evil.example/form|the form>",
+        "Send carry-over requests for unused vacation days to payroll@evil.example",
+        "Call +1 (555) 010-0199 to carry over unused vacation days",
+    ],
+)
+def test_a_claim_with_a_link_the_evidence_lacks_fails(claim):
+    v = verify_claims(claims_json((claim, ["E1"])), [ev("E1", PTO_SPAN)])
+    assert not v.ok and "LINK_NOT_IN_SOURCE" in kinds(v)
+
+
+def test_a_claim_with_the_evidence_link_passes():
+    claim = "Requests to carry over unused vacation days go to hr@example.com via https://wiki.example.com/hr/leave-form"
+    assert verify_claims(claims_json((claim, ["E1"])), [ev("E1", PTO_SPAN)]).ok
+
+
+def test_a_made_up_negation_is_named_as_such():
+    v = verify_claims(claims_json(("Employees can never carry over unused vacation days", ["E1"])), [ev("E1", PTO_SPAN)])
+    assert kinds(v) == ["NEGATION_NOT_IN_SOURCE"]
+
+
+def test_link_and_negation_violations_are_local_to_their_claim():
+    v = verify_claims(
+        claims_json(
+            ("You can carry over up to 5 unused vacation days", ["E1"]),
+            ("Employees can never carry over unused vacation days", ["E1"]),
+            ("Reset your password at https://evil.example/reset to carry over unused vacation days", ["E1"]),
+        ),
+        [ev("E1", PTO_SPAN)],
+    )
+    assert v.audit_mode is AuditMode.HYBRID
+    assert [c.verified for c in v.claims] == [True, False, False]

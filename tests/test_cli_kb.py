@@ -76,3 +76,22 @@ def test_invalid_setting_is_one_line_naming_the_variable(env, capsys, monkeypatc
     assert main(["index"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "CITEBOT_LANGUAGE" in err[0]
+
+
+def test_index_with_errors_leaves_the_live_index_unless_keep_going(env, capsys, monkeypatch):
+    from kb_index.index import current_generation
+
+    assert main(["index", "-q"]) == 0
+    live = current_generation(env / "index").name
+    (env / "kb" / "handbook" / "pto-01.md").write_text("---\nid: hb-pto-01\ntitle: [unclosed\n---\n## S\nt\n")
+    notified = []
+    monkeypatch.setattr("bot.commands.kb._notify_source_changes", lambda *a: notified.append(a))
+    capsys.readouterr()
+    assert main(["index", "-q"]) == 1
+    captured = capsys.readouterr()
+    assert "not switched in" in captured.out + captured.err and live in captured.out + captured.err
+    assert current_generation(env / "index").name == live and notified == []
+    assert main(["index", "-q", "--keep-going"]) == 0
+    captured = capsys.readouterr()
+    assert "last good version of 'hb-pto-01'" in captured.err
+    assert current_generation(env / "index").name != live

@@ -201,12 +201,18 @@ def test_slack_429_is_honoured_and_the_answer_goes_through(citebot):
 
 
 def test_channel_broadcast_in_model_output_is_escaped(citebot):
+    # The verifier rejects Slack syntax no cited block states (LINK_NOT_IN_SOURCE),
+    # so the draft reaches Slack only on the review card: escaped there too.
     bot = citebot()
-    bot.llm.script("<!channel> Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01].")
+    broadcast = "<!channel> Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01]."
+    bot.llm.script(broadcast, broadcast)
     event = mention_event(PTO_QUESTION)
     bot.send_event(event)
     [post] = answers_in(bot, "CGENERAL", event["event"]["ts"])
-    assert "<!channel>" not in json.dumps(post) and "&lt;!channel&gt;" in json.dumps(post)
+    assert post["text"].startswith(message(Key.UNCERTAIN, "en")[:30])
+    [card] = wait_until(lambda: bot.replies(REVIEW_CHANNEL, None), 15, "review card")
+    assert "&lt;!channel&gt;" in json.dumps(card) and "LINK_NOT_IN_SOURCE" in json.dumps(card)
+    assert all("<!channel>" not in json.dumps(c.body) for c in bot.slack.calls("chat.postMessage"))
 
 
 def test_a_channel_limited_to_one_collection_never_cites_another(citebot, tmp_path):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from bot.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, snippet
 from bot.config import Settings
+from bot.terminal import echo, json_text
 
 # ---------------------------------------------------------------- index
 
@@ -19,19 +19,32 @@ def cmd_index(args, settings: Settings) -> int:
         raise CliError(f"knowledge base folder not found: {kb_dir}", EXIT_USAGE)
     previous = _live_entry_hashes(index_dir)
     report = build_kb_index(
-        kb_dir, index_dir, settings.language, embedder=_embedder(settings), rebuild=args.rebuild, quiet=args.quiet
+        kb_dir,
+        index_dir,
+        settings.language,
+        embedder=_embedder(settings),
+        rebuild=args.rebuild,
+        quiet=args.quiet,
+        keep_going=args.keep_going,
     )
-    for error in report.errors:
-        print(f"{kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
+    _print_errors(kb_dir, report)
     print(report.summary())
-    _notify_source_changes(report, previous, index_dir, settings)
-    if report.errors and not args.keep_going:
+    if not report.switched:
         print(
-            f"citebot: {report.skipped} file(s) skipped; fix them, or pass --keep-going to accept a partial index",
+            f"citebot: {report.skipped} file(s) skipped, so the new index was not switched in and the live index "
+            f"({report.live or 'none yet'}) is unchanged; fix them, or pass --keep-going to switch in the index with "
+            "the last good version of each failed entry",
             file=sys.stderr,
         )
         return EXIT_FAILED
+    _notify_source_changes(report, previous, index_dir, settings)
     return EXIT_OK
+
+
+def _print_errors(kb_dir: Path, report) -> None:
+    # File names and the YAML parser's words about them come from the KB: one escaped line each.
+    for error in report.errors:
+        echo(f"{kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr, newlines=False)
 
 
 def _live_entry_hashes(index_dir: Path) -> dict[str, str] | None:
@@ -61,18 +74,19 @@ def _notify_source_changes(report, previous, index_dir: Path, settings: Settings
     try:
         count = asyncio.run(notify_source_changes(settings.redis_url, index_dir, report.generation, changed, removed))
     except NotNotified as exc:
-        print(
+        echo(
             f"citebot: note: the index is built, but answers citing the {len(changed) + len(removed)} changed or "
             f"removed entries were not notified: {exc}",
             file=sys.stderr,
+            newlines=False,
         )
         return
     print(f"source changes: {count} answer(s) in Slack cited a changed or removed entry and will get a note")
 
 
 def _embedder(settings: Settings):
-    from bot.embedder import make_embedder
     from bot.config import ConfigError
+    from bot.embedder import make_embedder
 
     try:
         return make_embedder(settings)
@@ -81,7 +95,14 @@ def _embedder(settings: Settings):
 
 
 def build_kb_index(
-    kb_dir: Path, index_dir: Path, language: str, *, embedder=None, rebuild: bool = False, quiet: bool = False
+    kb_dir: Path,
+    index_dir: Path,
+    language: str,
+    *,
+    embedder=None,
+    rebuild: bool = False,
+    quiet: bool = False,
+    keep_going: bool = False,
 ):
     from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR
     from kb_index import build_index
@@ -92,7 +113,7 @@ def build_kb_index(
         try:
             return build_index(
                 kb_dir, index_dir, language=language, embedder=embedder, seed_vectors=seed, rebuild=rebuild,
-                progress=progress,
+                keep_going=keep_going, progress=progress,
             )
         except EmbedderError as exc:
             raise CliError(f"embedding failed, the live index is unchanged: {exc}", EXIT_FAILED) from None
@@ -168,16 +189,16 @@ def cmd_search(args, settings: Settings) -> int:
         found = retriever.retrieve(args.query, k=args.k, collections=args.collection)
     hits, decision = found.hits, found.answerability
     if args.json:
-        print(json.dumps(
+        print(json_text(
             {"answerability": decision.to_dict(), "parts": found.parts, "semantic": found.semantic,
              "hits": [_hit_json(h) for h in hits]},
-            ensure_ascii=False, indent=1,
+            indent=1,
         ))
         return EXIT_OK
     verdict = "answerable" if decision.answerable else "not covered: would be refused before the model"
-    print(f"{verdict} ({decision.reason})")
+    echo(f"{verdict} ({decision.reason})", newlines=False)
     if len(found.parts) > 1:
-        print("parts: " + " | ".join(found.parts))
+        echo("parts: " + " | ".join(found.parts), newlines=False)
     if not hits:
         print("No hit.")
         return EXIT_OK
@@ -186,8 +207,9 @@ def cmd_search(args, settings: Settings) -> int:
         rank += not hit.expanded
         label = "  +" if hit.expanded else f"{rank:3d}"
         stand = f" · Stand {hit.stand}" if hit.stand else ""
-        print(f"{label} {hit.score:7.3f}  [{hit.entry_id}] {hit.title} · {hit.section}{stand}  ({hit.collection})")
-        print(f"              {snippet(hit.text)}")
+        line = f"{label} {hit.score:7.3f}  [{hit.entry_id}] {hit.title} · {hit.section}{stand}  ({hit.collection})"
+        echo(line, newlines=False)
+        echo(f"              {snippet(hit.text)}", newlines=False)
     return EXIT_OK
 
 
@@ -218,15 +240,17 @@ def ensure_index(settings: Settings) -> None:
     or unset CITEBOT_KB_DIR must not replace it with another knowledge base.
     """
     from kb_index.index import IndexNotFound, IndexOutdated, built_from, check_generation, current_generation
-
     from kb_index.vectors import model_of
 
     embedder = _embedder(settings)
+
     try:
         gen_dir = current_generation(settings.index_dir)
         check_generation(gen_dir)
     except IndexNotFound as exc:
         why = "an outdated index" if isinstance(exc, IndexOutdated) else "no index yet"
+        # There is no usable live index to protect here, and without one nothing
+        # can be answered: a KB with broken files still gets the rest indexed.
         _index_first(settings, embedder, f"{why}; indexing {settings.kb_dir} into {settings.index_dir} first")
         return
     source = built_from(gen_dir)
@@ -248,9 +272,8 @@ def ensure_index(settings: Settings) -> None:
 
 def _index_first(settings: Settings, embedder, why: str) -> None:
     print(f"citebot: {why}", file=sys.stderr)
-    report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language, embedder=embedder)
-    for error in report.errors:
-        print(f"{settings.kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr)
+    report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language, embedder=embedder, keep_going=True)
+    _print_errors(settings.kb_dir, report)
     print(report.summary(), file=sys.stderr)
 
 
@@ -311,16 +334,16 @@ def cmd_ask(args, settings: Settings) -> int:
     try:
         answer = asyncio.run(run())
     except LLMError as exc:
-        print(f"citebot: the language model failed: {exc}", file=sys.stderr)
+        echo(f"citebot: the language model failed: {exc}", file=sys.stderr, newlines=False)
         answer = error_answer(question, question.language, mode or settings.answer_mode)
         code = EXIT_FAILED
     if args.json:
-        print(json.dumps(answer.model_dump(mode="json"), ensure_ascii=False, indent=1))
+        print(json_text(answer.model_dump(mode="json"), indent=1))
         return code
-    print(format_text_answer(answer, question.language))
+    echo(format_text_answer(answer, question.language))
     if answer.draft:
         print(f"\n(not posted: the draft failed verification with {len(answer.violations)} violation(s):", file=sys.stderr)
         for v in answer.violations:
-            print(f"  {v.kind}: {v.detail}", file=sys.stderr)
+            echo(f"  {v.kind}: {v.detail}", file=sys.stderr, newlines=False)
         print(")", file=sys.stderr)
     return code

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 from bot.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, snippet
 from bot.commands.kb import ensure_index
 from bot.config import ConfigError, Settings
+from bot.terminal import echo, json_text
 
 
 def _logging(role: str) -> None:
@@ -60,7 +59,7 @@ def cmd_review_list(args, settings: Settings) -> int:
 
     reviews = _with_redis(settings, lambda redis: Records(redis).open_reviews())
     if args.json:
-        print(json.dumps([json.loads(r.model_dump_json()) for r in reviews], ensure_ascii=False, indent=1))
+        print(json_text([r.model_dump(mode="json") for r in reviews], indent=1))
         return EXIT_OK
     if not reviews:
         print("No open reviews.")
@@ -69,7 +68,7 @@ def cmd_review_list(args, settings: Settings) -> int:
         when = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
         where = "a direct message" if r.is_dm else f"<#{r.channel}>"
         kinds = ", ".join(sorted({v.kind for v in r.violations})) or r.kind
-        print(f"{r.review_id}  {when}  {where}  [{kinds}]  {snippet(r.question, 70)}")
+        echo(f"{r.review_id}  {when}  {where}  [{kinds}]  {snippet(r.question, 70)}", newlines=False)
     return EXIT_OK
 
 
@@ -110,9 +109,9 @@ def cmd_review_gaps(args, settings: Settings) -> int:
 
     gaps = group_questions(_with_redis(settings, fetch))
     if args.json:
-        print(json.dumps([g.as_json() for g in gaps], ensure_ascii=False, indent=1))
+        print(json_text([g.as_json() for g in gaps], indent=1))
     else:
-        print(format_gaps(gaps, days=args.days))
+        print(format_gaps(gaps, days=args.days))  # each line cleaned by format_gaps
     return EXIT_OK
 
 
@@ -129,7 +128,7 @@ def cmd_audit_show(args, settings: Settings) -> int:
     except IndexNotFound:
         status = check_cited(entry, None)
     if args.json:
-        print(json.dumps(entry_json(entry, status), ensure_ascii=False, indent=1))
+        print(json_text(entry_json(entry, status), indent=1))
     else:
-        print(format_entry(entry, status))
+        print(format_entry(entry, status))  # each line cleaned by format_entry
     return EXIT_OK

@@ -2,12 +2,17 @@
 
 Rules (DESIGN 3.6), each a violation kind:
 - UNKNOWN_ID: a cited id is not one of the context blocks' KB-IDs.
-- NO_CITATION: the answer cites nothing at all (and is not a refusal).
+- NO_CITATION: the answer cites nothing at all (and is not a refusal: the refusal
+  sentence and nothing else, see text.is_refusal).
 - NUMBER_NOT_IN_SOURCE: a number, date or amount of a sentence is not stated by
   the blocks that sentence cites.
 - QUOTE_NOT_IN_SOURCE: a double-quoted passage is not verbatim in a cited block.
-- UNCITED_SENTENCE: a sentence states a number or a quotation, but neither it nor
-  any sentence of its paragraph cites a block, so nothing can back it.
+- LINK_NOT_IN_SOURCE: a URL, e-mail address, phone number or Slack link of a
+  sentence is not in the blocks it cites (links.py).
+- NEGATION_NOT_IN_SOURCE: a sentence negates ("never", "cannot", "kein") and the
+  best-matching sentences of the blocks it cites do not (support.negation_backed).
+- UNCITED_SENTENCE: a sentence states a number, a quotation or a link, but neither
+  it nor any sentence of its paragraph cites a block, so nothing can back it.
 
 Which blocks a sentence cites: its own references; without any, those of the
 next sentence of the same paragraph that has some (models often cite once at
@@ -21,9 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.grounding.links import find_links, missing_links
 from bot.grounding.numbers import missing_numbers
 from bot.grounding.refs import IdSet, Ref, find_refs, ordered_ids, strip_refs
-from bot.grounding.text import contains_refusal, paragraphs, quote_in, quoted_passages, sentences, strip_think
+from bot.grounding.support import negation_backed
+from bot.grounding.text import is_refusal, paragraphs, quote_in, quoted_passages, sentences, strip_think
 from bot.models import Evidence, Verdict, Violation
 
 
@@ -80,13 +87,13 @@ def _inherit(group: list[_Sentence]) -> None:
 def _check_sentence(s: _Sentence, blocks: dict[str, list[str]], language: str) -> list[Violation]:
     body = strip_refs(s.text, s.refs)
     quotes = quoted_passages(body)
-    numbers_text = body
-    for q in quotes:  # a quotation is checked verbatim as a whole; its numbers need no second check
-        numbers_text = numbers_text.replace(q, " ")
+    unquoted = body
+    for q in quotes:  # a quotation is checked verbatim as a whole: its numbers and negations need no second check
+        unquoted = unquoted.replace(q, " ")
     if s.has_refs and not s.cited:
         return []  # cites only unknown ids: already an UNKNOWN_ID, nothing to check against
     if not s.cited:
-        if quotes or missing_numbers(numbers_text, [], language):
+        if quotes or missing_numbers(unquoted, [], language) or find_links(body):
             return [Violation(kind="UNCITED_SENTENCE", detail=f"no citation for: {s.text}", claim=s.index)]
         return []
     sources = [t for kb_id in s.cited for t in blocks.get(kb_id, [])]
@@ -96,7 +103,7 @@ def _check_sentence(s: _Sentence, blocks: dict[str, list[str]], language: str) -
             detail=f"{number!r} is not stated in [{', '.join(s.cited)}]",
             claim=s.index,
         )
-        for number in missing_numbers(numbers_text, sources, language)
+        for number in missing_numbers(unquoted, sources, language)
     ]
     violations += [
         Violation(
@@ -107,6 +114,21 @@ def _check_sentence(s: _Sentence, blocks: dict[str, list[str]], language: str) -
         for q in quotes
         if not any(quote_in(q, source) for source in sources)
     ]
+    violations += [
+        Violation(kind="LINK_NOT_IN_SOURCE", detail=f"{link!r} is not in [{', '.join(s.cited)}]", claim=s.index)
+        for link in missing_links(body, sources)
+    ]
+    # A quotation's negation is checked verbatim with it; the refusal sentence
+    # next to an answer ("... [id]. The KB does not cover the rest.") says what
+    # the KB lacks, which no block can state.
+    if not is_refusal(unquoted) and not negation_backed(unquoted, sources, language):
+        violations.append(
+            Violation(
+                kind="NEGATION_NOT_IN_SOURCE",
+                detail=f"the sentence negates, the matching sentences of [{', '.join(s.cited)}] do not: {body.strip()}",
+                claim=s.index,
+            )
+        )
     return violations
 
 
@@ -135,7 +157,7 @@ def verify_citations(draft_text: str, evidence: list[Evidence], language: str = 
     groups = _sentences(text, known, language)
     flat = [s for group in groups for s in group]
     citations = ordered_ids([r for s in flat for r in s.refs])
-    if contains_refusal(text) and not citations:
+    if is_refusal(text) and not citations:
         return Verdict(ok=True, refusal=True)
     violations = _unknown_id_violations(flat)
     if not any(s.has_refs for s in flat):

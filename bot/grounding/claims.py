@@ -5,8 +5,11 @@ claim is checked on its own; the verdict's audit mode then says what may be post
 
 - STRICT: no violation at all; the whole answer is posted.
 - HYBRID: some claims verified and every violation is local to a claim
-  (UNKNOWN_EVIDENCE_ID, UNSUPPORTED_CLAIM, NUMBER_NOT_IN_SOURCE, TOO_MANY_CLAIMS);
-  only the verified claims are posted, marked partial.
+  (UNKNOWN_EVIDENCE_ID, UNSUPPORTED_CLAIM, NUMBER_NOT_IN_SOURCE,
+  LINK_NOT_IN_SOURCE: a URL, e-mail address, phone number or Slack link the
+  evidence does not state, NEGATION_NOT_IN_SOURCE: the claim negates and its
+  best-matching evidence sentences do not, TOO_MANY_CLAIMS); only the verified
+  claims are posted, marked partial.
 - UNGROUNDED: the output is not the schema (SCHEMA_INVALID), a claim quotes
   (MANUAL_QUOTE_VIOLATION: quotations cannot be checked claim by claim, so none
   are allowed), a claim relies on a blocked source role (SOURCE_ROLE_BLOCKED), or
@@ -19,7 +22,8 @@ verdict's claims carry the resolved pointer ids.
 
 A refusal is a verified answer without claims: an empty claim list (the only way
 to refuse under schema-constrained decoding), claims that only say the refusal
-sentence, or the refusal sentence as plain text instead of JSON.
+sentence, or the refusal sentence as plain text instead of JSON. A refusal that
+goes on to state something is not one (text.is_refusal): it is checked.
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.grounding.lenient_json import parse_lenient_json
+from bot.grounding.links import missing_links
 from bot.grounding.numbers import missing_numbers
 from bot.grounding.support import Weigher, assess, weigher
-from bot.grounding.text import DOUBLE_QUOTE_CHARS, contains_refusal, strip_think
+from bot.grounding.text import DOUBLE_QUOTE_CHARS, is_refusal, strip_think
 from bot.models import AuditMode, Claim, Evidence, Verdict, Violation
 
 # Source roles a claim may rest on. Background material (noisy_background_source)
@@ -50,7 +55,14 @@ DEFAULT_ALLOWED_ROLES = frozenset(
 # operators must see it, so it demotes to HYBRID; it never cuts claims off.
 MAX_CLAIMS = 12
 
-_CLAIM_LOCAL = {"UNKNOWN_EVIDENCE_ID", "UNSUPPORTED_CLAIM", "NUMBER_NOT_IN_SOURCE", "TOO_MANY_CLAIMS"}
+_CLAIM_LOCAL = {
+    "UNKNOWN_EVIDENCE_ID",
+    "UNSUPPORTED_CLAIM",
+    "NUMBER_NOT_IN_SOURCE",
+    "LINK_NOT_IN_SOURCE",
+    "NEGATION_NOT_IN_SOURCE",
+    "TOO_MANY_CLAIMS",
+}
 
 
 class _SchemaError(ValueError):
@@ -126,13 +138,18 @@ def _check_claim(
     if not claim.evidence_ids:
         add("UNSUPPORTED_CLAIM", "the claim cites no evidence")
     elif resolved:
-        for number in missing_numbers(claim.text, [_haystack(ev) for ev in resolved], language):
+        haystacks = [_haystack(ev) for ev in resolved]
+        for number in missing_numbers(claim.text, haystacks, language):
             add("NUMBER_NOT_IN_SOURCE", f"{number!r} is not stated in the cited evidence")
+        for link in missing_links(claim.text, haystacks):
+            add("LINK_NOT_IN_SOURCE", f"{link!r} is not in the cited evidence")
         # The title counts as a sentence of its block: "possible from the age of 55"
         # under the title "Partial retirement" states that partial retirement is.
         passages = [p for ev in resolved for p in (ev.chunk.title, ev.text) if p]
         support = assess(claim.text, passages, language, idf=weight)
-        if not support.supported:
+        if support.lexical and not support.negation_kept:
+            add("NEGATION_NOT_IN_SOURCE", "the claim negates; the cited evidence states no such negation")
+        elif not support.supported:
             missing = ", ".join(support.missing) or "-"
             add("UNSUPPORTED_CLAIM", f"the cited evidence does not state this (words not found: {missing})")
     pointers = [ev.pointer_id for ev in resolved] + [t for t in claim.evidence_ids if not index.resolve(t)]
@@ -178,12 +195,12 @@ def verify_claims(
         obj, fixups = parse_lenient_json(text)
         claims = _read_claims(obj)
     except json.JSONDecodeError as exc:
-        if contains_refusal(text):
+        if is_refusal(text):
             return _refusal([])
         return _schema_invalid(f"not JSON: {exc.msg}", [])
     except _SchemaError as exc:
         return _schema_invalid(str(exc), fixups)
-    if all(not c.evidence_ids and contains_refusal(c.text) for c in claims):
+    if all(not c.evidence_ids and is_refusal(c.text) for c in claims):
         return _refusal(fixups)  # also true for an empty list
     index = EvidenceIndex(evidence)
     checked, violations = [], []

@@ -2,7 +2,7 @@
 
 The rules and the verifiers are two sides of one contract: every rule here is
 one a verifier checks (citations.py, claims.py), and the refusal sentence asked
-for is the one `contains_refusal` recognises.
+for is the one `is_refusal` recognises.
 """
 
 from __future__ import annotations

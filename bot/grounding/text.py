@@ -15,9 +15,15 @@ from bot.messages import Key, all_translations
 
 # --------------------------------------------------------------------- reasoning
 
-_THINK_CLOSED = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
-_THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)>", re.I)
+# Tags as models really write them: any case, spaces inside the brackets,
+# attributes ("<think effort='high'>"). The name must end there: "<thinker>"
+# is not a reasoning tag.
+_NAME = r"(think|thinking|reasoning)(?![\w-])"
+_OPEN_TAG = rf"<\s*{_NAME}[^<>]*?(?<!/)>"
+_THINK_EMPTY = re.compile(rf"<\s*{_NAME}[^<>]*/\s*>", re.I)
+_THINK_CLOSED = re.compile(rf"{_OPEN_TAG}.*?<\s*/\s*\1\s*>", re.S | re.I)
+_THINK_CLOSE = re.compile(rf"<\s*/\s*{_NAME}\s*>", re.I)
+_THINK_OPEN = re.compile(_OPEN_TAG, re.I)
 
 
 def strip_think(text: str) -> str:
@@ -28,6 +34,7 @@ def strip_think(text: str) -> str:
     and an opening tag that never closes (the model ran out of tokens while
     reasoning: everything after it is reasoning, there is no answer).
     """
+    text = _THINK_EMPTY.sub("", text)
     text = _THINK_CLOSED.sub("", text)
     close = _THINK_CLOSE.search(text)
     if close and not _THINK_OPEN.search(text, 0, close.start()):
@@ -182,3 +189,26 @@ def contains_refusal(text: str) -> bool:
     alone or inside a longer reply ("Zu dieser Frage: Dazu enthält ...")?"""
     folded = f" {fold(text)} "
     return any(f" {phrase} " in folded for phrase in _REFUSAL_PHRASES)
+
+
+# Words a refusal may come with and still be nothing but a refusal: a lead-in
+# ("Zu dieser Frage:", "I'm sorry, but"). Anything longer says something else,
+# and that has to be checked like any answer.
+MAX_REFUSAL_LEAD_IN_WORDS = 5
+
+
+def is_refusal(text: str) -> bool:
+    """Is the text the refusal sentence and nothing else (a short lead-in aside)?
+
+    "The knowledge base does not cover this question. However, you get 30 days
+    [hb-pto-01]." contains the refusal but is an answer: its statement must be
+    verified, not waved through with the refusal.
+    """
+    folded = f" {fold(text)} "
+    rest = folded
+    for phrase in _REFUSAL_PHRASES:
+        rest = rest.replace(f" {phrase} ", " ")
+    if rest == folded:
+        return False
+    words = rest.split()
+    return len(words) <= MAX_REFUSAL_LEAD_IN_WORDS and not any(ch.isdigit() for ch in rest)

@@ -1,0 +1,163 @@
+"""Links, e-mail addresses and phone numbers in an answer: each must be in a cited block.
+
+A made-up link is worse than a made-up number: "Reset your password at
+https://evil.example/reset [hb-pto-01]" sends employees to a phishing page
+with the KB's authority. So every one of these in a sentence (or claim) must
+be stated by a block it cites:
+
+- URLs: with a scheme, "www." hosts, bare host names followed by a path
+  ("evil.example/reset"), Markdown link targets "[text](url)";
+- Slack's own syntax "<https://x|label>", "<mailto:...>", "<tel:...>",
+  "<!channel>", "<@U123>", "<#C123>": the renderer escapes it, but a verified
+  answer must not contain it to begin with;
+- e-mail addresses;
+- phone numbers: digits in groups (7 to 15 digits), compared as digits, so
+  "+49 30 1234567" matches "030 1234567" and "(030) 123 45 67".
+
+Comparison ignores case, the scheme and "www."; a URL may be shortened to a
+prefix that ends at a path boundary ("wiki.example.com" for
+"https://wiki.example.com/hr/form"), never lengthened or changed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+URL, EMAIL, PHONE, SLACK = "url", "email", "phone", "slack"
+
+_SLACK = re.compile(r"<((?:[a-z][a-z0-9+.-]*:|[!@#])[^<>|\s]*)(?:\|[^<>]*)?>", re.I)
+_MARKDOWN = re.compile(r"\[[^\[\]\n]*\]\(\s*<?([^()<>\s]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_EMAIL = re.compile(r"(?<![\w.%+-])[\w.%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w-])")
+_SCHEME_URL = re.compile(r"\b(?:https?|ftp)://[^\s<>\"'`|\[\]{}]+", re.I)
+_WWW = re.compile(r"(?<![\w.@/-])www\.[^\s<>\"'`|\[\]{}]+", re.I)
+# Lower-case host names only: "ASP.NET" or "Node.JS" are names, not hosts.
+_HOST = r"(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+"
+_HOST_WITH_PATH = re.compile(rf"(?<![\w.@/-]){_HOST}[a-z]{{2,}}(?::\d+)?/[^\s<>\"'`|\[\]{{}}]*")
+_COMMON_TLDS = "com|org|net|de|io|info|biz|eu|at|ch|uk|us|co|app|dev|gov|edu|example|test|invalid|local"
+_BARE_HOST = re.compile(rf"(?<![\w.@/-]){_HOST}(?:{_COMMON_TLDS})(?![\w.-]*\w)")
+# Digit groups with separators; the filters in _phone() decide what is a phone number.
+_PHONE = re.compile(r"(?<![\w.,/+-])(?:\+|\(\+?)?\d[\d \t()./-]*\d\)?(?![\w,]|[.,/-]\d)")
+_TRAILING = ".,;:!?'\")]}>*_"
+
+_DATE_OR_RANGE = re.compile(
+    r"^(?:\d{4}-\d{2}-\d{2}|\d{1,2}\.\d{1,2}\.\d{2,4}|\d{4}\s*[-/]\s*\d{4}|\d{1,2}:\d{2})$"
+)
+_THOUSANDS = re.compile(r"^\d{1,3}(?:([. ])\d{3})(?:\1\d{3})*$")
+
+
+@dataclass(frozen=True)
+class Link:
+    raw: str  # as written
+    kind: str
+    key: str  # what is compared: a normalised URL or address, or the digits
+
+
+def _mask(text: str, span: tuple[int, int]) -> str:
+    """Blank out a found link so the next pattern does not find part of it again."""
+    start, end = span
+    return text[:start] + " " * (end - start) + text[end:]
+
+
+def _url_key(url: str) -> str:
+    url = url.strip().rstrip(_TRAILING).casefold()
+    url = re.sub(r"^[a-z][a-z0-9+.-]*://", "", url)
+    url = url.removeprefix("www.")
+    return url.rstrip("/")
+
+
+def _phone(raw: str) -> Link | None:
+    raw = raw.strip().rstrip(".-/")
+    digits = re.sub(r"\D", "", raw)
+    if not 7 <= len(digits) <= 15 or _DATE_OR_RANGE.match(raw):
+        return None
+    if not re.search(r"[ \t()./-]", raw) and not raw.startswith("+"):
+        return None  # one run of digits is a number; the number rule checks it
+    if _THOUSANDS.match(raw):
+        return None  # "1.000.000", "10 000 000": an amount
+    return Link(raw, PHONE, digits)
+
+
+def _slack(target: str, raw: str) -> Link:
+    lowered = target.casefold()
+    if lowered.startswith("mailto:"):
+        return Link(raw, EMAIL, lowered.removeprefix("mailto:"))
+    if lowered.startswith("tel:"):
+        return Link(raw, PHONE, re.sub(r"\D", "", target))
+    if lowered[:1] in ("!", "@", "#"):
+        return Link(raw, SLACK, raw.casefold())
+    return Link(raw, URL, _url_key(target))
+
+
+def find_links(text: str, *, phones: bool = True) -> list[Link]:
+    """Every link, address and phone number in `text`, in the order the patterns find them."""
+    found: list[Link] = []
+    for m in _SLACK.finditer(text):
+        found.append(_slack(m.group(1), m.group(0)))
+        text = _mask(text, m.span())
+    for m in _MARKDOWN.finditer(text):
+        found.append(Link(m.group(1), URL, _url_key(m.group(1))))
+        text = _mask(text, m.span())
+    for pattern in (_SCHEME_URL, _WWW, _EMAIL, _HOST_WITH_PATH, _BARE_HOST):
+        for m in pattern.finditer(text):
+            raw = m.group(0).rstrip(_TRAILING)
+            if pattern is _EMAIL:
+                found.append(Link(raw, EMAIL, raw.casefold()))
+            else:
+                found.append(Link(raw, URL, _url_key(raw)))
+            text = _mask(text, m.span())
+    if phones:
+        found.extend(link for m in _PHONE.finditer(text) if (link := _phone(m.group(0))))
+    return found
+
+
+def _phone_matches(digits: str, stated: set[str]) -> bool:
+    """Same digits, or the same number with and without a country code ("+49 30 …" / "030 …")."""
+    national = digits.lstrip("0")
+    for other in stated:
+        other_national = other.lstrip("0")
+        if digits == other or national == other_national:
+            return True
+        long, short = sorted((national, other_national), key=len, reverse=True)
+        if len(short) >= 6 and long.endswith(short) and len(long) - len(short) <= 3:
+            return True
+    return False
+
+
+def _url_in(key: str, haystack: str) -> bool:
+    """Is `key` in the normalised source text, starting and ending at a boundary?"""
+    if not key:
+        return False
+    for m in re.finditer(re.escape(key), haystack):
+        before = haystack[m.start() - 1] if m.start() else " "
+        after = haystack[m.end() : m.end() + 2]
+        # "wiki.example.com" may end before "/hr/form", not before "x" or ".evil.org".
+        ends_word = not after or not (after[0].isalnum() or after[0] in "-_@" or re.match(r"\.\w", after))
+        if not (before.isalnum() or before in ".-_@") and ends_word:
+            return True
+    return False
+
+
+def _source_haystack(sources: list[str]) -> str:
+    """The sources as one text in which URLs read like their keys."""
+    text = "\n".join(sources).casefold()
+    text = re.sub(r"\b[a-z][a-z0-9+.-]*://", " ", text)
+    return re.sub(r"(?<![\w.])www\.", " ", text)
+
+
+def missing_links(text: str, sources: list[str]) -> list[str]:
+    """The links, addresses and phone numbers of `text` (as written) that no source states."""
+    haystack = _source_haystack(sources)
+    stated_phones = {re.sub(r"\D", "", m.group(0)) for s in sources for m in _PHONE.finditer(s)}
+    stated_phones |= {link.key for s in sources for link in find_links(s, phones=False) if link.kind == PHONE}
+    missing = []
+    for link in find_links(text):
+        if link.kind == PHONE:
+            ok = _phone_matches(link.key, stated_phones)
+        elif link.kind == SLACK:
+            ok = link.key in "\n".join(sources).casefold()
+        else:
+            ok = _url_in(link.key, haystack)
+        if not ok and link.raw not in missing:
+            missing.append(link.raw)
+    return missing
