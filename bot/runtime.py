@@ -82,7 +82,8 @@ async def work(settings: Settings, *, concurrency: int, metrics_port: int = 0, *
         if metrics_port:
             await _serve_metrics(stack, metrics_port)
         retriever = stack.enter_context(Retriever(settings.index_dir))
-        backend = make_backend(settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout)
+        backend = make_backend(settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout,
+                               max_retry_after=settings.llm_max_retry_after_s)
         stack.push_async_callback(backend.aclose)
         redis = connect(settings.redis_url, timeout=REDIS_TIMEOUT_S)
         stack.push_async_callback(redis.aclose)
