@@ -58,6 +58,19 @@ def _positive_int(value: Any) -> int:
     return number
 
 
+def _seconds(value: Any, *, allow_zero: bool) -> float:
+    wanted = "a number of seconds, 0 or more" if allow_zero else "a positive number of seconds"
+    if isinstance(value, bool):
+        raise _fail(f"must be {wanted}")
+    try:
+        seconds = float(str(value).strip())
+    except ValueError:
+        raise _fail(f"must be {wanted}") from None
+    if not (seconds >= 0 if allow_zero else seconds > 0) or seconds == float("inf"):
+        raise _fail(f"must be {wanted}")
+    return seconds
+
+
 def _choice(value: Any, choices: tuple[str, ...]) -> str:
     text = str(value).strip().lower()
     if text not in choices:
@@ -120,22 +133,25 @@ class Settings(BaseSettings):
     embed_input_type: bool = Field(False, validation_alias="CITEBOT_EMBED_INPUT_TYPE")
     # The cosine a question needs to count as covered; default: the model's calibrated value.
     min_cosine: float | None = Field(None, validation_alias="CITEBOT_MIN_COSINE")
+    # The asker is watching a thread: a model that asks for an hour's pause is down for them.
+    llm_max_retry_after_s: float = Field(30.0, validation_alias="CITEBOT_LLM_MAX_RETRY_AFTER_S")
+    # Wall-clock time from the first model call for a question, over all its tries.
+    question_budget_s: float = Field(120.0, validation_alias="CITEBOT_QUESTION_BUDGET_S")
 
     @field_validator("top_k", "prompt_budget_chars", "max_question_chars", mode="before")
     @classmethod
     def _check_positive(cls, value: Any) -> int:
         return _positive_int(value)
 
-    @field_validator("llm_timeout", mode="before")
+    @field_validator("llm_timeout", "question_budget_s", mode="before")
     @classmethod
     def _check_timeout(cls, value: Any) -> float:
-        try:
-            seconds = float(str(value).strip())
-        except ValueError:
-            raise _fail("must be a positive number of seconds") from None
-        if not seconds > 0 or seconds == float("inf"):
-            raise _fail("must be a positive number of seconds")
-        return seconds
+        return _seconds(value, allow_zero=False)
+
+    @field_validator("llm_max_retry_after_s", mode="before")
+    @classmethod
+    def _check_max_retry_after(cls, value: Any) -> float:
+        return _seconds(value, allow_zero=True)  # 0: never wait for a Retry-After
 
     @field_validator("min_cosine", mode="before")
     @classmethod

@@ -26,6 +26,9 @@ DEDUPE_PREFIX = PREFIX + "dedupe:"  # + dedupe id (Slack event id)
 HEARTBEAT_PREFIX = PREFIX + "worker:"  # + worker id
 POSTED_PREFIX = PREFIX + "posted:"  # + question id: the post that was made
 POST_CLAIM_PREFIX = PREFIX + "post-claim:"  # + question id: a post is being made
+# + question id: until when the message of its last chat.postMessage may still
+# show up in Slack, when that post's outcome is unknown (a timeout, a 5xx).
+POST_ATTEMPT_PREFIX = PREFIX + "post-attempt:"
 
 # ---------------------------------------------------------------- records
 
@@ -40,6 +43,12 @@ REVIEW_PREFIX = PREFIX + "review:"  # + review id
 REVIEW_DECISION_PREFIX = PREFIX + "review-decision:"  # + review id
 REVIEW_TTL_S = 90 * 24 * 3600
 OPEN_REVIEWS_ZSET = PREFIX + "reviews:open"  # member review id, score created_at
+
+# When the first model call for a question began: its time budget
+# (CITEBOT_QUESTION_BUDGET_S) counts from there over all its tries. A day
+# outlives any question's retries.
+QUESTION_STARTED_PREFIX = PREFIX + "question-started:"  # + question id
+QUESTION_STARTED_TTL_S = 24 * 3600
 
 # 👍/👎 votes and reasons: a stream, bounded so it cannot grow without end.
 FEEDBACK_STREAM = PREFIX + "feedback"
@@ -85,6 +94,10 @@ def review_decision_key(review_id: str) -> str:
     return REVIEW_DECISION_PREFIX + review_id
 
 
+def question_started_key(question_id: str) -> str:
+    return QUESTION_STARTED_PREFIX + question_id
+
+
 def dedupe_key(dedupe_id: str) -> str:
     return DEDUPE_PREFIX + dedupe_id
 
@@ -99,6 +112,10 @@ def posted_key(question_id: str) -> str:
 
 def post_claim_key(question_id: str) -> str:
     return POST_CLAIM_PREFIX + question_id
+
+
+def post_attempt_key(question_id: str) -> str:
+    return POST_ATTEMPT_PREFIX + question_id
 
 
 def audit_question_key(question_id: str) -> str:

@@ -55,7 +55,8 @@ MAX_BACKOFF = 8.0
 # do not all come back in the same instant.
 JITTER = 0.1
 # A Retry-After longer than this is not waited out: the asker is watching a
-# Slack thread, an apology now beats an answer in ten minutes.
+# Slack thread, an apology now beats an answer in ten minutes. The default of
+# CITEBOT_LLM_MAX_RETRY_AFTER_S.
 MAX_RETRY_AFTER = 30.0
 # The connect phase gets its own short limit: an unreachable host should fail
 # fast, while generating may legitimately take the whole timeout.
@@ -157,6 +158,7 @@ class _ChatBackend:
         retries: int = DEFAULT_RETRIES,
         *,
         backoff: float = DEFAULT_BACKOFF,
+        max_retry_after: float = MAX_RETRY_AFTER,
         sleep: Sleep = asyncio.sleep,
         transport: httpx.AsyncBaseTransport | None = None,
     ):
@@ -177,6 +179,7 @@ class _ChatBackend:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self.max_retry_after = max_retry_after
         self._sleep = sleep
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(
@@ -241,7 +244,7 @@ class _ChatBackend:
             return None
         delay = backoff_delay(attempt, self.backoff)
         if exc.retry_after is not None:
-            if exc.retry_after > MAX_RETRY_AFTER:
+            if exc.retry_after > self.max_retry_after:
                 return None
             delay = max(delay, exc.retry_after)
         return delay
@@ -358,6 +361,7 @@ def make_backend(
     model: str | None = None,
     api_key: str | None = None,
     timeout: float | None = None,
+    max_retry_after: float = MAX_RETRY_AFTER,
 ) -> Backend:
     """The backend that CITEBOT_LLM names, or a ValueError naming the variable at fault."""
     kind = (kind or "").strip().lower()
@@ -373,6 +377,6 @@ def make_backend(
         raise ValueError(f"CITEBOT_LLM_TIMEOUT must be a positive number of seconds, got {timeout}")
     cls = OpenAIBackend if kind == "openai" else OllamaBackend
     try:
-        return cls(url, model, api_key=api_key or None, timeout=timeout or DEFAULT_TIMEOUT)
+        return cls(url, model, api_key=api_key or None, timeout=timeout or DEFAULT_TIMEOUT, max_retry_after=max_retry_after)
     except ValueError as exc:
         raise ValueError(f"CITEBOT_LLM_URL: {exc}") from exc

@@ -18,7 +18,8 @@ class Key(StrEnum):
     PARTIAL = "partial"  # only some statements of the answer could be verified
     TRUNCATED = "truncated"  # the question was cut to the maximum length
     HELP = "help"  # an empty mention
-    LLM_DOWN = "llm_down"  # the model failed past all retries
+    LLM_DOWN = "llm_down"  # the model failed past all retries, or took the question's whole time budget
+    FAILED = "failed"  # anything else failed past all retries (never Slack: it cannot carry the news)
     REVIEWED_BY = "reviewed_by"  # a reviewer's answer posted into the asker's thread
     SOURCES = "sources"  # heading of the sources list
     REVIEW_DISMISSED = "review_dismissed"  # a reviewer closed a rejected draft without an answer
@@ -47,6 +48,10 @@ _MESSAGES: dict[str, dict[Key, str]] = {
             "Sorry, I can't answer right now: the language model is not responding. "
             "Your question has been recorded; please try again later."
         ),
+        Key.FAILED: (
+            "Sorry, something went wrong while answering your question. "
+            "It has been recorded; please try again later."
+        ),
         Key.REVIEWED_BY: "Reviewed by {reviewer}.",
         Key.SOURCES: "Sources",
         Key.REVIEW_DISMISSED: (
@@ -74,6 +79,10 @@ _MESSAGES: dict[str, dict[Key, str]] = {
         Key.LLM_DOWN: (
             "Entschuldigung, ich kann gerade nicht antworten: Das Sprachmodell reagiert nicht. "
             "Deine Frage wurde festgehalten; bitte versuch es später noch einmal."
+        ),
+        Key.FAILED: (
+            "Entschuldigung, beim Beantworten deiner Frage ist etwas schiefgegangen. "
+            "Sie wurde festgehalten; bitte versuch es später noch einmal."
         ),
         Key.REVIEWED_BY: "Geprüft von {reviewer}.",
         Key.SOURCES: "Quellen",

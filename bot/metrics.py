@@ -24,7 +24,12 @@ STAGE_SECONDS = Histogram(
 )
 REGENERATIONS = Counter("citebot_regenerations_total", "Drafts regenerated after failed verification", registry=REGISTRY)
 LLM_ERRORS = Counter("citebot_llm_errors_total", "LLM failures past the client's retries", ["kind"], registry=REGISTRY)
-SLACK_ERRORS = Counter("citebot_slack_errors_total", "Slack API failures past the client's retries", ["kind"], registry=REGISTRY)
+# By Slack's error code ("not_in_channel", "msg_too_long", "ratelimited", "http_503",
+# "timeout"…): the codes that need an operator stand out from the ones a retry cures.
+SLACK_ERRORS = Counter(
+    "citebot_slack_errors_total", "Slack API failures past the client's retries, by error code", ["code"],
+    registry=REGISTRY,
+)
 EVENTS = Counter(
     "citebot_events_total", "Slack events received by the web process", ["result"], registry=REGISTRY
 )

@@ -98,6 +98,7 @@ from bot.keys import (
     JOBS_STREAM,
     WORKERS_GROUP,
     dedupe_key,
+    post_attempt_key,
     post_claim_key,
     posted_key,
 )
@@ -456,7 +457,17 @@ class PostLedger:
     async def release_post(self, question_id: str) -> None:
         """Drops this run's claim when the post surely did not happen (a 429,
         a refused connection), so the retry gets GRANTED, not IN_DOUBT."""
-        await self._call(self._redis.delete(post_claim_key(question_id)))
+        await self._call(self._redis.delete(post_claim_key(question_id), post_attempt_key(question_id)))
+
+    async def mark_attempt(self, question_id: str, look_until: float) -> None:
+        """Before a post is sent, and again when its outcome stays unknown: until when
+        (epoch seconds) its message may still show up in Slack, for the next run to look."""
+        await self._call(self._redis.set(post_attempt_key(question_id), repr(look_until), ex=self._ttl))
+
+    async def look_until(self, question_id: str) -> float | None:
+        """Until when a doubtful post may still show up; None if none was sent since the last release."""
+        raw = await self._call(self._redis.get(post_attempt_key(question_id)))
+        return None if raw is None else float(raw)
 
     async def posted(self, question_id: str) -> PostRecord | None:
         raw = await self._call(self._redis.get(posted_key(question_id)))

@@ -34,7 +34,8 @@ class AnswerRecord(BaseModel):
     ts: str | None = None  # the posted message
     thread_ts: str | None = None
     is_dm: bool = False
-    text: str = ""  # the answer as posted, for a 👎 card
+    asker: str | None = None  # who asked: a 👎 card names them apart from who flagged the answer
+    text: str = ""  # the answer as posted, with its [n] markers, for a 👎 card
     sources: list[Source] = Field(default_factory=list)
     created_at: float = Field(default_factory=time.time)
     # The message as first posted ({"text", "blocks"}): when a cited entry
@@ -70,6 +71,7 @@ class ReviewRecord(BaseModel):
     thread_ts: str | None = None
     is_dm: bool = False
     asker: str | None = None  # None for DMs: a private question's card never names its asker
+    flagged_by: str | None = None  # feedback: who gave the 👎 (None for DMs, as the asker)
     draft: str = ""
     violations: list[Violation] = Field(default_factory=list)
     sources: list[Source] = Field(default_factory=list)
@@ -79,6 +81,9 @@ class ReviewRecord(BaseModel):
     created_at: float = Field(default_factory=time.time)
     card_channel: str | None = None
     card_ts: str | None = None
+    # Why the card is not in the review channel (a Slack error code such as
+    # "not_in_channel"): the review stays open and `citebot review list` shows it.
+    card_error: str | None = None
     decided_by: str | None = None
     decided_at: float | None = None
     final_answer: str | None = None
@@ -135,6 +140,18 @@ class Records:
             if record is not None:
                 out.append(record)
         return out
+
+    # ------------------------------------------------------------ time per question
+
+    async def question_started(self, question_id: str) -> float:
+        """When work on the question began (its first model call), the same for all its tries:
+        the question's time budget runs from there, whichever worker runs the try."""
+        key = keys.question_started_key(question_id)
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.set(key, repr(time.time()), nx=True, ex=keys.QUESTION_STARTED_TTL_S)
+        pipe.get(key)
+        _, started = await pipe.execute()
+        return float(started)
 
     # ------------------------------------------------------------ feedback
 

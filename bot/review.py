@@ -5,6 +5,12 @@ carries only its id. The web process checks who clicked (the review channel,
 the optional reviewer allowlist) and that the click is the first; the worker
 then carries the decision out here: the answer into the asker's original
 thread, marked as reviewed, and the card updated with who decided and when.
+
+Slack trouble never loses a review. A card Slack refuses (the bot is not in
+the review channel) leaves the review open with the reason on its record,
+for `citebot review list`; the asker still gets their reply. A decision whose
+post Slack refuses is undone: the click is released, so a later one works,
+and the reviewer is told what failed.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import hashlib
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -22,10 +28,13 @@ from bot.grounding.answer import render_citations_text, render_claims_text
 from bot.grounding.lenient_json import parse_lenient_json
 from bot.messages import Key, message
 from bot.models import Answer, Claim, Evidence, Outcome, Question
-from bot.queue import Job, PostClaim, PostLedger
+from bot.queue import Job, PostLedger
 from bot.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
 from bot.slack import render
-from bot.slack.calls import call
+from bot.slack.calls import SlackError, SlackFailed, call
+from bot.slack.posting import Poster
+from bot.slack.render_blocks import escape
+from bot.slack.render_text import phrase
 from kb_index import ChunkResult
 
 log = logging.getLogger(__name__)
@@ -44,6 +53,10 @@ class ReviewDesk:
     slack: AsyncWebClient
     records: Records
     ledger: PostLedger
+    poster: Poster = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.poster = Poster(self.slack, self.ledger)
 
     # ------------------------------------------------------------ opening
 
@@ -81,7 +94,9 @@ class ReviewDesk:
             channel=answer.channel,
             thread_ts=answer.thread_ts,
             is_dm=answer.is_dm,
-            asker=None if answer.is_dm else job.payload["user"],
+            # A DM's answer is seen only by its asker: neither name goes on the card.
+            asker=None if answer.is_dm else answer.asker,
+            flagged_by=None if answer.is_dm else job.payload["user"],
             draft=answer.text,
             sources=answer.sources,
             kind="feedback",
@@ -94,14 +109,30 @@ class ReviewDesk:
         channel = self.settings.review_channel
         if not channel:
             log.warning("review %s recorded, but CITEBOT_REVIEW_CHANNEL is not set: no card posted", record.review_id)
+            await self._card_missing(record, "CITEBOT_REVIEW_CHANNEL not set")
             return
         key = f"review-card:{record.review_id}"
-        claim = await self.ledger.claim_post(key)
-        if claim is PostClaim.POSTED or (claim is PostClaim.IN_DOUBT and record.card_ts):
-            return  # posted before this run, or posted and saved just before a crash
-        response = await call(self.slack.chat_postMessage(channel=channel, **render.review_card(record)), "post a review card")
-        await self.ledger.record_posted(key, response["channel"], response["ts"])
-        record.card_channel, record.card_ts = response["channel"], response["ts"]
+        if not await self.poster.may_post(key, channel, None):
+            # Posted before this run (maybe by a run that died before saving where).
+            if not record.card_ts and (posted := await self.ledger.posted(key)) is not None:
+                record.card_channel, record.card_ts, record.card_error = posted.channel, posted.ts, None
+                await self.records.save_review(record)
+            return
+        try:
+            response, _ = await self.poster.post(key, channel, None, render.review_card(record), what="post a review card")
+        except SlackError as exc:
+            await self._card_missing(record, exc.code)
+            if isinstance(exc, SlackFailed):
+                # Retrying will not help (the bot is not in the review channel):
+                # the review stays listed with the reason, the job goes on.
+                log.error("review %s recorded, but its card was not posted: Slack said %s", record.review_id, exc.code)
+                return
+            raise
+        record.card_channel, record.card_ts, record.card_error = response["channel"], response["ts"], None
+        await self.records.save_review(record)
+
+    async def _card_missing(self, record: ReviewRecord, reason: str) -> None:
+        record.card_error = reason
         await self.records.save_review(record)
 
     # ------------------------------------------------------------ deciding
@@ -115,8 +146,7 @@ class ReviewDesk:
         text = job.payload.get("text") or ""
         answer = self._reviewed_answer(record, status, text)
         key = f"review:{review_id}"
-        claim = await self.ledger.claim_post(key)
-        if claim is not PostClaim.POSTED:
+        if await self.poster.may_post(key, record.channel, record.thread_ts):
             ref = f"{record.question_id}#reviewed"
             await self.records.save_answer(
                 AnswerRecord(
@@ -127,6 +157,7 @@ class ReviewDesk:
                     channel=record.channel,
                     thread_ts=record.thread_ts,
                     is_dm=record.is_dm,
+                    asker=record.asker,
                     sources=answer.sources,
                     text=answer.answer,
                 )
@@ -136,19 +167,46 @@ class ReviewDesk:
                 if answer.outcome is Outcome.ANSWERED
                 else {"text": answer.answer}
             )
-            response = await call(
-                self.slack.chat_postMessage(channel=record.channel, thread_ts=record.thread_ts, **msg),
-                "post the reviewed answer",
-            )
-            await self.ledger.record_posted(key, response["channel"], response["ts"])
+            try:
+                await self.poster.post(key, record.channel, record.thread_ts, msg, what="post the reviewed answer")
+            except SlackFailed as exc:
+                await self._undo_decision(record, reviewer, exc.code)
+                return
 
         record.status, record.decided_by, record.decided_at = status, reviewer, time.time()
         record.final_answer = answer.answer if status is not ReviewStatus.DISMISSED else None
         if record.card_channel and record.card_ts:
             card = render.review_card_decided(record, status, reviewer, record.decided_at, record.final_answer)
-            await call(self.slack.chat_update(channel=record.card_channel, ts=record.card_ts, **card), "update the review card")
+            try:
+                await call(self.slack.chat_update(channel=record.card_channel, ts=record.card_ts, **card), "update the review card")
+            except SlackFailed as exc:
+                # The asker has the answer; a card that still shows buttons is
+                # harmless (a click on a decided review does nothing).
+                log.warning("review %s decided, but its card was not updated: Slack said %s", review_id, exc.code)
         await self.records.save_review(record)
         log.info("review %s %s by %s", review_id, status, reviewer)
+
+    async def decision_failed(self, job: Job, error: BaseException) -> None:
+        """The decision's last try failed (Slack stayed down): undone, so the reviewer can click again."""
+        record = await self.records.review(job.payload["review_id"])
+        if record is not None and record.status is ReviewStatus.OPEN:
+            await self._undo_decision(record, job.payload["reviewer"], getattr(error, "code", None) or type(error).__name__)
+
+    async def _undo_decision(self, record: ReviewRecord, reviewer: str, reason: str) -> None:
+        """The decision could not be posted: the click that claimed the review is
+        released (else the review stays claimed for its whole life and every later
+        click does nothing), and the reviewer hears why, where they clicked."""
+        await self.records.release_decision(record.review_id)
+        log.error("review %s: the decision of %s was not posted (%s); the review is open again",
+                  record.review_id, reviewer, reason)
+        channel = record.card_channel or self.settings.review_channel
+        if not channel:
+            return
+        text = phrase("decision_failed", record.language, reason=f"`{escape(reason)}`")
+        try:
+            await call(self.slack.chat_postEphemeral(channel=channel, user=reviewer, text=text), "tell the reviewer")
+        except SlackError as exc:
+            log.warning("review %s: could not tell %s that the decision failed: %s", record.review_id, reviewer, exc)
 
     def _reviewed_answer(self, record: ReviewRecord, status: ReviewStatus, text: str) -> Answer:
         base = {"question": record.question, "verified": True, "refused": False}
@@ -157,6 +215,11 @@ class ReviewDesk:
             return Answer(answer=note, outcome=Outcome.REFUSED, **base)
         if status is ReviewStatus.ANSWERED:
             return Answer(answer=text, outcome=Outcome.ANSWERED, **base)
+        if record.kind == "feedback":
+            # The flagged answer was posted with its [n] markers and numbered
+            # sources already: approving it reposts it as it was.
+            citations = list(dict.fromkeys(s.id for s in record.sources))
+            return Answer(answer=record.draft, sources=record.sources, citations=citations, outcome=Outcome.ANSWERED, **base)
         body, sources, citations = approved_draft(record)
         return Answer(answer=body, sources=sources, citations=citations, outcome=Outcome.ANSWERED, **base)
 

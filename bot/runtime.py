@@ -84,7 +84,10 @@ async def work(settings: Settings, *, concurrency: int, metrics_port: int = 0, *
             await _serve_metrics(stack, metrics_port)
         embedder = make_embedder(settings)
         retriever = stack.enter_context(Retriever(settings.index_dir, embedder=embedder, min_cosine=settings.min_cosine))
-        backend = make_backend(settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout)
+        backend = make_backend(
+            settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout,
+            max_retry_after=settings.llm_max_retry_after_s,
+        )
         stack.push_async_callback(backend.aclose)
         redis = connect(settings.redis_url, timeout=REDIS_TIMEOUT_S)
         stack.push_async_callback(redis.aclose)

@@ -1,8 +1,8 @@
 """The worker: the one place that wires the stages together for a job.
 
 A job arrives at least once (bot.queue); everything it does in Slack happens
-exactly once because every post goes through the PostLedger, keyed by what it
-answers: the question, or the review decision.
+exactly once because every post goes through the Poster (bot.slack.posting),
+keyed by what it answers: the question, or the review decision.
 
 Jobs:
     answer           a question from a mention or a DM
@@ -13,14 +13,23 @@ Jobs:
 
 Every answer, refusal, uncertain reply and apology is recorded in the audit
 trail (bot.audit) right after its post.
+
+What the asker hears when something fails, past all tries:
+    the model                     the model-down apology; also when the question
+                                  used up CITEBOT_QUESTION_BUDGET_S, at once
+    Slack                         never an apology for the model: the reply the
+                                  question earned where Slack takes it, else
+                                  nothing (the log and citebot_slack_errors_total
+                                  tell the operator)
+    anything else                 a general apology
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -33,11 +42,13 @@ from bot.llm import LLMError
 from bot.logs import about_question
 from bot.models import Answer, Outcome, Question
 from bot.pipeline import Pipeline
-from bot.queue import Job, PostClaim, PostLedger, QueueUnavailable, Transient
+from bot.queue import Job, PostLedger, QueueUnavailable, Transient
 from bot.records import AnswerRecord, Records
 from bot.review import ReviewDesk
 from bot.slack import render
-from bot.slack.calls import SlackRateLimited, best_effort, call
+from bot.slack.calls import SlackError, SlackFailed, best_effort
+from bot.slack.event_text import question_text
+from bot.slack.posting import Poster
 from bot.source_changes import note_source_changes
 
 log = logging.getLogger(__name__)
@@ -45,8 +56,14 @@ log = logging.getLogger(__name__)
 PROGRESS_REACTION = "eyes"
 # Earlier messages of a thread that a follow-up question takes along.
 THREAD_HISTORY_MESSAGES = 6
-METADATA_EVENT = "citebot_answer"
-_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+
+
+class ModelUnavailable(Transient):
+    """The model failed this try; past the last one the asker gets the model-down apology."""
+
+
+class BudgetSpent(Exception):
+    """The question used up CITEBOT_QUESTION_BUDGET_S: the asker hears back now, not after more tries."""
 
 
 @dataclass
@@ -58,6 +75,10 @@ class Worker:
     ledger: PostLedger
     reviews: ReviewDesk
     audit: AuditTrail | None = None  # None: answers are not recorded (and get no source notes)
+    poster: Poster = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.poster = Poster(self.slack, self.ledger)
 
     async def handle(self, job: Job) -> None:
         with about_question(_question_id(job)):
@@ -76,18 +97,47 @@ class Worker:
         await handler(job)
 
     async def on_dead(self, job: Job, error: BaseException) -> None:
-        """The last try failed: the asker hears about it, never silence."""
+        """The last try failed: whoever waits hears about it, never silence."""
         with about_question(_question_id(job)):
             log.error("job %s (%s) failed for good: %s", job.id, job.kind, error)
             if job.kind == "answer":
-                await self._apologise(job, error)
+                await self._answer_failed(job, error)
+            elif job.kind == "review_decision":
+                await self.reviews.decision_failed(job, error)
 
-    async def _apologise(self, job: Job, error: BaseException | None = None) -> None:
+    async def _answer_failed(self, job: Job, error: BaseException) -> None:
         question = Question.model_validate(job.payload["question"])
-        claim = await self.ledger.claim_post(question.id)
-        if claim is PostClaim.POSTED or (claim is PostClaim.IN_DOUBT and await self._find_posted(question)):
+        if isinstance(error, SlackFailed):
+            # Slack refused the reply itself (the bot left the channel, a
+            # missing scope): another post there fails the same way.
+            log.error("question %s not answered: Slack said %s; an operator must fix that", question.id, error.code)
             return
-        await self._post_reply(question, render.error_message(language=question.language))
+        if isinstance(error, SlackError):
+            await self._post_stored_reply(question, error)
+            return
+        if not await self.poster.may_post(question.id, question.channel, self._thread_of(question)):
+            return
+        await self._reply_with_apology(question, error)
+
+    async def _post_stored_reply(self, question: Question, error: SlackError) -> None:
+        """Slack stayed unavailable past all tries: the reply the question earned,
+        if it was made, gets one more chance; an apology would blame the model."""
+        record = await self.records.answer(question.id)
+        if record is None or record.message is None:
+            log.error("question %s not answered: Slack stayed unavailable (%s)", question.id, error.code)
+            return
+        thread = self._thread_of(question)
+        if await self.poster.may_post(question.id, question.channel, thread):
+            await self.poster.post(question.id, question.channel, thread, record.message, what="post the stored reply")
+            log.info("stored reply posted after Slack failed (%s)", error.code)
+
+    async def _reply_with_apology(self, question: Question, error: BaseException) -> None:
+        """The apology, with the claim on the question's post held by the caller."""
+        if isinstance(error, ModelUnavailable | BudgetSpent):
+            msg = render.error_message(language=question.language)
+        else:
+            msg = render.failure_message(language=question.language)
+        await self.poster.post(question.id, question.channel, self._thread_of(question), msg, what="post the apology")
         metrics.QUESTIONS.labels(outcome="error").inc()
         await self._audit(question, error=error)
         await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
@@ -96,41 +146,52 @@ class Worker:
 
     async def answer(self, job: Job) -> None:
         question = Question.model_validate(job.payload["question"])
-        claim = await self.ledger.claim_post(question.id)
-        if claim is PostClaim.POSTED:
-            return  # a redelivery of a job that already posted
-        if claim is PostClaim.IN_DOUBT and await self._find_posted(question):
+        thread = self._thread_of(question)
+        if not await self.poster.may_post(question.id, question.channel, thread):
+            # A redelivery of a job that posted (or whose doubtful post was found):
+            # the try that posted may not have lived to take its 👀 back.
+            await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
             return
         await best_effort(self.slack.reactions_add(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
-        question = await self._with_thread_history(question)
+        question = await self._with_thread_history(question, job.payload.get("bot_user_id"))
         try:
-            answer = await self.pipeline.answer(question)
-        except LLMError as exc:
-            metrics.LLM_ERRORS.labels(kind=type(exc).__name__).inc()
-            await self.ledger.release_post(question.id)
-            raise Transient(f"LLM: {exc}", retry_after=getattr(exc, "retry_after", None)) from exc
+            answer = await self._generate(question)
+        except BudgetSpent as exc:
+            log.warning("%s", exc)
+            metrics.LLM_ERRORS.labels(kind="BudgetSpent").inc()
+            await self._reply_with_apology(question, exc)
+            return
 
         msg = self._render(answer, question)
-        await self.records.save_answer(
-            AnswerRecord(
-                answer_id=question.id,
-                question_id=question.id,
-                question=question.text,
-                language=question.language,
-                channel=question.channel,
-                thread_ts=self._thread_of(question),
-                is_dm=question.is_dm,
-                text=answer.answer,
-                sources=answer.sources,
-                message=msg,
-            )
+        record = AnswerRecord(
+            answer_id=question.id,
+            question_id=question.id,
+            question=question.text,
+            language=question.language,
+            channel=question.channel,
+            thread_ts=thread,
+            is_dm=question.is_dm,
+            asker=question.user,
+            text=answer.answer,
+            sources=answer.sources,
+            message=msg,
         )
+        await self.records.save_answer(record)
         if answer.outcome is Outcome.UNCERTAIN:
             # The card first: once the asker's reply is recorded, a retry of
-            # this job ends early and would never post a card that failed.
+            # this job ends early and would never post a card that failed for
+            # a moment. A card Slack refuses for good is noted on the review
+            # (`citebot review list`) and the asker still gets the reply.
             await self.reviews.open_review(question, answer)
         started = time.perf_counter()
-        await self._post_reply(question, msg)
+        # Slack may refuse a long answer (msg_too_long): a compact form then,
+        # with the footnotes and the Sources button, rather than nothing.
+        forms = [msg]
+        if answer.outcome is Outcome.ANSWERED:
+            forms.append(render.answer_message(answer, language=question.language, ref=question.id, compact=True))
+        _, posted = await self.poster.post(question.id, question.channel, thread, *forms, what="post the answer")
+        if posted is not msg:
+            await self.records.replace_answer(record.model_copy(update={"message": posted}))
         answer.timings_ms["post"] = round((time.perf_counter() - started) * 1000, 3)
         metrics.observe_answer(answer.outcome, answer.timings_ms, answer.regenerations)
         log.info(
@@ -141,6 +202,42 @@ class Worker:
         )
         await self._audit(question, answer)
         await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
+
+    async def _generate(self, question: Question) -> Answer:
+        """The pipeline's answer within what is left of the question's time budget.
+
+        The budget runs from the first model call over all tries: a model that
+        hangs would otherwise keep the asker waiting for every try's timeouts
+        and backoffs in turn (minutes at the default timeout).
+        """
+        budget = self.settings.question_budget_s
+        left = await self.records.question_started(question.id) + budget - time.time()
+        if left <= 0:
+            raise BudgetSpent(f"question {question.id} used up its time budget of {budget:g}s")
+        timeout = asyncio.timeout(left)
+        try:
+            async with timeout:
+                return await self.pipeline.answer(question)
+        except TimeoutError:
+            if not timeout.expired():
+                raise
+            raise BudgetSpent(f"question {question.id} used up its time budget of {budget:g}s") from None
+        except LLMError as exc:
+            metrics.LLM_ERRORS.labels(kind=type(exc).__name__).inc()
+            # Nothing was posted in this try: the next one need not look for a post.
+            await self.ledger.release_post(question.id)
+            raise ModelUnavailable(f"LLM: {exc}", retry_after=self._retry_after(exc)) from exc
+
+    def _retry_after(self, exc: LLMError) -> float | None:
+        """The model's Retry-After, unless it is longer than the bot will wait: then
+        this try is given up and the next one comes after the usual backoff."""
+        wait = getattr(exc, "retry_after", None)
+        cap = self.settings.llm_max_retry_after_s
+        if wait is not None and wait > cap:
+            log.warning("the model asked to retry after %gs, more than CITEBOT_LLM_MAX_RETRY_AFTER_S=%gs: "
+                        "not waited for", wait, cap)
+            return None
+        return wait
 
     def _render(self, answer: Answer, question: Question) -> dict[str, Any]:
         language = question.language
@@ -167,10 +264,10 @@ class Worker:
 
     async def help(self, job: Job) -> None:
         question = Question.model_validate(job.payload["question"])
-        claim = await self.ledger.claim_post(question.id)
-        if claim is PostClaim.POSTED or (claim is PostClaim.IN_DOUBT and await self._find_posted(question)):
-            return
-        await self._post_reply(question, render.help_message(language=question.language))
+        thread = self._thread_of(question)
+        if await self.poster.may_post(question.id, question.channel, thread):
+            await self.poster.post(question.id, question.channel, thread, render.help_message(language=question.language),
+                                   what="post the help message")
 
     # ---------------------------------------------------------------- posting
 
@@ -181,54 +278,7 @@ class Worker:
             return question.thread_ts
         return question.thread_ts or question.ts
 
-    async def _post_reply(self, question: Question, msg: dict[str, Any]) -> None:
-        metadata = {"event_type": METADATA_EVENT, "event_payload": {"question_id": question.id}}
-        try:
-            response = await call(
-                self.slack.chat_postMessage(
-                    channel=question.channel,
-                    thread_ts=self._thread_of(question),
-                    metadata=metadata,
-                    unfurl_links=False,
-                    unfurl_media=False,
-                    **msg,
-                ),
-                "post the answer",
-            )
-        except SlackRateLimited:
-            # Refused, so surely not posted: the retry may post without doubt.
-            # (After a timeout the post may have happened; the claim stays,
-            # and the retry looks for the message in the thread first.)
-            await self.ledger.release_post(question.id)
-            raise
-        await self.ledger.record_posted(question.id, response["channel"], response["ts"])
-
-    async def _find_posted(self, question: Question) -> bool:
-        """After a crash between post and record: is our message already in the thread?"""
-        thread = self._thread_of(question)
-        try:
-            if thread:
-                resp = await self.slack.conversations_replies(
-                    channel=question.channel, ts=thread, include_all_metadata=True, limit=200
-                )
-            else:
-                resp = await self.slack.conversations_history(
-                    channel=question.channel, oldest=question.ts, include_all_metadata=True, limit=200
-                )
-        except Exception as exc:  # noqa: BLE001 - see below
-            # Only a worker that died between its post and the ledger record
-            # leads here; if Slack cannot tell us, we post, accepting that
-            # rare duplicate over a question that would never be answered.
-            log.warning("could not check thread for question %s: %s", question.id, exc)
-            return False
-        for msg in resp.get("messages", []):
-            payload = (msg.get("metadata") or {}).get("event_payload") or {}
-            if payload.get("question_id") == question.id:
-                await self.ledger.record_posted(question.id, question.channel, msg["ts"])
-                return True
-        return False
-
-    async def _with_thread_history(self, question: Question) -> Question:
+    async def _with_thread_history(self, question: Question, bot_user_id: str | None) -> Question:
         """A follow-up ("and for part-timers?") takes the thread's earlier questions along."""
         if not question.thread_ts or question.thread_ts == question.ts or question.history:
             return question
@@ -240,9 +290,10 @@ class Worker:
             log.warning("no thread history for question %s: %s", question.id, exc)
             return question
         earlier = [
-            _MENTION.sub("", m.get("text", "")).strip()
+            question_text(m.get("text") or "", bot_user_id).strip()
             for m in resp.get("messages", [])
-            if not m.get("bot_id") and float(m.get("ts", 0)) < float(question.ts or time.time())
+            if not m.get("bot_id") and isinstance(m.get("text"), str)
+            and float(m.get("ts", 0)) < float(question.ts or time.time())
         ]
         history = [text for text in earlier if text][-THREAD_HISTORY_MESSAGES:]
         return question.model_copy(update={"history": history})

@@ -22,7 +22,7 @@ from urllib.parse import urlencode
 import httpx
 
 from tests.fakes import FakeLLMServer
-from tests.fakes.slack_server import FakeSlackServer
+from tests.fakes.slack_server import BOT_USER_ID, FakeSlackServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SIGNING_SECRET = "test-signing-secret"
@@ -51,7 +51,7 @@ def mention_event(text: str, *, channel: str = "CGENERAL", user: str = "UASKER",
     event = {
         "type": "app_mention",
         "user": user,
-        "text": f"<@UCITEBOT> {text}",
+        "text": f"<@{BOT_USER_ID}> {text}",
         "ts": f"1700000{n:03d}.000100",
         "channel": channel,
         "event_ts": f"1700000{n:03d}.000100",
@@ -84,6 +84,8 @@ def _envelope(event: dict, n: int) -> dict:
         "event_id": f"Ev{n:08d}",
         "event_time": 1700000000 + n,
         "event": event,
+        # Who the event is for: Slack names the bot user it was delivered to.
+        "authorizations": [{"team_id": "T0FAKE", "user_id": BOT_USER_ID, "is_bot": True, "is_enterprise_install": False}],
     }
 
 
@@ -97,6 +99,18 @@ def block_action(action_id: str, value: str, *, channel: str, user: str = "UREVI
         "channel": {"id": channel},
         "container": {"type": "message", "channel_id": channel, "message_ts": "1700000000.000001"},
         "actions": [{"action_id": action_id, "block_id": "b", "type": "button", "value": value, "action_ts": "1"}],
+    }
+
+
+def view_submission(view: dict, *, user: str, values: dict) -> dict:
+    """The submission of a modal the bot opened (`view` as sent to views.open), with the inputs' `values`."""
+    return {
+        "type": "view_submission",
+        "team": {"id": "T0FAKE"},
+        "user": {"id": user},
+        "api_app_id": "A0FAKE",
+        "trigger_id": f"trigger-{next(_counter)}",
+        "view": {**view, "id": f"V{next(_counter)}", "state": {"values": values}},
     }
 
 

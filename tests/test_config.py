@@ -191,3 +191,15 @@ def test_secrets_stay_out_of_repr():
 
 def test_fields_can_be_set_by_name_in_code():
     assert Settings(top_k=2, _env_file=None).top_k == 2
+
+
+def test_how_long_an_asker_may_wait_is_in_seconds_with_one_line_errors():
+    s = load_settings(env_file=None)
+    assert (s.llm_max_retry_after_s, s.question_budget_s) == (30.0, 120.0)
+    assert config_error(CITEBOT_QUESTION_BUDGET_S="0") == "CITEBOT_QUESTION_BUDGET_S: must be a positive number of seconds (got '0')"
+    assert config_error(CITEBOT_QUESTION_BUDGET_S="two minutes").startswith("CITEBOT_QUESTION_BUDGET_S: must be a positive")
+    assert config_error(CITEBOT_LLM_MAX_RETRY_AFTER_S="-1").startswith(
+        "CITEBOT_LLM_MAX_RETRY_AFTER_S: must be a number of seconds, 0 or more"
+    )
+    # 0: a model's Retry-After is never waited out.
+    assert load_settings(env_file=None, CITEBOT_LLM_MAX_RETRY_AFTER_S="0").llm_max_retry_after_s == 0.0

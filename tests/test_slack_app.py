@@ -1,4 +1,5 @@
-"""The Bolt app in-process: signed BoltRequests, a fake Slack API, real or unreachable Redis."""
+"""The Bolt app in-process: signed BoltRequests (or signed HTTP into the web app), a fake
+Slack API, real or unreachable Redis."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import time
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.channels import ChannelsConfig
@@ -13,6 +15,7 @@ from bot.config import load_settings
 from bot.queue import JOBS_STREAM, JobQueue, connect
 from bot.records import Records
 from bot.slack.app import AppDeps, create_app
+from bot.slack.web import create_web_app
 from tests.fakes.slack_server import FakeSlackServer
 from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
 from tests.slack_harness import BOT_TOKEN, SIGNING_SECRET, mention_event, signed_headers
@@ -74,3 +77,55 @@ async def test_redis_down_fails_the_request_fast_so_slack_retries(make_app):
     response = await app.async_dispatch(signed(mention_event("How many vacation days?")))
     assert response.status >= 500  # not acked: Slack will deliver it again
     assert time.monotonic() - started < 2.5  # well inside Slack's 3 seconds
+
+
+async def queued_jobs(url: str) -> list[dict]:
+    check = connect(url, timeout=1.0)
+    try:
+        return [json.loads(fields["job"]) for _, fields in await check.xrange(JOBS_STREAM)]
+    finally:
+        await check.aclose()
+
+
+async def test_only_the_bots_own_mention_leaves_the_question(make_app, redis_url):  # noqa: F811
+    app = await make_app(redis_url)
+    response = await app.async_dispatch(signed(mention_event("does <@U0HR42|anna> sign off leave for <@U0TEAM>?")))
+    assert response.status == 200
+    [job] = await queued_jobs(redis_url)
+    assert job["payload"]["question"]["text"] == "does @U0HR42 sign off leave for @U0TEAM?"
+
+
+@pytest.fixture
+async def web(make_app, redis_url):  # noqa: F811
+    """The web process's HTTP front, in-process, as Slack reaches it."""
+    app = create_web_app(await make_app(redis_url), signing_secret=SIGNING_SECRET)
+    async with TestClient(TestServer(app)) as client:
+
+        async def post(payload: dict, **headers: str) -> int:
+            body = json.dumps(payload)
+            all_headers = {"Content-Type": "application/json", **signed_headers(body), **headers}
+            async with client.post("/slack/events", data=body, headers=all_headers) as response:
+                return response.status
+
+        yield post
+
+
+async def test_a_timestamp_that_is_not_a_number_is_refused_like_a_bad_signature(web, redis_url):  # noqa: F811
+    assert await web(mention_event("How many vacation days?"), **{"X-Slack-Request-Timestamp": "abc"}) == 401
+    assert await queued_jobs(redis_url) == []
+
+
+async def test_odd_events_are_acknowledged_and_never_fail(web, redis_url):  # noqa: F811
+    # A 500 makes Slack send the same event again and again, and the question is
+    # dropped in silence: every one of these must be acked.
+    lone_surrogate = mention_event("How many vacation \ud800 days?")
+    no_ts, no_channel, number = mention_event("a"), mention_event("b"), mention_event("c")
+    del no_ts["event"]["ts"], no_channel["event"]["channel"]
+    number["event"]["text"] = 42
+    statuses = [await web(event) for event in (lone_surrogate, no_ts, no_channel, number)]
+    assert statuses == [200, 200, 200, 200]
+    jobs = await queued_jobs(redis_url)
+    # Nothing to answer into without a channel or ts; text that is not text gets the help message.
+    assert [(j["kind"], j["payload"]["question"]["text"]) for j in jobs] == [
+        ("answer", "How many vacation \ufffd days?"), ("help", ""),
+    ]

@@ -5,63 +5,25 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from bot.messages import Key, message
 from kb_index import build_index
-from tests.fakes import FakeLLMServer, Reply
-from tests.fakes.slack_server import FakeSlackServer
+from tests.citebot_fixtures import answers_in, button_value, citebot, index_dir  # noqa: F401 - fixtures
+from tests.fakes import Reply
+from tests.fakes.slack_server import BOT_USER_ID
 from tests.kb_fixtures import write_mini_kb
 from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
 from tests.slack_harness import (
     REVIEW_CHANNEL,
-    Citebot,
     block_action,
     dm_event,
-    free_port,
-    make_env,
     mention_event,
     signed_headers,
+    view_submission,
     wait_until,
 )
 
 GOOD = "Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01]."
 PTO_QUESTION = "How many days of annual leave do I get?"
-
-
-@pytest.fixture(scope="module")
-def index_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("flow")
-    build_index(write_mini_kb(root / "kb"), root / "index")
-    return root / "index"
-
-
-@pytest.fixture
-def citebot(tmp_path, redis_url, index_dir):  # noqa: F811 - pytest fixture injection
-    made = []
-
-    def start(*, workers: int = 1, worker_args: tuple[str, ...] = (), **env_extra) -> Citebot:
-        slack, llm = FakeSlackServer(token="xoxb-test-token").start(), FakeLLMServer().start()
-        logs = tmp_path / "logs"
-        logs.mkdir(exist_ok=True)
-        env = make_env(tmp_path, redis_url=redis_url, slack=slack, llm=llm, index_dir=index_dir, **env_extra)
-        bot = Citebot(env=env, port=free_port(), slack=slack, llm=llm, logs=logs)
-        made.append(bot)
-        bot.start_web()
-        for _ in range(workers):
-            bot.start_worker(*worker_args)
-        return bot
-
-    yield start
-    for bot in made:
-        bot.stop()
-        bot.slack.stop()
-        bot.llm.stop()
-
-
-def answers_in(bot: Citebot, channel: str, thread_ts: str | None, count: int = 1, timeout: float = 20.0) -> list[dict]:
-    return wait_until(lambda: len(bot.replies(channel, thread_ts)) >= count and bot.replies(channel, thread_ts),
-                      timeout, f"{count} post(s) in {channel}/{thread_ts}")
 
 
 def test_mention_gets_one_threaded_answer_with_footnotes_and_sources(citebot):
@@ -179,6 +141,31 @@ def test_hallucination_goes_to_review_and_approve_answers_the_asker(citebot):
     assert "UREVIEWER" in json.dumps(updated.body)
 
 
+def test_a_thumbs_down_card_tells_asker_from_flagger_and_approve_reposts_with_footnotes(citebot):
+    bot = citebot()
+    bot.llm.script(GOOD)
+    event = mention_event(PTO_QUESTION, user="UASKER")
+    thread = event["event"]["ts"]
+    bot.send_event(event)
+    [posted] = answers_in(bot, "CGENERAL", thread)
+    bot.send_action(block_action("citebot_feedback_down", button_value(posted, "citebot_feedback_down"),
+                                 channel="CGENERAL", user="UFLAGGER"))
+    [opened] = bot.slack.wait_for("views.open", 1)
+    reason = {"citebot_feedback_reason": {"reason": {"type": "plain_text_input", "value": "Part-timers get fewer."}}}
+    assert bot.send_action(view_submission(opened.body["view"], user="UFLAGGER", values=reason)).status_code == 200
+    [card] = wait_until(lambda: bot.replies(REVIEW_CHANNEL, None), 15, "feedback card")
+    header = json.dumps(card["blocks"])
+    assert "Asked by <@UASKER>" in header and "flagged by <@UFLAGGER>" in header
+    bot.send_action(block_action("citebot_review_approve", button_value(card, "citebot_review_approve"),
+                                 channel=REVIEW_CHANNEL, user="UREVIEWER"))
+    reposted = answers_in(bot, "CGENERAL", thread, count=2)[1]
+    blocks = json.dumps(reposted["blocks"])
+    # As it was posted: markers, the footnote list, the Sources button; marked as reviewed.
+    assert "28 days" in reposted["text"] and "[1]" in reposted["text"] and "[1]" in blocks
+    assert "Annual leave" in blocks and "Stand 2026-02" in blocks and "citebot_sources" in blocks
+    assert "UREVIEWER" in blocks
+
+
 def test_llm_down_gives_an_apology_after_the_retries(citebot):
     bot = citebot(worker_args=("--max-tries", "2", "--backoff-base", "0.1"))
     bot.llm.set_script([], default=Reply(status=503))
@@ -250,7 +237,7 @@ def test_a_follow_up_in_a_thread_takes_the_earlier_question_along(citebot):
     bot.llm.script(GOOD)
     first_ts = "1699999999.000100"
     bot.slack.set_replies("CGENERAL", first_ts, [
-        {"type": "message", "user": "UASKER", "text": "<@UCITEBOT> How much annual leave do I get?", "ts": first_ts},
+        {"type": "message", "user": "UASKER", "text": f"<@{BOT_USER_ID}> How much annual leave do I get?", "ts": first_ts},
         {"type": "message", "bot_id": "B0CITEBOT", "text": "28 days [1]", "ts": "1699999999.000200"},
     ])
     event = mention_event("and can I carry some over?", thread_ts=first_ts)

@@ -296,7 +296,8 @@ def make_pipeline(settings: Settings, retriever):
 
     try:
         backend = make_backend(
-            settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout
+            settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout,
+            max_retry_after=settings.llm_max_retry_after_s,
         )
     except ValueError as exc:
         raise CliError(f"configuration error: {exc}", EXIT_USAGE) from None

@@ -68,7 +68,9 @@ def cmd_review_list(args, settings: Settings) -> int:
         when = dt.datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
         where = "a direct message" if r.is_dm else f"<#{r.channel}>"
         kinds = ", ".join(sorted({v.kind for v in r.violations})) or r.kind
-        echo(f"{r.review_id}  {when}  {where}  [{kinds}]  {snippet(r.question, 70)}", newlines=False)
+        # No card means no reviewer can see it: the reason is what an operator must fix.
+        card = f"  (no card: {r.card_error})" if r.card_error and not r.card_ts else ""
+        echo(f"{r.review_id}  {when}  {where}  [{kinds}]  {snippet(r.question, 70)}{card}", newlines=False)
     return EXIT_OK
 
 

@@ -14,7 +14,6 @@ modals, because their trigger_id expires 3 seconds after the click.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +28,10 @@ from bot.queue import Job, JobQueue
 from bot.records import Records
 from bot.slack import render
 from bot.slack.calls import make_client
+from bot.slack.event_text import question_text, scrubbed
 from kb_index.analysis import guess_language
 
 log = logging.getLogger(__name__)
-
-_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 # Message subtypes a person asks with; the rest (edits, deletions, joins,
 # bot posts...) are not questions.
 _QUESTION_SUBTYPES = {None, "file_share", "thread_broadcast"}
@@ -64,31 +62,64 @@ def create_app(deps: AppDeps) -> AsyncApp:
 # ---------------------------------------------------------------- events
 
 
-def make_question(event: dict[str, Any], deps: AppDeps, *, is_dm: bool) -> Question:
+def make_question(event: dict[str, Any], deps: AppDeps, *, is_dm: bool, bot_user_id: str | None = None) -> Question | None:
+    """The question an event asks, or None for an event there is nothing to answer into.
+
+    Slack retries an event it got a 500 for, with the same body, so an odd
+    event must never raise here: it would fail on every retry and the
+    question would be dropped without a word to anyone.
+    """
+    channel, ts = _string(event.get("channel")), _string(event.get("ts"))
+    if not channel or not ts:
+        log.warning("event without %s ignored: no place to answer", "a channel" if not channel else "a ts",
+                    extra={"event_type": event.get("type")})
+        return None
     settings = deps.settings
-    text, truncated = clip_question(_MENTION.sub(" ", event.get("text") or ""), settings.max_question_chars)
-    channel = event["channel"]
+    # Text that is not a string is no question: the asker gets the help message.
+    raw = question_text(_string(event.get("text")) or "", bot_user_id)
+    text, truncated = clip_question(raw, settings.max_question_chars)
     policy = deps.channels.policy(channel, is_dm=is_dm)
     return Question(
-        id=f"{channel}:{event['ts']}",
+        id=f"{channel}:{ts}",
         text=text,
         language=policy.language or guess_language(text, default=settings.language),
         collections=list(policy.collections) if policy.collections is not None else None,
         channel=channel,
-        user=event.get("user"),
-        ts=event["ts"],
-        thread_ts=event.get("thread_ts"),
+        user=_string(event.get("user")),
+        ts=ts,
+        thread_ts=_string(event.get("thread_ts")),
         is_dm=is_dm,
         truncated=truncated,
     )
 
 
-async def enqueue_question(question: Question, body: dict[str, Any], deps: AppDeps) -> None:
+def _string(value: Any) -> str | None:
+    return scrubbed(value) if isinstance(value, str) else None
+
+
+def bot_user_id_of(context: Any, body: dict[str, Any]) -> str | None:
+    """The bot's own user id: from auth.test (Bolt's context), else the event's authorizations."""
+    user = context.get("bot_user_id") if context is not None else None
+    if user:
+        return user
+    for authorization in body.get("authorizations") or []:
+        if isinstance(authorization, dict) and authorization.get("is_bot") and authorization.get("user_id"):
+            return authorization["user_id"]
+    return None
+
+
+async def enqueue_question(
+    question: Question | None, body: dict[str, Any], deps: AppDeps, *, bot_user_id: str | None = None
+) -> None:
+    if question is None:
+        metrics.EVENTS.labels(result="ignored").inc()
+        return
     kind = "answer" if question.text else "help"
-    job = Job(kind=kind, payload={"question": question.model_dump(mode="json")})
+    # The bot's id goes along: the worker reads earlier thread messages with the same eyes.
+    job = Job(kind=kind, payload={"question": question.model_dump(mode="json"), "bot_user_id": bot_user_id})
     # Slack retries carry the same event_id; the question id also guards a
     # message that reaches us through two events.
-    dedupe = body.get("event_id") or question.id
+    dedupe = _string(body.get("event_id")) or question.id
     with about_question(question.id):
         added = await deps.queue.enqueue(job, dedupe_id=dedupe)
         metrics.EVENTS.labels(result="enqueued" if added else "duplicate").inc()
@@ -102,18 +133,21 @@ async def enqueue_question(question: Question, body: dict[str, Any], deps: AppDe
 
 def register_events(app: AsyncApp, deps: AppDeps) -> None:
     @app.event("app_mention")
-    async def on_mention(event, body):
-        await enqueue_question(make_question(event, deps, is_dm=False), body, deps)
+    async def on_mention(event, body, context):
+        bot = bot_user_id_of(context, body)
+        await enqueue_question(make_question(event, deps, is_dm=False, bot_user_id=bot), body, deps, bot_user_id=bot)
 
     @app.event("message")
     async def on_message(event, body, context):
         if event.get("channel_type") != "im":
             return  # channel messages reach us as app_mention
-        if event.get("subtype") not in _QUESTION_SUBTYPES or event.get("bot_id"):
+        subtype = event.get("subtype")
+        if not isinstance(subtype, str | None) or subtype not in _QUESTION_SUBTYPES or event.get("bot_id"):
             return  # edits, deletions, our own and other bots' posts
-        if context.get("bot_user_id") and event.get("user") == context.get("bot_user_id"):
+        bot = bot_user_id_of(context, body)
+        if bot and event.get("user") == bot:
             return
-        await enqueue_question(make_question(event, deps, is_dm=True), body, deps)
+        await enqueue_question(make_question(event, deps, is_dm=True, bot_user_id=bot), body, deps, bot_user_id=bot)
 
 
 # ---------------------------------------------------------------- actions
@@ -165,7 +199,10 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
             return  # another reviewer, or a double click, was first
         job = Job(kind="review_decision", payload={"review_id": review_id, "decision": decision, "reviewer": user, "text": text})
         try:
-            await deps.queue.enqueue(job, dedupe_id=f"review:{review_id}")
+            # The claim above lets one click through; a key per job, not per
+            # review, so that a click after a decision Slack refused (and the
+            # worker undid) is not taken for a duplicate.
+            await deps.queue.enqueue(job, dedupe_id=f"review:{review_id}:{job.id}")
         except Exception:
             await records.release_decision(review_id)
             raise

@@ -70,6 +70,7 @@ __all__ = [
     "REVIEW_ANSWER_BLOCK",
     "answer_message",
     "error_message",
+    "failure_message",
     "feedback_reason_from",
     "feedback_reason_modal",
     "help_message",
@@ -101,6 +102,14 @@ MAX_PASSAGE_CHARS = 2 * MAX_SECTION_CHARS
 QUESTION_CHARS = 1000
 # A shortened answer does not end in a stub of a few words before its "shortened" note.
 MIN_PIECE_CHARS = 200
+# The compact form of an answer, for when Slack refuses the full one
+# (msg_too_long): the start of the answer in a few sections, the footnotes
+# (fewer of them listed, all of them in the Sources modal) and the buttons.
+COMPACT_TEXT_BUDGET = 4000
+COMPACT_BODY_BLOCKS = 3
+COMPACT_SOURCES_CHARS = 1500
+COMPACT_SOURCE_BLOCKS = 2
+COMPACT_FALLBACK_CHARS = 3000
 
 
 # -- notes the pipeline appended to the answer text
@@ -169,13 +178,16 @@ def _body_blocks(body: str, max_chars: int, max_blocks: int, shortened: str) -> 
     return [section(p) for p in kept] + [context([shortened])]
 
 
-def answer_message(answer: Answer, *, language: str, ref: str, reviewed_by: str | None = None) -> dict[str, Any]:
+def answer_message(
+    answer: Answer, *, language: str, ref: str, reviewed_by: str | None = None, compact: bool = False
+) -> dict[str, Any]:
     """The answer in the asker's thread: text with [n] markers, the footnote list,
     and the Sources and feedback buttons, whose value is `ref` (e.g. the answer id).
 
     `reviewed_by` is the user id of the reviewer who approved or wrote the answer.
     Refused, uncertain and failed answers carry the bot's own sentence in
-    `answer.answer`; they get no feedback buttons.
+    `answer.answer`; they get no feedback buttons. `compact`: the smaller form
+    posted when Slack refused the full one as too long.
     """
     checked_value(ref)
     body, notes = split_notes(answer.answer)
@@ -185,26 +197,31 @@ def answer_message(answer: Answer, *, language: str, ref: str, reviewed_by: str 
         tail.append(context([escape(n) for n in notes]))
     if reviewed_by:
         tail.append(context([message(Key.REVIEWED_BY, language, reviewer=mention(reviewed_by))]))
-    tail += contexts(source_lines(answer.sources, language, SOURCES_TEXT_BUDGET, MAX_SOURCE_BLOCKS))
+    if compact:
+        tail += contexts(source_lines(answer.sources, language, COMPACT_SOURCES_CHARS, COMPACT_SOURCE_BLOCKS))
+    else:
+        tail += contexts(source_lines(answer.sources, language, SOURCES_TEXT_BUDGET, MAX_SOURCE_BLOCKS))
     if (buttons := _answer_actions(answer, ref, language)) is not None:
         tail.append(buttons)
     shortened = escape(phrase("shortened" if answer.sources else "shortened_no_sources", language))
+    budget = COMPACT_TEXT_BUDGET if compact else MESSAGE_TEXT_BUDGET
     blocks = _body_blocks(
         body,
-        max_chars=MESSAGE_TEXT_BUDGET - block_text_length(tail),
-        max_blocks=MAX_MESSAGE_BLOCKS - len(tail),
+        max_chars=budget - block_text_length(tail),
+        max_blocks=COMPACT_BODY_BLOCKS if compact else MAX_MESSAGE_BLOCKS - len(tail),
         shortened=shortened,
     )
-    return {"text": _answer_fallback(answer, language), "blocks": blocks + tail}
+    fallback = _answer_fallback(answer, language, COMPACT_FALLBACK_CHARS if compact else MAX_FALLBACK_CHARS)
+    return {"text": fallback, "blocks": blocks + tail}
 
 
-def _answer_fallback(answer: Answer, language: str) -> str:
+def _answer_fallback(answer: Answer, language: str, limit: int = MAX_FALLBACK_CHARS) -> str:
     """Notifications and clients without blocks show `text`; it is mrkdwn too, so escaped."""
     lines = [escape(answer.answer)]
     if answer.sources:
         lines += ["", f"{escape(message(Key.SOURCES, language))}:"]
         lines += [source_line(s, linked=False) + (f" {escape(s.url)}" if s.url else "") for s in answer.sources]
-    return clip("\n".join(lines), MAX_FALLBACK_CHARS)
+    return clip("\n".join(lines), limit)
 
 
 # -- the Sources modal
@@ -267,8 +284,13 @@ def uncertain_message(*, language: str, question_limit: int | None = None) -> di
 
 
 def error_message(*, language: str) -> dict[str, Any]:
-    """The apology when the model (or Slack) failed past all retries."""
+    """The apology when the model failed past all retries or used up the question's time."""
     return _notice(message(Key.LLM_DOWN, language))
+
+
+def failure_message(*, language: str) -> dict[str, Any]:
+    """The apology when something other than the model failed past all retries."""
+    return _notice(message(Key.FAILED, language))
 
 
 def help_message(*, language: str) -> dict[str, Any]:

@@ -107,9 +107,15 @@ def _is_dm(review: Any) -> bool:
 
 
 def _asked_line(review: Any, language: str) -> str:
-    asked = _asked_by(review, language)
+    parts = [_asked_by(review, language)]
+    # A 👎 card names who flagged the answer apart from who asked: often not the same person.
+    flagger = None if _is_dm(review) else _field(review, "flagged_by")
+    if flagger:
+        parts.append(phrase("flagged_by", language, user=mention(flagger)))
     created = slack_date(_field(review, "created_at", "created"))
-    return f"{asked} · {created}" if created else asked
+    if created:
+        parts.append(created)
+    return " · ".join(parts)
 
 
 def _asked_by(review: Any, language: str) -> str:

@@ -31,6 +31,11 @@ _PHRASES: dict[str, dict[str, str]] = {
         "asked_by": "Asked by {user} in {channel}",
         "asked_by_user": "Asked by {user}",
         "asked_in_dm": "Asked in a direct message",
+        "flagged_by": "flagged by {user}",
+        "decision_failed": (
+            "Your decision was not posted in the asker's thread: Slack said {reason}. "
+            "The review is open again; click again once that is fixed."
+        ),
         "rejected_draft": "Rejected draft",
         "no_draft": "(no draft)",
         "violations": "Why it was rejected",
@@ -77,6 +82,11 @@ _PHRASES: dict[str, dict[str, str]] = {
         "asked_by": "Gefragt von {user} in {channel}",
         "asked_by_user": "Gefragt von {user}",
         "asked_in_dm": "In einer Direktnachricht gefragt",
+        "flagged_by": "gemeldet von {user}",
+        "decision_failed": (
+            "Deine Entscheidung wurde nicht im Thread der fragenden Person gepostet: Slack meldete {reason}. "
+            "Die Prüfung ist wieder offen; klick noch einmal, sobald das behoben ist."
+        ),
         "rejected_draft": "Abgelehnter Entwurf",
         "no_draft": "(kein Entwurf)",
         "violations": "Warum er abgelehnt wurde",

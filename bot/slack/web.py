@@ -1,14 +1,17 @@
 """HTTP front of the web process: /slack/events, /healthz, /metrics (aiohttp).
 
 Bad requests are turned away before Bolt sees them, with the status a client
-can act on: a forged or stale signature gets 401, a body that is neither JSON
-nor a form with a JSON payload gets 400, and nothing is enqueued for either.
+can act on: a forged or stale signature gets 401 (so does a timestamp that is
+not a number: the signature cannot be checked against it), a body that is
+neither JSON nor a form with a JSON payload gets 400, and nothing is enqueued
+for either.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from urllib.parse import parse_qs
 
 from aiohttp import web
@@ -23,6 +26,9 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 # Slack bodies are small; a megabyte is far beyond any real event or interaction.
 MAX_BODY_BYTES = 1 << 20
+# Slack's request timestamp: Unix seconds. The signature check would raise on
+# anything else, and a 500 makes Slack send the same request again and again.
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
 
 
 def create_web_app(bolt: AsyncApp, *, signing_secret: str, health=None, queue=None) -> web.Application:
@@ -31,7 +37,8 @@ def create_web_app(bolt: AsyncApp, *, signing_secret: str, health=None, queue=No
     async def events(request: web.Request) -> web.Response:
         raw = await request.read()
         body = raw.decode("utf-8", errors="replace")
-        if not verifier.is_valid_request(body, dict(request.headers)):
+        timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
+        if not _TIMESTAMP.fullmatch(timestamp) or not verifier.is_valid_request(body, dict(request.headers)):
             metrics.EVENTS.labels(result="bad_signature").inc()
             return web.json_response({"error": "invalid signature"}, status=401)
         if not _well_formed(body, request.content_type):

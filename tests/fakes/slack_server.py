@@ -8,7 +8,8 @@ form-encoded `blocks`/`view`/`attachments` are decoded from their JSON strings.
 
 Methods: chat.postMessage, chat.update, chat.postEphemeral, chat.delete,
 chat.getPermalink, views.open, views.update, views.push, reactions.add,
-reactions.remove, auth.test, conversations.replies, users.info. Anything else
+reactions.remove, auth.test, conversations.replies, conversations.history,
+users.info. Anything else
 answers HTTP 404 `unknown_method`, as Slack does. A call without a token answers
 `not_authed`; with `token=` set, a different token answers `invalid_auth`.
 
@@ -380,6 +381,16 @@ class FakeSlackServer(ThreadedFake):
         messages = sorted(scripted + [m for m in posted if m["ts"] not in seen], key=lambda m: float(m.get("ts", 0)))
         return {"ok": True, "messages": messages, "has_more": False, "response_metadata": {"next_cursor": ""}}
 
+    def _history(self, body: dict[str, Any]) -> dict[str, Any]:
+        """What was posted at the top level of a channel (thread replies stay in their thread), newest first."""
+        channel = body.get("channel") or ""
+        if not channel:
+            return _error("channel_not_found")
+        limit = int(body.get("limit") or 100)
+        top = [dict(m) for (ch, _), m in self._messages.items() if ch == channel and m.get("thread_ts") in (None, m["ts"])]
+        messages = sorted(top, key=lambda m: float(m["ts"]), reverse=True)[:limit]
+        return {"ok": True, "messages": messages, "has_more": False, "response_metadata": {"next_cursor": ""}}
+
     def _user_info(self, body: dict[str, Any]) -> dict[str, Any]:
         user_id = body.get("user")
         if not user_id:
@@ -400,6 +411,7 @@ _METHODS = {
     "reactions.remove": FakeSlackServer._remove_reaction,
     "auth.test": FakeSlackServer._auth_test,
     "conversations.replies": FakeSlackServer._replies,
+    "conversations.history": FakeSlackServer._history,
     "users.info": FakeSlackServer._user_info,
 }
 
