@@ -269,10 +269,12 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             results = {"BM25 only": evaluate_set(bm25, questions), "hybrid": evaluate_set(hybrid, questions)}
             print_set(f"labelled Slack questions vs sample KB ({args.split} half)", results, args.misses)
+            # Latency with the real embedder: the cache would make question embedding free.
             texts = [q["q"] for q in questions]
-            for label, r in (("BM25 only", bm25), ("hybrid", hybrid)):
-                p50, p95 = latency(r, texts)
-                print(f"query latency {label:10s}: p50 {p50:.1f} ms  p95 {p95:.1f} ms")
+            with Retriever(index, embedder=LocalE5Embedder()) as uncached:
+                for label, r in (("BM25 only", bm25), ("hybrid", uncached)):
+                    p50, p95 = latency(r, texts)
+                    print(f"query latency {label:10s}: p50 {p50:.1f} ms  p95 {p95:.1f} ms")
             if not args.no_scifact:
                 answerable = [q for q in questions if q.get("expect")]
                 scifact(embedder, args.data, args.scifact_docs, answerable, (bm25, hybrid))

@@ -116,6 +116,19 @@ async def test_refusals_and_uncertain_answers_are_recorded_but_cite_nothing(trai
     assert await trail.cited_by("hb-pto-01") == []
 
 
+async def test_a_refusal_before_the_model_is_recorded_with_its_reason(trail):
+    q = question()
+    decision = {"answerable": False, "score": 0.74, "threshold": 0.81, "signal": "cosine",
+                "reason": "nothing close: best cosine 0.740 < 0.81 ([hb-pto-01]), word coverage 0%"}
+    refused = answered(q).model_copy(
+        update={"outcome": Outcome.REFUSED, "refused": True, "sources": [], "answerability": decision}
+    )
+    await trail.record(audit_entry(q, refused))
+    entry = await trail.get(q.id)
+    assert entry.answerability == decision
+    assert "coverage    refused before the model: nothing close: best cosine 0.740" in format_entry(entry, {})
+
+
 async def test_cited_by_keeps_only_the_last_thirty_days(trail):
     old, new = question("C:old"), question("C:new")
     old_entry = audit_entry(old, answered(old))

@@ -171,12 +171,15 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
     @app.action(render.ACTION_FEEDBACK_UP)
     async def on_feedback_up(ack, body):
         await ack()
-        await records.add_feedback(body["actions"][0]["value"], body["user"]["id"], "up")
+        if answer_id := _feedback_answer_id(body):
+            await records.add_feedback(answer_id, body["user"]["id"], "up")
 
     @app.action(render.ACTION_FEEDBACK_DOWN)
     async def on_feedback_down(ack, body, client):
         await ack()
-        answer_id = body["actions"][0]["value"]
+        answer_id = _feedback_answer_id(body)
+        if not answer_id:
+            return
         await records.add_feedback(answer_id, body["user"]["id"], "down")
         record = await records.answer(answer_id)
         language = record.language if record else settings.language
@@ -253,3 +256,11 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
 
 def _channel_of(body: dict[str, Any]) -> str | None:
     return (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+
+
+def _feedback_answer_id(body: dict) -> str:
+    """The answer a feedback button belongs to; "" (logged) for a button that names none."""
+    answer_id = body["actions"][0].get("value") or ""
+    if not answer_id:
+        log.warning("feedback click without an answer id ignored")
+    return answer_id

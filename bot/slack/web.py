@@ -78,13 +78,68 @@ def _well_formed(body: str, content_type: str) -> bool:
     """JSON events, or an interactivity form whose `payload` is JSON (ssl_check forms too)."""
     try:
         if content_type == "application/json" or body.lstrip().startswith("{"):
-            return isinstance(json.loads(body), dict)
+            payload = json.loads(body)
+            return isinstance(payload, dict) and _shaped(payload)
         form = parse_qs(body, strict_parsing=True)
     except ValueError:
         return False
     if "payload" in form:
         try:
-            return isinstance(json.loads(form["payload"][0]), dict)
+            payload = json.loads(form["payload"][0])
         except ValueError:
             return False
+        return isinstance(payload, dict) and _shaped(payload)
     return "ssl_check" in form or "command" in form
+
+
+# What Slack always sends in these places. Bolt and our listeners index into
+# them without checks (body["user"]["id"], action["action_id"]): a signed
+# body of another shape was a 500 on every Slack retry, so it is a 400 here.
+_DICT_FIELDS = ("event", "user", "view", "container", "message", "channel", "state")
+_STR_FIELDS = ("type", "token", "team_id", "api_app_id", "event_id", "trigger_id", "response_url", "challenge")
+
+
+def _shaped(payload: dict) -> bool:
+    if any(f in payload and not isinstance(payload[f], dict) for f in _DICT_FIELDS if f != "channel"):
+        return False
+    if "channel" in payload and not isinstance(payload["channel"], dict | str):
+        return False
+    if any(f in payload and not isinstance(payload[f], str) for f in _STR_FIELDS):
+        return False
+    event = payload.get("event")
+    if event is not None and not isinstance(event.get("type", ""), str):
+        return False
+    if payload.get("type") in ("block_actions", "view_submission", "view_closed", "shortcut", "message_action"):
+        user = payload.get("user")
+        if not (isinstance(user, dict) and isinstance(user.get("id"), str)):
+            return False
+    actions = payload.get("actions", [])
+    if not isinstance(actions, list) or not all(_action_shaped(a) for a in actions):
+        return False
+    if payload.get("type") == "block_actions" and not actions:
+        return False
+    if "view" in payload and not _view_shaped(payload["view"]):
+        return False
+    auths = payload.get("authorizations", [])
+    return isinstance(auths, list) and all(isinstance(a, dict) for a in auths)
+
+
+def _view_shaped(view: dict) -> bool:
+    if any(not isinstance(view.get(f, ""), str) for f in ("id", "type", "callback_id", "private_metadata", "hash")):
+        return False
+    values = view.get("state", {}).get("values", {})
+    if not isinstance(values, dict):
+        return False
+    # state.values: block id -> action id -> {"type": ..., "value": str or None, ...}
+    for block in values.values():
+        if not isinstance(block, dict) or not all(isinstance(v, dict) for v in block.values()):
+            return False
+        if any(not isinstance(v.get("value", ""), str | None) for v in block.values()):
+            return False
+    return True
+
+
+def _action_shaped(action) -> bool:
+    return isinstance(action, dict) and all(
+        isinstance(action.get(f, ""), str) for f in ("action_id", "block_id", "value", "type")
+    )
