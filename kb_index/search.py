@@ -127,9 +127,8 @@ class Retriever:
 
     @property
     def calibration(self) -> Calibration:
-        gen = self._current()
-        model = gen.vectors.model if gen.vectors is not None else None
-        return calibration_for(model, self.min_cosine)
+        """The thresholds answerability uses on the live generation."""
+        return self._calibration(self._current())
 
     def search(
         self,
@@ -152,40 +151,45 @@ class Retriever:
     ) -> Retrieval:
         """Ranked hits for `query` and the decision whether it is answerable from the KB."""
         gen = self._current()
-        imp = gen.impacts
-        allowed = self._allowed(imp, collections)
-        calibration = calibration_for(gen.vectors.model if gen.vectors is not None else None, self.min_cosine)
-        text = _clip(query)
-        clean = strip_chatter(text)
+        allowed = self._allowed(gen.impacts, collections)
+        clean = strip_chatter(_clip(query))
         parts = split_question(clean) if clean else []
         texts = [clean, *parts] if len(parts) > 1 else [clean]
         cosines = self._cosines(gen, texts, allowed)
 
         rankings: list[np.ndarray] = []
         signals: list[PartSignals] = []
-        fused_of: dict[int, float] = {}
-        for i, part in enumerate(texts):
-            words = self._words(imp, part)
-            bm25 = np.where(allowed, self._scores(imp, words), 0.0) if words else np.zeros(imp.doc_count)
-            dense = gen.vectors.ranking_scores(cosines[i], allowed) if cosines is not None else None
-            ranked, fused = self._rank(bm25, dense, max(k, COVERAGE_DEPTH))
+        score_of: dict[int, float] = {}  # for display: the first text that ranked a chunk gives its score
+        for i, text in enumerate(texts):
+            ranked, scores, part_signals = self._rank_text(gen, text, cosines[i] if cosines is not None else None,
+                                                           allowed, max(k, COVERAGE_DEPTH))
             rankings.append(ranked)
-            for d, f in zip(ranked, fused):
-                fused_of.setdefault(int(d), float(f))
-            signals.append(self._signals(gen, part, words, bm25, cosines[i] if cosines is not None else None))
+            signals.append(part_signals)
+            for d, score in zip(ranked, scores):
+                score_of.setdefault(int(d), float(score))
 
-        answerability = decide(signals, calibration)
         # A split question: the parts take turns, so the second topic is not
         # crowded out by the first; the whole question's list fills the rest.
         order = _interleave(rankings[1:] + rankings[:1]) if len(rankings) > 1 else list(rankings[0])
-        top = order[:k] if k > 0 else []
-        hits = [self._result(gen, d, fused_of.get(int(d), 0.0)) for d in top]
+        hits = [self._result(gen, d, score_of[d]) for d in order[: max(k, 0)]]
         if expand and hits:
-            merged = np.zeros(imp.doc_count)
-            for d, f in fused_of.items():
-                merged[d] = f
+            merged = np.zeros(gen.impacts.doc_count)
+            merged[list(score_of)] = list(score_of.values())
             hits += self._expansions(gen, hits, merged, allowed, limit=max(2, k // 2))
-        return Retrieval(hits, answerability, parts if len(parts) > 1 else [clean], cosines is not None)
+        answerability = decide(signals, self._calibration(gen))
+        return Retrieval(hits, answerability, texts[1:] or texts, cosines is not None)
+
+    def _rank_text(self, gen: _Generation, text: str, cosine: np.ndarray | None, allowed: np.ndarray, depth: int):
+        """One text (the question or a part of it): its ranking, their scores, its answerability signals."""
+        imp = gen.impacts
+        words = self._words(imp, text)
+        bm25 = np.where(allowed, self._scores(imp, words), 0.0) if words else np.zeros(imp.doc_count)
+        dense = gen.vectors.ranking_scores(cosine, allowed) if gen.vectors is not None and cosine is not None else None
+        ranked, scores = self._rank(bm25, dense, depth)
+        return ranked, scores, self._signals(gen, text, words, bm25, cosine)
+
+    def _calibration(self, gen: _Generation) -> Calibration:
+        return calibration_for(gen.vectors.model if gen.vectors is not None else None, self.min_cosine)
 
     def entry_chunks(self, entry_id: str) -> list[ChunkResult]:
         """The live chunks of one entry, in section order; [] if the index has no such entry.
