@@ -131,24 +131,26 @@ def print_set(name: str, results: dict[str, dict], show_misses: bool) -> None:
 
 def calibrate(retriever_bm25: Retriever, retriever_hybrid: Retriever, questions: list[dict]) -> None:
     """Prints, for each signal, thresholds and the refusal rates they give on these questions."""
-    cos_ans, cos_off, cov_ans, cov_off = [], [], [], []
+    rows = []  # (answerable, best cosine in the question's language, in another language, coverage)
     for q in questions:
         h = retriever_hybrid.retrieve(q["q"], k=DEFAULT_TOP_K).answerability
         b = retriever_bm25.retrieve(q["q"], k=DEFAULT_TOP_K).answerability
-        (cos_ans if q.get("expect") else cos_off).append(h.cosine or 0.0)
-        (cov_ans if q.get("expect") else cov_off).append(b.coverage)
-    print("\n== calibration (refused = below the threshold)")
-    for name, ans, off, grid in (
-        ("min_cosine", cos_ans, cos_off, [x / 100 for x in range(74, 90)]),
-        ("coverage", cov_ans, cov_off, [x / 100 for x in range(10, 80, 3)]),
-    ):
-        print(f"{name}: answerable min {min(ans):.3f} p1 {_quantile(ans, 0.01):.3f} p5 {_quantile(ans, 0.05):.3f}; "
-              f"off-topic max {max(off):.3f} p95 {_quantile(off, 0.95):.3f}")
-        for t in grid:
-            refused_ans = sum(v < t for v in ans)
-            refused_off = sum(v < t for v in off)
-            print(f"   {t:.2f}: answerable refused {pct(refused_ans, len(ans))}, "
-                  f"off-topic refused {pct(refused_off, len(off))}")
+        rows.append((bool(q.get("expect")), h.cosine or 0.0, h.cosine_other or 0.0, b.coverage))
+    ans = [r for r in rows if r[0]]
+    off = [r for r in rows if not r[0]]
+    print("\n== calibration on these questions (refused = every signal below its threshold)")
+    print("cosine: same-language threshold x other-language threshold -> answerable refused, off-topic refused")
+    for same in [x / 100 for x in range(78, 88)]:
+        cells = []
+        for other in [x / 100 for x in range(76, 84)]:
+            refused_ans = sum(r[1] < same and r[2] < other for r in ans)
+            refused_off = sum(r[1] < same and r[2] < other for r in off)
+            cells.append(f"{other:.2f}: {100 * refused_ans / len(ans):4.1f}/{100 * refused_off / len(off):4.1f}")
+        print(f"   {same:.2f} | " + "  ".join(cells))
+    print("coverage alone (BM25):")
+    for t in [x / 100 for x in range(4, 40, 3)]:
+        print(f"   {t:.2f}: answerable refused {pct(sum(r[3] < t for r in ans), len(ans))}, "
+              f"off-topic refused {pct(sum(r[3] < t for r in off), len(off))}")
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -258,8 +260,9 @@ def main(argv: list[str] | None = None) -> int:
 
     embedder = CachedEmbedder(LocalE5Embedder(), CACHE)
     questions = load_questions(args.split)
-    print(f"questions: {len(questions)} ({args.split} half), embedder {embedder.name} "
-          f"(calibrated min_cosine {CALIBRATIONS[model_key(embedder.name)].min_cosine})")
+    calibration = CALIBRATIONS[model_key(embedder.name)]
+    print(f"questions: {len(questions)} ({args.split} half), embedder {embedder.name} (calibrated min_cosine "
+          f"{calibration.min_cosine} in the question's language, {calibration.min_cosine_other} in another)")
     with tempfile.TemporaryDirectory() as tmp:
         index = Path(tmp) / "index"
         build_index(SAMPLE_KB, index, language="en", embedder=embedder)

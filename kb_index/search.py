@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import logging
 
-from kb_index.analysis import SUBWORD_GRAM, query_terms
+from kb_index.analysis import SUBWORD_GRAM, guess_language, query_terms
 from kb_index.answerability import Answerability, Calibration, PartSignals, calibration_for, decide
 from kb_index.docstore import DocStore
 from kb_index.embedding import EmbedderError
@@ -338,18 +338,27 @@ class Retriever:
 
     def _signals(self, gen: _Generation, text: str, words, bm25: np.ndarray, cosine: np.ndarray | None) -> PartSignals:
         imp = gen.impacts
-        entry = lambda d: imp.entries[imp.entry_of[d]]  # noqa: E731
-        cos_value, cos_entry = None, None
-        if cosine is not None and cosine.max() > -1.0:
-            best = int(np.argmax(cosine))
-            cos_value, cos_entry = round(float(cosine[best]), 4), entry(best)
+
+        def entry(d: int) -> str:
+            return imp.entries[imp.entry_of[d]]
+
+        same: tuple[float | None, str | None] = (None, None)
+        other: tuple[float | None, str | None] = (None, None)
+        if cosine is not None and gen.vectors is not None:
+            own = gen.vectors.in_language(guess_language(text))
+            for mask, slot in ((own, "same"), (~own, "other")):
+                masked = np.where(mask, cosine, -1.0)
+                if masked.max() > -1.0:
+                    best = int(np.argmax(masked))
+                    found = (round(float(masked[best]), 4), entry(best))
+                    same, other = (found, other) if slot == "same" else (same, found)
         coverage, cov_entry = 0.0, None
         top = _top(bm25, COVERAGE_DEPTH)
         if words and len(top):
             shares = self._coverage(imp, words, top)
             best = int(np.argmax(shares))
             coverage, cov_entry = float(shares[best]), entry(top[best])
-        return PartSignals(text, cos_value, cos_entry, coverage, cov_entry)
+        return PartSignals(text, same[0], same[1], coverage, cov_entry, other[0], other[1])
 
     def _coverage(self, imp: Impacts, words: list[_Word], docs: np.ndarray) -> np.ndarray:
         """Per doc: the share of the question's idf mass it contains, best language.

@@ -72,6 +72,12 @@ class Vectors:
             out[start : start + len(block)] = block @ q
         return np.where(mask, out, -1.0)
 
+    def in_language(self, language: str) -> np.ndarray:
+        """Per docnum: is the chunk in `language`? (All False when the KB has no chunk in it.)"""
+        if self.language_of is None or language not in self.languages:
+            return np.zeros(len(self.matrix), dtype=bool)
+        return self.language_of == self.languages.index(language)
+
     def ranking_scores(self, cosines: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Cosines as z-scores within each chunk language (over the `mask`ed chunks); -inf outside `mask`.
 

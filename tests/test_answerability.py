@@ -120,7 +120,9 @@ async def test_an_off_topic_question_is_refused_without_calling_the_model(hybrid
 async def test_an_answerable_question_records_why_it_went_to_the_model(hybrid):
     answer = await Pipeline(hybrid, ExtractiveBackend()).answer(Question(text="How many vacation days can I carry over?"))
     assert not answer.refused and answer.answerability["answerable"] is True
-    assert answer.answerability["entry_id"] == "hb-pto-01"
+    # The English page or its German counterpart on leave carry-over: whichever clears its threshold by more.
+    assert answer.answerability["entry_id"] in {"hb-pto-01", "lb-url-01"}
+    assert answer.answerability["reason"].startswith("close to [")
 
 
 def _refusal_rates(retriever, questions):
