@@ -22,7 +22,7 @@ from bot.grounding.text import DOUBLE_QUOTE_CHARS
 from bot.messages import Key, message
 from bot.models import AnswerMode, Draft, Evidence, GenerationRequest
 from kb_index.analysis import stop_words, terms
-from kb_index.question import strip_chatter
+from kb_index.question import split_question, strip_chatter
 
 MAX_BLOCKS = 5  # beyond the top few blocks retrieval is mostly noise
 MAX_SENTENCES = 4  # a Slack answer, not a report
@@ -247,6 +247,20 @@ def best_sentences(
     return select(score(question_terms, pool, language))
 
 
+def _per_part(question: str, evidence: list[Evidence], language: str, *, quotes: bool) -> list[Candidate]:
+    """The sentences for each part of a question that asks two things, each sentence once, in reading order.
+
+    Scored against the whole message, the second question's words dilute the
+    first's: each part gets its own sentences, or none when nothing covers it.
+    """
+    parts = split_question(strip_chatter(question)) or [question]
+    chosen: dict[str, Candidate] = {}
+    for part in parts:
+        for c in best_sentences(part, evidence, language, quotes=quotes):
+            chosen.setdefault(c.text, c)
+    return sorted(chosen.values(), key=lambda c: (c.rank, c.position))
+
+
 # ----------------------------------------------------------------- rendering
 
 
@@ -272,7 +286,7 @@ class ExtractiveBackend:
         claims = request.mode == AnswerMode.CLAIMS
         # The claims rules reject a claim that quotes (MANUAL_QUOTE_VIOLATION):
         # a claim states a fact in its own words, so quoting sentences are skipped.
-        chosen = best_sentences(request.question, request.evidence, request.language, quotes=not claims)
+        chosen = _per_part(request.question, request.evidence, request.language, quotes=not claims)
         if not chosen:
             return message(Key.REFUSAL, request.language)
         if claims:

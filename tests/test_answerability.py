@@ -146,3 +146,10 @@ def test_labelled_test_half_bm25_alone_refuses_few_answerable_questions(bm25):
     wrong_rate, off_rate, wrong = _refusal_rates(bm25, [q for q in LABELLED if q["split"] == "test"])
     assert wrong_rate <= 0.04, wrong
     assert off_rate >= 0.10
+
+
+async def test_the_extractive_backend_answers_both_parts_of_a_two_topic_question(bm25):
+    question = "Wie lange wird der Lohn bei Krankheit fortgezahlt und wie werden Überstunden vergütet?"
+    answer = await Pipeline(bm25, ExtractiveBackend()).answer(Question(text=question, language="de"))
+    assert answer.verified and not answer.refused
+    assert {"lb-efz-01", "lb-ueb-01"} <= set(answer.citations)
