@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from bot.grounding.answer import build_answer, make_source, refusal_answer
 from bot.grounding.citations import verify_citations
 from bot.grounding.claims import DEFAULT_ALLOWED_ROLES, verify_claims
-from bot.grounding.prompt import build_evidence, build_request, retry_messages, trim_to_budget
+from bot.grounding.prompt import build_evidence, build_request, clip_history, retry_messages, trim_to_budget
 from bot.llm import Backend
 from bot.models import Answer, AnswerMode, AuditMode, Evidence, GenerationRequest, Question, Verdict, Violation
 from kb_index import Retriever
@@ -61,7 +61,8 @@ class Pipeline:
             answer.timings_ms = timings
             return answer
 
-        evidence = build_evidence(trim_to_budget(retrieval.hits, self.budget_chars))
+        question = question.model_copy(update={"history": clip_history(question.history, self.budget_chars)})
+        evidence = build_evidence(trim_to_budget(retrieval.hits, self._block_budget(question)))
         request = build_request(question, evidence, mode)
         draft, verdict = await self._generate_and_verify(request, evidence, question.language, timings)
         regenerations = 0
@@ -81,6 +82,12 @@ class Pipeline:
         answer.model = self.backend.name
         answer.timings_ms = timings
         return answer
+
+    def _block_budget(self, question: Question) -> int | None:
+        """What the blocks may use of the prompt budget once the question and its thread history are in."""
+        if self.budget_chars is None:
+            return None
+        return max(0, self.budget_chars - len(question.text) - sum(len(h) for h in question.history))
 
     def retrieve(self, question: Question) -> Retrieval:
         # A follow-up ("and for part-timers?") is searched with the question before it.

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bot.extractive import ExtractiveBackend
-from bot.llm import LLMError, OllamaBackend, OpenAIBackend
+from bot.llm import LLMError, OllamaBackend, OpenAIBackend, make_backend
 from bot.messages import Key, message
 from bot.models import AnswerMode, AuditMode, Outcome, Question
 from bot.pipeline import Pipeline
@@ -206,3 +206,20 @@ async def test_collections_limit_what_can_be_cited(retriever):
         Question(text="sick doctor note", collections=["handbook"])
     )
     assert {s.collection for s in answer.sources} == {"handbook"}
+
+
+async def test_thread_history_stays_inside_the_prompt_budget(retriever, llm):
+    # Eight earlier messages of 39k characters each: before, a 238k-character prompt.
+    history = [f"Message {i}: " + "Urlaub Resturlaub Übertragung " * 1300 for i in range(8)]
+    backend = make_backend("openai", llm.url, "m", None, 5.0)
+    budget = 24_000
+    try:
+        await Pipeline(retriever, backend, budget_chars=budget).answer(
+            Question(text="und bei Teilzeit?", language="de", history=history)
+        )
+    finally:
+        await backend.aclose()
+    body = llm.calls[0].body
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    assert len(user) <= budget + 2_000  # labels and block headers on top of the budgeted text
+    assert "Message 7" in user and "Message 0" not in user  # the newest message is the one kept

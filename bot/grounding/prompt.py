@@ -21,6 +21,13 @@ from bot.models import AnswerMode, Evidence, GenerationRequest, Question, Violat
 # than a somewhat longer prompt.
 MIN_BLOCKS = 6
 
+# Earlier thread messages come out of the same prompt budget as the blocks, and
+# never take more than this share of it: they say what "and for part-timers?"
+# refers to, the blocks say what is true. Each message is cut to at most
+# HISTORY_MESSAGE_CHARS; the newest are kept first.
+HISTORY_BUDGET_SHARE = 0.15
+HISTORY_MESSAGE_CHARS = 1_000
+
 # Characters of a block header besides its metadata values ("Block 12 — [..]",
 # the labels, line breaks): budget accounting without rendering each block.
 BLOCK_OVERHEAD_CHARS = 64
@@ -222,6 +229,21 @@ def retry_messages(
 def _block_cost(chunk: ChunkResult) -> int:
     meta = [chunk.entry_id, chunk.title, chunk.section, chunk.stand or "", *chunk.legal_bases]
     return len(chunk.text) + sum(len(m) for m in meta) + BLOCK_OVERHEAD_CHARS
+
+
+def clip_history(history: Sequence[str], budget_chars: int | None) -> list[str]:
+    """The thread history that fits its share of the prompt budget, oldest first."""
+    limit = None if budget_chars is None else int(budget_chars * HISTORY_BUDGET_SHARE)
+    kept: list[str] = []
+    used = 0
+    for message in reversed(history):
+        if len(message) > HISTORY_MESSAGE_CHARS:
+            message = message[:HISTORY_MESSAGE_CHARS].rsplit(None, 1)[0] + " …"
+        if limit is not None and used + len(message) > limit:
+            break
+        kept.append(message)
+        used += len(message)
+    return kept[::-1]
 
 
 def trim_to_budget(chunks: list[ChunkResult], budget_chars: int | None) -> list[ChunkResult]:
