@@ -47,8 +47,6 @@ log = logging.getLogger(__name__)
 # BM25 settles what the embedding ranks alike ("Grundfreibetrag 2026?").
 # Chosen on the tune half of tests/data/answerability.yaml (0, 0.5, 1, 2, 3).
 BM25_WEIGHT = 0.5
-# How deep each ranking is read.
-FUSION_DEPTH = 200
 # Hits whose coverage is measured for the answerability decision.
 COVERAGE_DEPTH = 10
 # Weight of a word's subword grams, relative to the word itself.
@@ -76,6 +74,7 @@ class _Generation:
     docs: DocStore
     entry_order: np.ndarray  # docnums sorted by entry code
     entry_starts: np.ndarray  # per entry code: first position in entry_order
+    entry_code: dict[str, int]  # entry id -> entry code, for cross-ref expansion
     vectors: Vectors | None  # None: built without an embedder, or by another model than ours
 
 
@@ -159,28 +158,28 @@ class Retriever:
 
         rankings: list[np.ndarray] = []
         signals: list[PartSignals] = []
-        score_of: dict[int, float] = {}  # for display: the first text that ranked a chunk gives its score
+        scores: list[np.ndarray] = []
         for i, text in enumerate(texts):
-            ranked, scores, part_signals = self._rank_text(gen, text, cosines[i] if cosines is not None else None,
-                                                           allowed, max(k, COVERAGE_DEPTH))
+            ranked, text_scores, part_signals = self._rank_text(
+                gen, text, cosines[i] if cosines is not None else None, allowed, max(k, 0)
+            )
             rankings.append(ranked)
+            scores.append(text_scores)
             signals.append(part_signals)
-            for d, score in zip(ranked, scores):
-                score_of.setdefault(int(d), float(score))
 
         # A split question: the parts take turns, so the second topic is not
         # crowded out by the first; the whole question's list fills the rest.
         order = _interleave(rankings[1:] + rankings[:1]) if len(rankings) > 1 else list(rankings[0])
-        hits = [self._result(gen, d, score_of[d]) for d in order[: max(k, 0)]]
+        # Shown scores, and the best chunk of a cross-referenced entry, come
+        # from the whole question's scores.
+        hits = [self._result(gen, d, float(scores[0][d])) for d in order[: max(k, 0)]]
         if expand and hits:
-            merged = np.zeros(gen.impacts.doc_count)
-            merged[list(score_of)] = list(score_of.values())
-            hits += self._expansions(gen, hits, merged, allowed, limit=max(2, k // 2))
+            hits += self._expansions(gen, hits, scores[0], allowed, limit=max(2, k // 2))
         answerability = decide(signals, self._calibration(gen))
         return Retrieval(hits, answerability, texts[1:] or texts, cosines is not None)
 
     def _rank_text(self, gen: _Generation, text: str, cosine: np.ndarray | None, allowed: np.ndarray, depth: int):
-        """One text (the question or a part of it): its ranking, their scores, its answerability signals."""
+        """One text (the question or a part of it): its top `depth`, every chunk's score, its answerability signals."""
         imp = gen.impacts
         words = self._words(imp, text)
         bm25 = np.where(allowed, self._scores(imp, words), 0.0) if words else np.zeros(imp.doc_count)
@@ -238,7 +237,10 @@ class Retriever:
         impacts = Impacts.load(gen_dir)
         order = np.argsort(impacts.entry_of, kind="stable")
         starts = np.searchsorted(impacts.entry_of[order], np.arange(len(impacts.entries) + 1))
-        return _Generation(gen_dir.name, stamp, impacts, DocStore(gen_dir), order, starts, self._vectors(gen_dir))
+        codes = {name: i for i, name in enumerate(impacts.entries)}
+        return _Generation(
+            gen_dir.name, stamp, impacts, DocStore(gen_dir), order, starts, codes, self._vectors(gen_dir)
+        )
 
     def _vectors(self, gen_dir: Path) -> Vectors | None:
         if self.embedder is None:
@@ -326,15 +328,13 @@ class Retriever:
         return np.stack([gen.vectors.cosines(q, allowed) for q in queries])
 
     def _rank(self, bm25: np.ndarray, dense_scores: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Docnums best first, with their scores: BM25 alone, or fused with the embedding ranking."""
+        """The `k` best docnums and every doc's score: BM25 alone, or fused with the embedding's."""
         if dense_scores is None:
-            top = _top(bm25, max(k, FUSION_DEPTH))
-            return top, bm25[top]
+            return _top(bm25, k), bm25
         best = float(bm25.max())
         relative = bm25 / best if best > 0 else bm25
         fused = dense_scores + BM25_WEIGHT * relative  # -inf stays -inf: not allowed
-        top = _top_finite(fused, max(k, FUSION_DEPTH))
-        return top, fused[top]
+        return _top_finite(fused, k), fused
 
     def _signals(self, gen: _Generation, text: str, words, bm25: np.ndarray, cosine: np.ndarray | None) -> PartSignals:
         imp = gen.impacts
@@ -412,22 +412,20 @@ class Retriever:
 
     def _expansions(self, gen, hits, scores, allowed, limit: int) -> list[ChunkResult]:
         """For each hit's cross-refs: the referenced entry's best chunk, once, if this caller may see it."""
-        imp = gen.impacts
         seen_entries = {h.entry_id for h in hits}
-        code_of = {name: i for i, name in enumerate(imp.entries)}
         out: list[ChunkResult] = []
         for hit in hits:
             for ref in hit.cross_refs:
                 if len(out) >= limit:
                     return out
-                code = code_of.get(ref)
+                code = gen.entry_code.get(ref)
                 if ref in seen_entries or code is None:
                     continue
                 docs = gen.entry_order[gen.entry_starts[code] : gen.entry_starts[code + 1]]
                 docs = docs[allowed[docs]]
                 if not len(docs):
                     continue
-                best = docs[np.argmax(scores[docs])] if scores[docs].max() > 0 else docs.min()
+                best = docs[np.argmax(scores[docs])]  # ties (all 0): the entry's first chunk
                 seen_entries.add(ref)
                 out.append(self._result(gen, best, float(scores[best]), expanded=True))
         return out
