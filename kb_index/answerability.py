@@ -107,33 +107,33 @@ def decide(parts: list[PartSignals], calibration: Calibration) -> Answerability:
     best_cos = max(parts, key=lambda p: -1.0 if p.cosine is None else p.cosine)
     best_cov = max(parts, key=lambda p: p.coverage)
     cosine = best_cos.cosine
-    semantic = calibration.min_cosine is not None and cosine is not None
-    common = {"cosine": cosine, "coverage": round(best_cov.coverage, 4)}
+    min_cosine = calibration.min_cosine
+    coverage = round(best_cov.coverage, 4)
 
-    if semantic and cosine >= calibration.min_cosine:
+    if cosine is not None and min_cosine is not None and cosine >= min_cosine:
         return Answerability(
-            True, round(cosine, 4), calibration.min_cosine, "cosine",
-            f"close to [{best_cos.cosine_entry}]: cosine {cosine:.3f} >= {calibration.min_cosine:.2f}",
-            part=best_cos.text, entry_id=best_cos.cosine_entry, **common,
+            True, round(cosine, 4), min_cosine, "cosine",
+            f"close to [{best_cos.cosine_entry}]: cosine {cosine:.3f} >= {min_cosine:.2f}",
+            part=best_cos.text, entry_id=best_cos.cosine_entry, cosine=cosine, coverage=coverage,
         )
     if best_cov.coverage >= calibration.strong_coverage:
         return Answerability(
             True, round(best_cov.coverage, 4), calibration.strong_coverage, "coverage",
             f"[{best_cov.coverage_entry}] holds {best_cov.coverage:.0%} of the question's words "
             f"(>= {calibration.strong_coverage:.0%})",
-            part=best_cov.text, entry_id=best_cov.coverage_entry, **common,
+            part=best_cov.text, entry_id=best_cov.coverage_entry, cosine=cosine, coverage=coverage,
         )
-    if semantic:
+    if cosine is not None and min_cosine is not None:
         return Answerability(
-            False, round(cosine, 4), calibration.min_cosine, "cosine",
-            f"nothing close: best cosine {cosine:.3f} < {calibration.min_cosine:.2f} "
+            False, round(cosine, 4), min_cosine, "cosine",
+            f"nothing close: best cosine {cosine:.3f} < {min_cosine:.2f} "
             f"([{best_cos.cosine_entry}]), word coverage {best_cov.coverage:.0%}",
-            part=best_cos.text, entry_id=best_cos.cosine_entry, **common,
+            part=best_cos.text, entry_id=best_cos.cosine_entry, cosine=cosine, coverage=coverage,
         )
     return Answerability(
         False, round(best_cov.coverage, 4), calibration.strong_coverage, "coverage",
         f"no section holds enough of the question's words: best {best_cov.coverage:.0%} "
         f"< {calibration.strong_coverage:.0%}"
         + (f" ([{best_cov.coverage_entry}])" if best_cov.coverage_entry else ""),
-        part=best_cov.text, entry_id=best_cov.coverage_entry, **common,
+        part=best_cov.text, entry_id=best_cov.coverage_entry, cosine=cosine, coverage=coverage,
     )

@@ -18,6 +18,7 @@ separate decision (answerability.py) that `retrieve` returns beside the hits.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import Counter
@@ -25,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import logging
 
 from kb_index.analysis import SUBWORD_GRAM, query_terms
 from kb_index.answerability import Answerability, Calibration, PartSignals, calibration_for, decide
@@ -71,7 +71,7 @@ class _Word:
 @dataclass
 class _Generation:
     name: str
-    stamp: tuple
+    stamp: tuple | None  # None: the CURRENT file was missing when the generation was opened
     impacts: Impacts
     docs: DocStore
     entry_order: np.ndarray  # docnums sorted by entry code
@@ -167,10 +167,13 @@ class Retriever:
         for i, part in enumerate(texts):
             words = self._words(imp, part)
             bm25 = np.where(allowed, self._scores(imp, words), 0.0) if words else np.zeros(imp.doc_count)
-            dense = gen.vectors.ranking_scores(cosines[i], allowed) if cosines is not None else None
+            # Cosines exist only where the generation has vectors.
+            dense = None
+            if cosines is not None and gen.vectors is not None:
+                dense = gen.vectors.ranking_scores(cosines[i], allowed)
             ranked, fused = self._rank(bm25, dense, max(k, COVERAGE_DEPTH))
             rankings.append(ranked)
-            for d, f in zip(ranked, fused):
+            for d, f in zip(ranked, fused, strict=True):
                 fused_of.setdefault(int(d), float(f))
             signals.append(self._signals(gen, part, words, bm25, cosines[i] if cosines is not None else None))
 
@@ -263,14 +266,17 @@ class Retriever:
         if stamp == gen.stamp:
             return gen
         with self._lock:
-            if self._gen is gen and self._gen.stamp != stamp:
+            if self._gen is gen and gen.stamp != stamp:
                 fresh = self._open()
                 # Close what retired before; `gen` may still serve a running search.
                 for old in self._retired:
                     old.docs.close()
                 self._retired = [gen]
                 self._gen = fresh
-            return self._gen
+            current = self._gen
+        if current is None:
+            raise RuntimeError("Retriever is closed")
+        return current
 
     # ------------------------------------------------------------- scoring
 

@@ -11,10 +11,9 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from kb_index import ChunkResult
-
 from bot.messages import Key, message, normalize_language
 from bot.models import AnswerMode, Evidence, GenerationRequest, Question, Violation
+from kb_index import ChunkResult
 
 # Trimming keeps at least this many blocks, whatever the budget: below that the
 # model too often lacks the one block that answers, and a refusal costs more
