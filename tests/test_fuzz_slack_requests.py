@@ -19,7 +19,7 @@ import os
 from urllib.parse import urlencode
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.channels import ChannelsConfig
@@ -206,6 +206,8 @@ def test_signed_malformed_events_never_get_a_server_error(app_env, payload):
 
 @settings(FUZZ, derandomize=True)
 @given(st.one_of(block_actions(shaped=False), view_submissions(shaped=False), ANY_JSON))
+@example({"type": "view_submission", "user": {"id": "U1"}, "view": {"id": "V1", "type": "modal", "state": []}})
+@example({"type": "view_submission", "user": {"id": "U1"}, "view": []})
 def test_signed_malformed_interactivity_never_gets_a_server_error(app_env, payload):
     assert status_of(app_env, *form_body(payload)) < 500
 
