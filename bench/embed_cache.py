@@ -42,7 +42,7 @@ class CachedEmbedder:
             self.misses += len(missing)
             fresh = compute([texts[i] for i in missing])
             with self._db:
-                for i, vec in zip(missing, fresh):
+                for i, vec in zip(missing, fresh, strict=False):
                     vec = np.asarray(vec, dtype=np.float32)
                     found[keys[i]] = vec
                     self._db.execute("INSERT OR REPLACE INTO vec VALUES (?, ?)", (keys[i], vec.tobytes()))

@@ -45,7 +45,7 @@ def write_kb(kb_dir: Path, n_chunks: int) -> list[str]:
     rng = random.Random(SEED)
     vocab = vocabulary(rng, 60_000)
     cum = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(vocab))))  # Zipf
-    compounds = [a + b for a, b in zip(rng.sample(vocab[:3000], 2000), rng.sample(vocab[:3000], 2000))]
+    compounds = [a + b for a, b in zip(rng.sample(vocab[:3000], 2000), rng.sample(vocab[:3000], 2000), strict=True)]
     questions = []
     n_entries = n_chunks // SECTIONS_PER_ENTRY
     for i in range(n_entries):

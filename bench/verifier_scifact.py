@@ -277,7 +277,7 @@ def report(split: str, sets: Sets, result: Result) -> None:
     print(f"  (a)+(b'): precision {p2:.3f}  recall {r2:.3f}  F1 {f2:.3f}   (goal F1 >= 0.97)")
     print(f"  (c) changed number caught  {caught:4d}/{len(result.changed)}  "
           f"{100 * caught / max(1, len(result.changed)):.1f} %   (goal 100 %)")
-    live = [ok for ok, i in zip(result.changed, sets.changed_from) if result.gold[i]]
+    live = [ok for ok, i in zip(result.changed, sets.changed_from, strict=False) if result.gold[i]]
     print(f"      of them with the unchanged claim accepted: {len(live) - sum(live)}/{len(live)} caught")
     print(f"  CONTRADICT accepted        {sum(result.contradict):4d}/{len(result.contradict)}  "
           f"{_pct(result.contradict)}   (a lexical verifier cannot see a contradiction)")
@@ -316,7 +316,7 @@ def tune(sets: Sets, corpus: dict[str, dict], idf) -> None:
     rows = []
     try:
         for values in itertools.product(*(GRID[n] for n in names)):
-            setting = dict(zip(names, values))
+            setting = dict(zip(names, values, strict=True))
             if setting["TWO_SENTENCE_COVERAGE"] <= setting["SINGLE_SENTENCE_COVERAGE"]:
                 continue  # two sentences must be held to the higher bar
             for name, value in setting.items():

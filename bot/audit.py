@@ -30,6 +30,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
+from redis.typing import EncodableT
 
 from bot import keys
 from bot.models import Answer, Outcome, Question, Violation
@@ -114,22 +115,34 @@ def audit_entry(
     error: BaseException | str | None = None,
 ) -> AuditEntry:
     """The entry for `question`: from its `answer`, or an ERROR outcome when there is none."""
-    fields = {
-        "question_id": question.id,
-        "question": question.text,
-        "language": question.language,
-        "channel": question.channel,
-        "is_dm": question.is_dm,
-        "thread_ts": question.thread_ts,
-        "truncated": question.truncated,
-        "posted_channel": posted.channel if posted else None,
-        "posted_ts": posted.ts if posted else None,
-    }
+    posted_channel = posted.channel if posted else None
+    posted_ts = posted.ts if posted else None
     if answer is None:
         text = None if error is None else (error if isinstance(error, str) else f"{type(error).__name__}: {error}")
-        return AuditEntry(outcome=Outcome.ERROR, error=text, **fields)
+        return AuditEntry(
+            question_id=question.id,
+            outcome=Outcome.ERROR,
+            question=question.text,
+            language=question.language,
+            channel=question.channel,
+            is_dm=question.is_dm,
+            thread_ts=question.thread_ts,
+            truncated=question.truncated,
+            posted_channel=posted_channel,
+            posted_ts=posted_ts,
+            error=text,
+        )
     return AuditEntry(
+        question_id=question.id,
         outcome=answer.outcome,
+        question=question.text,
+        language=question.language,
+        channel=question.channel,
+        is_dm=question.is_dm,
+        thread_ts=question.thread_ts,
+        truncated=question.truncated,
+        posted_channel=posted_channel,
+        posted_ts=posted_ts,
         mode=str(answer.mode),
         model=answer.model,
         verified=answer.verified,
@@ -148,7 +161,6 @@ def audit_entry(
         ],
         timings_ms=dict(answer.timings_ms),
         answerability=answer.answerability,
-        **fields,
     )
 
 
@@ -174,7 +186,7 @@ class AuditTrail:
         now = time.time()
         cited = sorted({c.entry_id for c in entry.cited}) if entry.outcome is Outcome.ANSWERED else []
         stream_keys = [keys.AUDIT_STREAM, keys.audit_question_key(entry.question_id)]
-        args = [
+        args: list[EncodableT] = [
             self.maxlen,
             f"{int((now - self.horizon_s) * 1000)}-0",
             int(self.horizon_s),

@@ -254,14 +254,15 @@ class Settings(BaseSettings):
     def socket_mode(self) -> bool:
         return bool(self.slack_app_token)
 
-    def require_slack(self) -> None:
-        """`serve` and `worker` call this first: Slack credentials are needed there only."""
-        for var, value in (
-            ("SLACK_BOT_TOKEN", self.slack_bot_token),
-            ("SLACK_SIGNING_SECRET", self.slack_signing_secret),
-        ):
-            if not value:
-                raise ConfigError(f"{var}: required for serve and worker (not set)")
+    def require_slack(self) -> tuple[str, str]:
+        """`serve` and `worker` call this first: Slack credentials are needed there only.
+
+        Returns (bot token, signing secret)."""
+        if not self.slack_bot_token:
+            raise ConfigError("SLACK_BOT_TOKEN: required for serve and worker (not set)")
+        if not self.slack_signing_secret:
+            raise ConfigError("SLACK_SIGNING_SECRET: required for serve and worker (not set)")
+        return self.slack_bot_token, self.slack_signing_secret
 
 
 def _env_name(loc: tuple[Any, ...]) -> str | None:

@@ -88,7 +88,9 @@ def _ends_sentence(text: str, m: re.Match[str], language: str) -> bool:
         return False
     if not m.group(1).startswith("."):
         return True  # "?" and "!" are never abbreviations
-    before = re.search(r"(\S*)$", text[: m.start()]).group(1).lstrip("([\"'„“»«")
+    tail = re.search(r"(\S*)$", text[: m.start()])
+    assert tail is not None  # `(\S*)$` matches every string, if only the empty end
+    before = tail.group(1).lstrip("([\"'„“»«")
     return not (_is_abbreviation(before) or _is_ordinal_or_date(before, following, language))
 
 
@@ -195,9 +197,12 @@ def candidates(evidence: Iterable[Evidence], language: str) -> list[Candidate]:
 def _match(term: str, sentence_terms: frozenset[str], language: str) -> float:
     if term in sentence_terms:
         return 1.0
-    if language == "de" and len(term) >= MIN_COMPOUND_STEM:
-        if any(term in s for s in sentence_terms if len(s) > len(term)):
-            return COMPOUND_WEIGHT
+    if (
+        language == "de"
+        and len(term) >= MIN_COMPOUND_STEM
+        and any(term in s for s in sentence_terms if len(s) > len(term))
+    ):
+        return COMPOUND_WEIGHT
     return 0.0
 
 
@@ -215,7 +220,7 @@ def score(question_terms: set[str], pool: list[Candidate], language: str) -> lis
     total = sum(weight.values())
     return [
         replace(c, score=sum(weight[t] * v for t, v in m.items()) / total * (1 - RANK_DECAY * c.rank))
-        for c, m in zip(pool, matches)
+        for c, m in zip(pool, matches, strict=True)
     ]
 
 

@@ -90,6 +90,7 @@ from urllib.parse import urlsplit
 import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
 from redis.exceptions import RedisError
+from redis.typing import EncodableT
 
 from bot.keys import (
     DEAD_LIST,
@@ -364,7 +365,7 @@ class JobQueue:
         Redis does: the caller acks Slack either way.
         """
         keys = [dedupe_key(dedupe_id), JOBS_STREAM]
-        args = [DEDUPE_TTL_S, job.id, job.model_dump_json()]
+        args: list[EncodableT] = [DEDUPE_TTL_S, job.id, job.model_dump_json()]
         added = await self._bounded(self._enqueue(keys=keys, args=args), f"enqueue job {job.id}")
         return bool(added)
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from redis.exceptions import RedisError, ResponseError
+from redis.typing import EncodableT
 
 from bot.keys import (
     DEAD_LIST,
@@ -304,7 +305,7 @@ class Consumer:
                 coro = self._run(entry_id, job)
         task = asyncio.create_task(coro, name=f"job {job.id} try {job.attempt}")
         self._running[entry_id] = _Running(job=job, task=task)
-        task.add_done_callback(lambda _, e=entry_id: self._finished(e))
+        task.add_done_callback(lambda _task: self._finished(entry_id))
 
     def _finished(self, entry_id: str) -> None:
         self._running.pop(entry_id, None)
@@ -380,7 +381,7 @@ class Consumer:
 
     async def _finish(self, entry_id: str, action: str, data: str = "", delay_ms: int = 0) -> None:
         keys = [JOBS_STREAM, DELAYED_ZSET, DEAD_LIST]
-        args = [WORKERS_GROUP, self.worker_id, entry_id, action, data, delay_ms, DEAD_LETTER_CAP]
+        args: list[EncodableT] = [WORKERS_GROUP, self.worker_id, entry_id, action, data, delay_ms, DEAD_LETTER_CAP]
         try:
             owned = await self._finish_script(keys=keys, args=args)
         except (RedisError, OSError) as exc:

@@ -20,6 +20,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
+from redis.typing import EncodableT, FieldT
 
 from bot import keys
 from bot.models import Source, Violation
@@ -45,7 +46,7 @@ class AnswerRecord(BaseModel):
     source_notes: dict[str, str] = Field(default_factory=dict)
 
 
-def _to_json(record: BaseModel) -> str:
+def _to_json(record: AnswerRecord | ReviewRecord) -> str:
     """JSON of a record, sources with their passages (which the public answer JSON leaves out)."""
     data = record.model_dump(mode="json")
     data["sources"] = [
@@ -156,5 +157,5 @@ class Records:
     # ------------------------------------------------------------ feedback
 
     async def add_feedback(self, answer_id: str, user: str, vote: str, reason: str | None = None) -> None:
-        fields = {"answer_id": answer_id, "user": user, "vote": vote, "reason": reason or "", "at": str(time.time())}
+        fields: dict[FieldT, EncodableT] = {"answer_id": answer_id, "user": user, "vote": vote, "reason": reason or "", "at": str(time.time())}
         await self.redis.xadd(keys.FEEDBACK_STREAM, fields, maxlen=keys.FEEDBACK_MAXLEN, approximate=True)

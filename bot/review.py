@@ -27,7 +27,7 @@ from bot.config import Settings
 from bot.grounding.answer import render_citations_text, render_claims_text
 from bot.grounding.lenient_json import parse_lenient_json
 from bot.messages import Key, message
-from bot.models import Answer, Claim, Evidence, Outcome, Question
+from bot.models import Answer, Claim, Evidence, Outcome, Question, Source
 from bot.queue import Job, PostLedger
 from bot.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
 from bot.slack import render
@@ -209,22 +209,28 @@ class ReviewDesk:
             log.warning("review %s: could not tell %s that the decision failed: %s", record.review_id, reviewer, exc)
 
     def _reviewed_answer(self, record: ReviewRecord, status: ReviewStatus, text: str) -> Answer:
-        base = {"question": record.question, "verified": True, "refused": False}
+        outcome = Outcome.ANSWERED
+        sources: list[Source] = []
+        citations: list[str] = []
         if status is ReviewStatus.DISMISSED:
-            note = message(Key.REVIEW_DISMISSED, record.language)
-            return Answer(answer=note, outcome=Outcome.REFUSED, **base)
-        if status is ReviewStatus.ANSWERED:
-            return Answer(answer=text, outcome=Outcome.ANSWERED, **base)
-        if record.kind == "feedback":
+            body = message(Key.REVIEW_DISMISSED, record.language)
+            outcome = Outcome.REFUSED
+        elif status is ReviewStatus.ANSWERED:
+            body = text
+        elif record.kind == "feedback":
             # The flagged answer was posted with its [n] markers and numbered
             # sources already: approving it reposts it as it was.
+            body, sources = record.draft, record.sources
             citations = list(dict.fromkeys(s.id for s in record.sources))
-            return Answer(answer=record.draft, sources=record.sources, citations=citations, outcome=Outcome.ANSWERED, **base)
-        body, sources, citations = approved_draft(record)
-        return Answer(answer=body, sources=sources, citations=citations, outcome=Outcome.ANSWERED, **base)
+        else:
+            body, sources, citations = approved_draft(record)
+        return Answer(
+            question=record.question, answer=body, verified=True, refused=False,
+            sources=sources, citations=citations, outcome=outcome,
+        )
 
 
-def approved_draft(record: ReviewRecord):
+def approved_draft(record: ReviewRecord) -> tuple[str, list[Source], list[str]]:
     """The rejected draft as a reviewer approved it: footnotes from the sources it was written from."""
     evidence = [
         Evidence(

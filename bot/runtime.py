@@ -13,6 +13,7 @@ from aiohttp import web
 from bot.audit import AuditTrail
 from bot.channels import load_channels
 from bot.config import Settings
+from bot.embedder import make_embedder
 from bot.llm import make_backend
 from bot.pipeline import Pipeline
 from bot.queue import JobQueue, PostLedger, connect
@@ -23,7 +24,6 @@ from bot.slack.app import AppDeps, create_app
 from bot.slack.calls import make_client
 from bot.slack.web import create_metrics_app, create_web_app
 from bot.worker import Worker
-from bot.embedder import make_embedder
 from kb_index import Retriever
 from kb_index.index import IndexNotFound, current_generation
 
@@ -49,7 +49,7 @@ async def health_report(redis, index_dir: Path) -> dict:
 
 
 async def serve(settings: Settings, *, host: str, port: int) -> None:
-    settings.require_slack()
+    _, signing_secret = settings.require_slack()
     channels = load_channels(settings.channels_file)
     async with AsyncExitStack() as stack:
         queue = await stack.enter_async_context(JobQueue(settings.redis_url))
@@ -58,7 +58,7 @@ async def serve(settings: Settings, *, host: str, port: int) -> None:
         bolt = create_app(AppDeps(settings=settings, queue=queue, records=Records(redis), channels=channels))
         web_app = create_web_app(
             bolt,
-            signing_secret=settings.slack_signing_secret,
+            signing_secret=signing_secret,
             health=lambda: health_report(redis, settings.index_dir),
             queue=queue,
         )

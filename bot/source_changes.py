@@ -202,7 +202,9 @@ async def note_source_changes(
         await records.replace_answer(record.model_copy(update={"source_notes": notes}))
         log.info("source note on %s: %s", qid, ", ".join(f"[{c.n}] {c.entry_id} {c.change}" for c in changes))
     finally:
-        await records.redis.eval(RELEASE_LUA, 1, lock, job.id)
+        # redis-py annotates eval() for its sync and asyncio clients at once
+        # (`Awaitable[str] | str`); on the asyncio client it always returns an awaitable.
+        await records.redis.eval(RELEASE_LUA, 1, lock, job.id)  # type: ignore[misc]
 
 
 async def _posted_at(qid: str, ledger: PostLedger, audit: AuditTrail | None) -> tuple[str, str] | None:

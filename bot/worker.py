@@ -115,7 +115,7 @@ class Worker:
         if isinstance(error, SlackError):
             await self._post_stored_reply(question, error)
             return
-        if not await self.poster.may_post(question.id, question.channel, self._thread_of(question)):
+        if not await self.poster.may_post(question.id, self._channel_of(question), self._thread_of(question)):
             return
         await self._reply_with_apology(question, error)
 
@@ -126,9 +126,9 @@ class Worker:
         if record is None or record.message is None:
             log.error("question %s not answered: Slack stayed unavailable (%s)", question.id, error.code)
             return
-        thread = self._thread_of(question)
-        if await self.poster.may_post(question.id, question.channel, thread):
-            await self.poster.post(question.id, question.channel, thread, record.message, what="post the stored reply")
+        channel, thread = self._channel_of(question), self._thread_of(question)
+        if await self.poster.may_post(question.id, channel, thread):
+            await self.poster.post(question.id, channel, thread, record.message, what="post the stored reply")
             log.info("stored reply posted after Slack failed (%s)", error.code)
 
     async def _reply_with_apology(self, question: Question, error: BaseException) -> None:
@@ -137,7 +137,7 @@ class Worker:
             msg = render.error_message(language=question.language)
         else:
             msg = render.failure_message(language=question.language)
-        await self.poster.post(question.id, question.channel, self._thread_of(question), msg, what="post the apology")
+        await self.poster.post(question.id, self._channel_of(question), self._thread_of(question), msg, what="post the apology")
         metrics.QUESTIONS.labels(outcome="error").inc()
         await self._audit(question, error=error)
         await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
@@ -146,13 +146,14 @@ class Worker:
 
     async def answer(self, job: Job) -> None:
         question = Question.model_validate(job.payload["question"])
-        thread = self._thread_of(question)
-        if not await self.poster.may_post(question.id, question.channel, thread):
+        channel, thread = self._channel_of(question), self._thread_of(question)
+        if not await self.poster.may_post(question.id, channel, thread):
             # A redelivery of a job that posted (or whose doubtful post was found):
             # the try that posted may not have lived to take its 👀 back.
             await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
             return
-        await best_effort(self.slack.reactions_add(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
+        if question.ts:
+            await best_effort(self.slack.reactions_add(channel=channel, timestamp=question.ts, name=PROGRESS_REACTION))
         question = await self._with_thread_history(question, job.payload.get("bot_user_id"))
         try:
             answer = await self._generate(question)
@@ -168,7 +169,7 @@ class Worker:
             question_id=question.id,
             question=question.text,
             language=question.language,
-            channel=question.channel,
+            channel=channel,
             thread_ts=thread,
             is_dm=question.is_dm,
             asker=question.user,
@@ -189,7 +190,7 @@ class Worker:
         forms = [msg]
         if answer.outcome is Outcome.ANSWERED:
             forms.append(render.answer_message(answer, language=question.language, ref=question.id, compact=True))
-        _, posted = await self.poster.post(question.id, question.channel, thread, *forms, what="post the answer")
+        _, posted = await self.poster.post(question.id, channel, thread, *forms, what="post the answer")
         if posted is not msg:
             await self.records.replace_answer(record.model_copy(update={"message": posted}))
         answer.timings_ms["post"] = round((time.perf_counter() - started) * 1000, 3)
@@ -264,12 +265,19 @@ class Worker:
 
     async def help(self, job: Job) -> None:
         question = Question.model_validate(job.payload["question"])
-        thread = self._thread_of(question)
-        if await self.poster.may_post(question.id, question.channel, thread):
-            await self.poster.post(question.id, question.channel, thread, render.help_message(language=question.language),
+        channel, thread = self._channel_of(question), self._thread_of(question)
+        if await self.poster.may_post(question.id, channel, thread):
+            await self.poster.post(question.id, channel, thread, render.help_message(language=question.language),
                                    what="post the help message")
 
     # ---------------------------------------------------------------- posting
+
+    @staticmethod
+    def _channel_of(question: Question) -> str:
+        """Where a question from Slack is answered; questions reach workers only from Slack."""
+        if question.channel is None:
+            raise ValueError(f"question {question.id} has no Slack channel to answer in")
+        return question.channel
 
     @staticmethod
     def _thread_of(question: Question) -> str | None:
@@ -284,14 +292,15 @@ class Worker:
             return question
         try:
             resp = await self.slack.conversations_replies(
-                channel=question.channel, ts=question.thread_ts, limit=THREAD_HISTORY_MESSAGES * 3
+                channel=self._channel_of(question), ts=question.thread_ts, limit=THREAD_HISTORY_MESSAGES * 3
             )
         except Exception as exc:  # noqa: BLE001 - history is a nicety; answer without it
             log.warning("no thread history for question %s: %s", question.id, exc)
             return question
+        messages: list[dict[str, Any]] = resp.get("messages", [])
         earlier = [
             question_text(m.get("text") or "", bot_user_id).strip()
-            for m in resp.get("messages", [])
+            for m in messages
             if not m.get("bot_id") and isinstance(m.get("text"), str)
             and float(m.get("ts", 0)) < float(question.ts or time.time())
         ]

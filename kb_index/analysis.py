@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import Stemmer
 from whoosh.analysis import Filter, LowercaseFilter, RegexTokenizer, StopFilter
@@ -65,7 +65,7 @@ def fold_accents(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-@lru_cache(maxsize=None)
+@cache
 def stop_words(language: str) -> frozenset[str]:
     words = set(stoplists[language]) | _QUESTION_WORDS[language]
     # Match both spellings: the list has "für", "über"; people type "fur".

@@ -145,25 +145,23 @@ def decide(parts: list[PartSignals], calibration: Calibration) -> Answerability:
         return Answerability(False, 0.0, 0.0, "coverage", "the question has no words to search for")
     closest = _closest(parts, calibration)
     best_cov = max(parts, key=lambda p: p.coverage)
-    common = {
-        "cosine": _best(p.cosine for p in parts),
-        "cosine_other": _best(p.cosine_other for p in parts),
-        "coverage": round(best_cov.coverage, 4),
-    }
+    cosine = _best(p.cosine for p in parts)
+    cosine_other = _best(p.cosine_other for p in parts)
+    coverage = round(best_cov.coverage, 4)
 
     if closest is not None and closest.margin >= 0:
         where = " (a page in another language)" if closest.other_language else ""
         return Answerability(
             True, round(closest.cosine, 4), closest.threshold, "cosine",
             f"close to [{closest.entry}]{where}: cosine {closest.cosine:.3f} >= {closest.threshold:.2f}",
-            part=closest.part, entry_id=closest.entry, **common,
+            part=closest.part, entry_id=closest.entry, cosine=cosine, cosine_other=cosine_other, coverage=coverage,
         )
     if best_cov.coverage >= calibration.strong_coverage:
         return Answerability(
             True, round(best_cov.coverage, 4), calibration.strong_coverage, "coverage",
             f"[{best_cov.coverage_entry}] holds {best_cov.coverage:.0%} of the question's words "
             f"(>= {calibration.strong_coverage:.0%})",
-            part=best_cov.text, entry_id=best_cov.coverage_entry, **common,
+            part=best_cov.text, entry_id=best_cov.coverage_entry, cosine=cosine, cosine_other=cosine_other, coverage=coverage,
         )
     if closest is not None:
         where = ", a page in another language" if closest.other_language else ""
@@ -171,14 +169,14 @@ def decide(parts: list[PartSignals], calibration: Calibration) -> Answerability:
             False, round(closest.cosine, 4), closest.threshold, "cosine",
             f"nothing close: nearest cosine {closest.cosine:.3f} < {closest.threshold:.2f} "
             f"([{closest.entry}]{where}), word coverage {best_cov.coverage:.0%}",
-            part=closest.part, entry_id=closest.entry, **common,
+            part=closest.part, entry_id=closest.entry, cosine=cosine, cosine_other=cosine_other, coverage=coverage,
         )
     return Answerability(
         False, round(best_cov.coverage, 4), calibration.strong_coverage, "coverage",
         f"no section holds enough of the question's words: best {best_cov.coverage:.0%} "
         f"< {calibration.strong_coverage:.0%}"
         + (f" ([{best_cov.coverage_entry}])" if best_cov.coverage_entry else ""),
-        part=best_cov.text, entry_id=best_cov.coverage_entry, **common,
+        part=best_cov.text, entry_id=best_cov.coverage_entry, cosine=cosine, cosine_other=cosine_other, coverage=coverage,
     )
 
 

@@ -276,9 +276,10 @@ def _first_heading(text: str) -> str | None:
 def split_sections(body: str, title: str) -> list[Section]:
     """`##` headings start sections; text before the first one is the 'Overview'."""
     sections: list[Section] = []
-    name, buf = "Overview", []
+    name = "Overview"
+    buf: list[str] = []
 
-    def flush():
+    def flush() -> None:
         text = "\n".join(line for line in buf if not _HEADING_RE.match(line)).strip()
         if text:
             sections.extend(_split_long(name, text))

@@ -91,8 +91,8 @@ class Impacts:
         if not rows:
             return np.zeros(self.doc_count, dtype=np.float32)
         starts, ends = self.offsets[rows], self.offsets[np.asarray(rows) + 1]
-        ids = np.concatenate([self.docs[s:e] for s, e in zip(starts, ends)])
-        vals = np.concatenate([self.weights[s:e] * w for s, e, w in zip(starts, ends, query_weights)])
+        ids = np.concatenate([self.docs[s:e] for s, e in zip(starts, ends, strict=True)])
+        vals = np.concatenate([self.weights[s:e] * w for s, e, w in zip(starts, ends, query_weights, strict=True)])
         return np.bincount(ids, weights=vals, minlength=self.doc_count)
 
     def contains(self, row: int, docnums: np.ndarray) -> np.ndarray:
@@ -156,7 +156,7 @@ def build(reader, params: Params | None = None, progress=None) -> Impacts:
             ids, tf = _merge(parts, n_docs)
             df = len(ids)
             idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
-            keys.append(f"{space}:{text}".encode("utf-8"))
+            keys.append(f"{space}:{text}".encode())
             doc_parts.append(ids.astype(np.int32))
             weight_parts.append((idf * tf / (tf + params.k1)).astype(np.float32))
             idfs.append(idf)

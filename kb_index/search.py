@@ -18,6 +18,7 @@ separate decision (answerability.py) that `retrieve` returns beside the hits.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import Counter
@@ -25,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import logging
 
 from kb_index.analysis import SUBWORD_GRAM, guess_language, query_terms
 from kb_index.answerability import Answerability, Calibration, PartSignals, calibration_for, decide
@@ -69,7 +69,7 @@ class _Word:
 @dataclass
 class _Generation:
     name: str
-    stamp: tuple
+    stamp: tuple | None  # None: the CURRENT file was missing when the generation was opened
     impacts: Impacts
     docs: DocStore
     entry_order: np.ndarray  # docnums sorted by entry code
@@ -269,14 +269,17 @@ class Retriever:
         if stamp == gen.stamp:
             return gen
         with self._lock:
-            if self._gen is gen and self._gen.stamp != stamp:
+            if self._gen is gen and gen.stamp != stamp:
                 fresh = self._open()
                 # Close what retired before; `gen` may still serve a running search.
                 for old in self._retired:
                     old.docs.close()
                 self._retired = [gen]
                 self._gen = fresh
-            return self._gen
+            current = self._gen
+        if current is None:
+            raise RuntimeError("Retriever is closed")
+        return current
 
     # ------------------------------------------------------------- scoring
 

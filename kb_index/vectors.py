@@ -150,14 +150,14 @@ def build(
             reuse.update((bytes(k), source.matrix[i]) for i, k in enumerate(source.keys) if any(k))
 
     texts = [passage_text(d) if d is not None else "" for d in docs]
-    keys = np.array([text_key(t) if d is not None else b"" for t, d in zip(texts, docs)], dtype="S16")
+    keys = np.array([text_key(t) if d is not None else b"" for t, d in zip(texts, docs, strict=True)], dtype="S16")
     todo = [i for i, d in enumerate(docs) if d is not None and bytes(keys[i]) not in reuse]
 
     fresh: dict[int, np.ndarray] = {}
     for start in range(0, len(todo), EMBED_BATCH):
         batch = todo[start : start + EMBED_BATCH]
         rows = embedder.embed_passages([texts[i] for i in batch])
-        fresh.update(zip(batch, rows))
+        fresh.update(zip(batch, rows, strict=False))
         if progress:
             progress("embed", start + len(batch), len(todo))
 

@@ -1,9 +1,7 @@
 """A running citebot (serve + workers, real Redis, fake Slack, fake LLM) as a pytest fixture.
 
-Use it from a test module with
-
-    from tests.citebot_fixtures import citebot, index_dir  # noqa: F401  (pytest fixtures)
-    from tests.redis_fixtures import redis_url  # noqa: F401
+tests/conftest.py makes the `citebot` and `index_dir` fixtures available to every
+test module; `answers_in` and `button_value` are helpers to import.
 """
 
 from __future__ import annotations

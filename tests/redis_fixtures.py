@@ -1,8 +1,6 @@
 """Real Redis for tests: a database of its own, flushed before and after each test.
 
-Use it from a test module with
-
-    from tests.redis_fixtures import redis_url  # noqa: F401  (a pytest fixture)
+tests/conftest.py makes the `redis_url` fixture available to every test module.
 
 `redis_url` points at CITEBOT_TEST_REDIS_URL (default redis://127.0.0.1:6379/15).
 When no Redis answers, the test is skipped with a message saying how to start

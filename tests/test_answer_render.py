@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-from kb_index import ChunkResult
-
 from bot.grounding.answer import (
     build_answer,
     error_answer,
@@ -20,6 +18,7 @@ from bot.grounding.claims import verify_claims
 from bot.grounding.prompt import build_evidence, regeneration_feedback
 from bot.messages import message
 from bot.models import AnswerMode, AuditMode, Claim, Outcome, Question
+from kb_index import ChunkResult
 
 UNCERTAIN_DE = message("uncertain", "de")
 REFUSAL_DE = message("refusal", "de")

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from bot.messages import Key, message
-from tests.citebot_fixtures import answers_in, citebot, index_dir  # noqa: F401 - fixtures
+from tests.citebot_fixtures import answers_in
 from tests.fakes import Reply
-from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
 from tests.slack_harness import mention_event
+
+pytestmark = pytest.mark.e2e
 
 PTO_QUESTION = "How many days of annual leave do I get?"
 FAST_RETRIES = ("--max-tries", "2", "--backoff-base", "0.1")

@@ -6,9 +6,10 @@ loading the in-process embedder, not embedding 165 chunks.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
-from pathlib import Path
 
 from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR
 from bot.extractive import ExtractiveBackend

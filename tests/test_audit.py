@@ -10,8 +10,7 @@ import pytest
 import redis as sync_redis
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import audit as audit_module
-from bot import keys
+from bot import audit as audit_module, keys
 from bot.audit import (
     CHANGED,
     CURRENT,
@@ -39,7 +38,6 @@ from kb_index import Retriever, build_index
 from kb_index.entries import chunk_hash
 from tests.fakes.slack_server import FakeSlackServer
 from tests.kb_fixtures import MINI_KB, write_entry, write_mini_kb
-from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
 
 PTO_TEXT = "Every employee gets 28 days of paid annual leave per calendar year."
 PTO_HASH = chunk_hash("hb-pto-01", "Entitlement", PTO_TEXT)
@@ -80,13 +78,13 @@ def answered(q: Question) -> Answer:
 
 
 @pytest.fixture
-async def trail(redis_url):  # noqa: F811
+async def trail(redis_url):
     redis = connect(redis_url, timeout=5)
     yield AuditTrail(redis)
     await redis.aclose()
 
 
-async def test_an_answer_is_recorded_with_what_it_cited_and_read_back_by_question_id(trail, redis_url):  # noqa: F811
+async def test_an_answer_is_recorded_with_what_it_cited_and_read_back_by_question_id(trail, redis_url):
     q = question()
     posted = PostRecord(question_id=q.id, channel="CGENERAL", ts="1700000009.000100", posted_at=time.time())
     stream_id = await trail.record(audit_entry(q, answered(q), posted=posted))
@@ -141,7 +139,7 @@ async def test_cited_by_keeps_only_the_last_thirty_days(trail):
     assert keys.CITED_BY_WINDOW_S - 60 < ttl <= keys.CITED_BY_WINDOW_S
 
 
-async def test_the_stream_is_bounded(trail, redis_url):  # noqa: F811
+async def test_the_stream_is_bounded(trail, redis_url):
     small = AuditTrail(trail.redis, maxlen=10)
     for i in range(400):
         await small.record(audit_entry(question(f"C:{i}"), error="LLMUnavailable: down"))
@@ -164,7 +162,7 @@ async def test_entries_reads_a_time_range_by_outcome_in_pages(trail, monkeypatch
     assert [e async for e in trail.entries(since=time.time() + 60)] == []
 
 
-async def test_the_apology_is_recorded_as_an_error(redis_url):  # noqa: F811
+async def test_the_apology_is_recorded_as_an_error(redis_url):
     redis = connect(redis_url, timeout=5)
     ledger = PostLedger(redis_url)
     with FakeSlackServer(token="xoxb-test") as slack:
@@ -210,7 +208,7 @@ def test_format_of_a_dm_entry_never_shows_the_dm_channel():
 
 
 @pytest.fixture
-def cli_env(tmp_path, monkeypatch, redis_url):  # noqa: F811
+def cli_env(tmp_path, monkeypatch, redis_url):
     monkeypatch.chdir(tmp_path)
     kb = write_mini_kb(tmp_path / "kb")
     build_index(kb, tmp_path / "index")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from kb_index import ChunkResult
 
 from bot.grounding.citations import verify_citations
 from bot.grounding.numbers import find_numbers, missing_numbers
 from bot.grounding.prompt import build_evidence
 from bot.grounding.text import contains_refusal, quote_in, sentences, strip_think
 from bot.messages import message
+from kb_index import ChunkResult
 
 REFUSAL_DE = message("refusal", "de")
 REFUSAL_EN = message("refusal", "en")

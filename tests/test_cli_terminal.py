@@ -21,7 +21,6 @@ from bot.records import Records, ReviewRecord
 from bot.terminal import clean
 from kb_index import build_index
 from tests.kb_fixtures import write_entry, write_mini_kb
-from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
 
 # OSC title, clear screen, a C1 CSI (one byte: some terminals obey it), bell, DEL, a bidi override.
 NASTY = "\x1b]0;pwned\x07\x1b[2J\x9b31m\x7f\u202e"
@@ -62,7 +61,7 @@ def test_clean_shows_undecodable_file_name_bytes_instead_of_failing():
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch, redis_url):  # noqa: F811
+def env(tmp_path, monkeypatch, redis_url):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CITEBOT_REDIS_URL", redis_url)
     monkeypatch.setenv("CITEBOT_INDEX_DIR", str(tmp_path / "index"))
@@ -71,7 +70,7 @@ def env(tmp_path, monkeypatch, redis_url):  # noqa: F811
     return tmp_path
 
 
-def record(redis_url, *items) -> None:  # noqa: F811
+def record(redis_url, *items) -> None:
     async def run():
         redis = connect(redis_url, timeout=5)
         for item in items:
@@ -93,7 +92,7 @@ def nasty_entry(qid="C:1", outcome=Outcome.UNCERTAIN):
     return audit_entry(q, answer)
 
 
-def test_audit_show_prints_control_characters_inert_and_on_one_line(env, redis_url, capsys):  # noqa: F811
+def test_audit_show_prints_control_characters_inert_and_on_one_line(env, redis_url, capsys):
     record(redis_url, nasty_entry())
     assert main(["audit", "show", "C:1"]) == 0
     out = capsys.readouterr().out
@@ -106,7 +105,7 @@ def test_audit_show_prints_control_characters_inert_and_on_one_line(env, redis_u
     assert json.loads(out)["question"] == FORGED + NASTY  # JSON escapes, the value is intact
 
 
-def test_review_gaps_prints_control_characters_inert(env, redis_url, capsys):  # noqa: F811
+def test_review_gaps_prints_control_characters_inert(env, redis_url, capsys):
     record(redis_url, nasty_entry("C:1"), nasty_entry("C:2", Outcome.REFUSED))
     assert main(["review", "gaps"]) == 0
     out = capsys.readouterr().out
@@ -115,7 +114,7 @@ def test_review_gaps_prints_control_characters_inert(env, redis_url, capsys):  #
     assert_inert(capsys.readouterr().out)
 
 
-def test_review_list_prints_control_characters_inert(env, redis_url, capsys):  # noqa: F811
+def test_review_list_prints_control_characters_inert(env, redis_url, capsys):
     record(redis_url, ReviewRecord(question_id="C:1", question=FORGED + NASTY, channel=f"C{NASTY}", draft=NASTY))
     assert main(["review", "list"]) == 0
     out = capsys.readouterr().out

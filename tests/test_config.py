@@ -44,7 +44,7 @@ def test_defaults_match_the_design_table():
 
 
 def test_default_kb_dir_is_the_bundled_sample_inside_kb_index():
-    assert BUNDLED_KB_DIR == Path(kb_index.__file__).resolve().parent / "sample"
+    assert Path(kb_index.__file__).resolve().parent / "sample" == BUNDLED_KB_DIR
     assert Settings.model_fields["kb_dir"].default == BUNDLED_KB_DIR
 
 

@@ -21,7 +21,6 @@ import redis
 import yaml
 
 from bot.config import Settings
-from tests.redis_fixtures import redis_url  # noqa: F401  (a pytest fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -45,7 +44,7 @@ def setting_vars() -> set[str]:
 
 def test_settings_have_the_secrets_and_the_design_variables():
     names = setting_vars()
-    assert SECRET_VARS <= names
+    assert names >= SECRET_VARS
     assert {"CITEBOT_REDIS_URL", "CITEBOT_KB_DIR", "CITEBOT_INDEX_DIR", "CITEBOT_LLM", "CITEBOT_CHANNELS_FILE"} <= names
 
 
@@ -66,7 +65,7 @@ def test_env_example_lists_every_setting():
     names = env_example_names()
     missing = setting_vars() - names.keys()
     assert not missing, f"deploy/.env.example has no line for {sorted(missing)}"
-    assert ENTRYPOINT_VARS <= names.keys()
+    assert names.keys() >= ENTRYPOINT_VARS
 
 
 def test_env_example_leaves_secrets_empty_and_loads_as_defaults(tmp_path, monkeypatch):
@@ -448,7 +447,7 @@ def test_healthcheck_web(healthz_server):
     assert run_healthcheck("web", "--port", str(free_port())).returncode == 1
 
 
-def test_healthcheck_worker_looks_for_this_hosts_heartbeat(redis_url):  # noqa: F811
+def test_healthcheck_worker_looks_for_this_hosts_heartbeat(redis_url):
     from bot.keys import heartbeat_key
 
     # A database of its own: other suites flush the shared test database while they run.

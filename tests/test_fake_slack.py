@@ -277,6 +277,7 @@ def slack_process():
     assert proc.returncode == 0
 
 
+@pytest.mark.e2e
 def test_separate_process_serves_records_and_takes_scripts(slack_process):
     api = slack_process
     root = api.removesuffix("/api/")
@@ -305,6 +306,7 @@ def test_separate_process_serves_records_and_takes_scripts(slack_process):
         assert http.get(f"{root}/_messages").json()["messages"] == []
 
 
+@pytest.mark.e2e
 async def test_separate_process_works_with_the_sdk_client(slack_process):
     client = AsyncWebClient(token=TOKEN, base_url=slack_process, retry_handlers=[])
     assert (await client.auth_test())["bot_id"] == "BBOT0001"

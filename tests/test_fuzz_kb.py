@@ -19,8 +19,7 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kb_index import Retriever, build_index, load_kb
 from kb_index.index import current_generation, read_manifest

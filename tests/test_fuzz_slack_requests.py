@@ -19,8 +19,7 @@ import os
 from urllib.parse import urlencode
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.channels import ChannelsConfig
@@ -31,7 +30,6 @@ from bot.slack import render
 from bot.slack.app import AppDeps, create_app
 from bot.slack.web import _well_formed
 from tests.fakes.slack_server import FakeSlackServer
-from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
 from tests.slack_harness import BOT_TOKEN, REVIEW_CHANNEL, SIGNING_SECRET, signed_headers
 
 FUZZ = settings(
@@ -137,7 +135,7 @@ def signed(body: str, content_type: str) -> AsyncBoltRequest:
 
 
 @pytest.fixture
-def app_env(redis_url, monkeypatch, tmp_path):  # noqa: F811
+def app_env(redis_url, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     with FakeSlackServer(token=BOT_TOKEN) as slack:
         for name, value in {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET,
@@ -208,6 +206,8 @@ def test_signed_malformed_events_never_get_a_server_error(app_env, payload):
 
 @settings(FUZZ, derandomize=True)
 @given(st.one_of(block_actions(shaped=False), view_submissions(shaped=False), ANY_JSON))
+@example({"type": "view_submission", "user": {"id": "U1"}, "view": {"id": "V1", "type": "modal", "state": []}})
+@example({"type": "view_submission", "user": {"id": "U1"}, "view": []})
 def test_signed_malformed_interactivity_never_gets_a_server_error(app_env, payload):
     assert status_of(app_env, *form_body(payload)) < 500
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bot.grounding.answer import build_answer
 from bot.grounding.citations import verify_citations

@@ -20,7 +20,6 @@ from bot.gaps import (
 )
 from bot.models import Answer, Outcome, Question
 from bot.queue import connect
-from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
 
 DAY = 86400.0
 NOW = 1_790_000_000.0
@@ -116,7 +115,7 @@ def test_format_lists_count_outcomes_languages_and_variants():
 # ---------------------------------------------------------------- the command, over the audit trail
 
 
-def _record(redis_url, entries):  # noqa: F811
+def _record(redis_url, entries):
     async def run():
         redis = connect(redis_url, timeout=5)
         try:
@@ -141,7 +140,7 @@ def _unanswered(text, qid, *, outcome=Outcome.REFUSED, at=None, is_dm=False, lan
 
 
 @pytest.fixture
-def cli_env(tmp_path, monkeypatch, redis_url):  # noqa: F811
+def cli_env(tmp_path, monkeypatch, redis_url):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CITEBOT_REDIS_URL", redis_url)
     return redis_url

@@ -488,6 +488,7 @@ def server_process(tmp_path):
         proc.stdout.close()
 
 
+@pytest.mark.e2e
 async def test_fake_server_is_scriptable_over_http(server_process, backends):
     url = server_process
     backend = backends(OllamaBackend, url, "m")

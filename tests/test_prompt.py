@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 
-from kb_index import ChunkResult
-
 from bot.grounding.prompt import (
     CLAIMS_JSON_SCHEMA,
     MIN_BLOCKS,
@@ -20,6 +18,7 @@ from bot.grounding.prompt import (
 )
 from bot.messages import message
 from bot.models import AnswerMode, Question, Violation
+from kb_index import ChunkResult
 
 
 def chunk(n: int, text: str = "Altersteilzeit ist Teilzeit mit Lohnausgleich.", **kw) -> ChunkResult:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,6 @@ from bot.queue import (
 )
 from bot.queue_worker import Consumer
 from tests.queue_worker_proc import FAKE_SLACK_LIST, PROC_STARTED_PREFIX, fake_post
-from tests.redis_fixtures import redis_url  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,20 +87,20 @@ def answer_job(question_id: str = "q1", **payload: Any) -> Job:
 
 
 @pytest.fixture
-async def queue(redis_url: str) -> AsyncIterator[JobQueue]:  # noqa: F811
+async def queue(redis_url: str) -> AsyncIterator[JobQueue]:
     async with JobQueue(redis_url) as job_queue:
         yield job_queue
 
 
 @pytest.fixture
-async def raw(redis_url: str) -> AsyncIterator[aioredis.Redis]:  # noqa: F811
+async def raw(redis_url: str) -> AsyncIterator[aioredis.Redis]:
     client = connect(redis_url, timeout=5.0)
     yield client
     await client.aclose()
 
 
 @pytest.fixture
-async def ledger(redis_url: str) -> AsyncIterator[PostLedger]:  # noqa: F811
+async def ledger(redis_url: str) -> AsyncIterator[PostLedger]:
     post_ledger = PostLedger(redis_url)
     yield post_ledger
     await post_ledger.close()
@@ -112,7 +112,7 @@ async def dead_calls() -> Calls:
 
 
 @pytest.fixture
-async def start_worker(redis_url: str, dead_calls: Calls) -> AsyncIterator[Callable[..., Awaitable[Consumer]]]:  # noqa: F811
+async def start_worker(redis_url: str, dead_calls: Calls) -> AsyncIterator[Callable[..., Awaitable[Consumer]]]:
     """A factory: `await start_worker(handler, **Consumer options)` -> a running Consumer."""
     running: list[tuple[Consumer, asyncio.Task[None]]] = []
 
@@ -138,7 +138,7 @@ async def start_worker(redis_url: str, dead_calls: Calls) -> AsyncIterator[Calla
         await task
 
 
-def spawn_worker_process(redis_url: str, log_path: Path) -> subprocess.Popen[bytes]:  # noqa: F811
+def spawn_worker_process(redis_url: str, log_path: Path) -> subprocess.Popen[bytes]:
     log_file = log_path.open("wb")
     try:
         return subprocess.Popen(
@@ -227,7 +227,7 @@ async def test_transient_failure_is_retried_with_backoff_then_succeeds(
     await until(lambda: tries.values == [1, 2, 3], "three tries")
     await until(lambda: _stats_are(queue, EMPTY), "the job to be acked")
 
-    first_gap, second_gap = (b - a for a, b in zip(tries.times, tries.times[1:]))
+    first_gap, second_gap = (b - a for a, b in pairwise(tries.times))
     # backoff_base 0.1 s, doubled per try, equal jitter: at least half of it.
     assert first_gap >= 0.05
     assert second_gap >= 0.1
@@ -425,8 +425,9 @@ async def test_live_worker_keeps_a_job_longer_than_the_visibility_timeout(
 # --- crashes ---------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 async def test_job_of_a_sigkilled_worker_is_finished_by_another(
-    redis_url: str,  # noqa: F811
+    redis_url: str,
     queue: JobQueue,
     raw: aioredis.Redis,
     start_worker: Any,
@@ -456,8 +457,9 @@ async def test_job_of_a_sigkilled_worker_is_finished_by_another(
     await until(lambda: _only_worker_pid_is(queue, os.getpid()), "the dead worker's heartbeat to expire")
 
 
+@pytest.mark.e2e
 async def test_post_record_survives_redelivery(
-    redis_url: str,  # noqa: F811
+    redis_url: str,
     queue: JobQueue,
     raw: aioredis.Redis,
     ledger: PostLedger,

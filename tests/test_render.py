@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -362,7 +362,7 @@ def review(**kw) -> dict:
         draft="Es gibt 45 Tage [kb-01].\n<@U1> sagt das.",
         violations=[Violation(kind="NUMBER_NOT_IN_SOURCE", detail="45 not in <kb-01>")],
         sources=[src(1), src(2)],
-        created_at=datetime(2026, 11, 30, 9, 15, tzinfo=timezone.utc),
+        created_at=datetime(2026, 11, 30, 9, 15, tzinfo=UTC),
     )
     fields.update(kw)
     return fields
@@ -455,7 +455,7 @@ def test_review_card_with_a_huge_record_stays_within_limits():
     [("approved", "✅ Approved by <@U0REV> at "), ("answered", "✍️ Answered by <@U0REV> at "), ("dismiss", "🚫 Dismissed by <@U0REV> at ")],
 )
 def test_decided_card_has_no_buttons_and_says_who_decided_when(decision, line):
-    card = review_card_decided(review(), decision, "U0REV", datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc))
+    card = review_card_decided(review(), decision, "U0REV", datetime(2026, 11, 30, 10, 0, tzinfo=UTC))
     assert buttons(card["blocks"]) == [] and all(b["type"] != "actions" for b in card["blocks"])
     last = mrkdwn_texts(card["blocks"])[-1]
     assert last == line + "<!date^1796032800^{date_short_pretty} {time}|2026-11-30 10:00 UTC>"

@@ -17,7 +17,6 @@ from bot.records import Records
 from bot.slack.app import AppDeps, create_app
 from bot.slack.web import create_web_app
 from tests.fakes.slack_server import FakeSlackServer
-from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
 from tests.slack_harness import BOT_TOKEN, SIGNING_SECRET, mention_event, signed_headers
 
 DEAD_REDIS = "redis://127.0.0.1:1/15"  # nothing listens on port 1
@@ -56,7 +55,7 @@ def signed(payload: dict) -> AsyncBoltRequest:
     return AsyncBoltRequest(body=body, headers=headers)
 
 
-async def test_a_mention_becomes_one_job(make_app, redis_url):  # noqa: F811
+async def test_a_mention_becomes_one_job(make_app, redis_url):
     app = await make_app(redis_url)
     response = await app.async_dispatch(signed(mention_event("How many vacation days?")))
     assert response.status == 200
@@ -87,7 +86,7 @@ async def queued_jobs(url: str) -> list[dict]:
         await check.aclose()
 
 
-async def test_only_the_bots_own_mention_leaves_the_question(make_app, redis_url):  # noqa: F811
+async def test_only_the_bots_own_mention_leaves_the_question(make_app, redis_url):
     app = await make_app(redis_url)
     response = await app.async_dispatch(signed(mention_event("does <@U0HR42|anna> sign off leave for <@U0TEAM>?")))
     assert response.status == 200
@@ -96,7 +95,7 @@ async def test_only_the_bots_own_mention_leaves_the_question(make_app, redis_url
 
 
 @pytest.fixture
-async def web(make_app, redis_url):  # noqa: F811
+async def web(make_app, redis_url):
     """The web process's HTTP front, in-process, as Slack reaches it."""
     app = create_web_app(await make_app(redis_url), signing_secret=SIGNING_SECRET)
     async with TestClient(TestServer(app)) as client:
@@ -110,12 +109,12 @@ async def web(make_app, redis_url):  # noqa: F811
         yield post
 
 
-async def test_a_timestamp_that_is_not_a_number_is_refused_like_a_bad_signature(web, redis_url):  # noqa: F811
+async def test_a_timestamp_that_is_not_a_number_is_refused_like_a_bad_signature(web, redis_url):
     assert await web(mention_event("How many vacation days?"), **{"X-Slack-Request-Timestamp": "abc"}) == 401
     assert await queued_jobs(redis_url) == []
 
 
-async def test_odd_events_are_acknowledged_and_never_fail(web, redis_url):  # noqa: F811
+async def test_odd_events_are_acknowledged_and_never_fail(web, redis_url):
     # A 500 makes Slack send the same event again and again, and the question is
     # dropped in silence: every one of these must be acked.
     lone_surrogate = mention_event("How many vacation \ud800 days?")

@@ -24,10 +24,11 @@ from bot.review import ReviewDesk
 from bot.slack.calls import make_client
 from bot.slack.render_text import phrase
 from bot.worker import Worker
-from tests.citebot_fixtures import answers_in, button_value, citebot, index_dir  # noqa: F401 - fixtures
+from tests.citebot_fixtures import answers_in, button_value
 from tests.fakes.slack_server import FakeSlackServer
-from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
 from tests.slack_harness import BOT_TOKEN, REVIEW_CHANNEL, block_action, free_port, mention_event, wait_until
+
+pytestmark = pytest.mark.e2e
 
 GOOD = "Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01]."
 HALLUCINATED = "You get 45 days of leave [hb-pto-01]."
@@ -71,7 +72,7 @@ def slack():
 
 
 @pytest.fixture
-async def make_worker(slack, redis_url, monkeypatch, tmp_path):  # noqa: F811
+async def make_worker(slack, redis_url, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # no stray .env
     closers = []
 
@@ -159,7 +160,7 @@ async def test_an_answer_slack_refuses_for_good_gets_no_model_apology(make_worke
 
 
 def test_a_review_card_slack_refuses_still_answers_the_asker_and_lists_the_review(
-    citebot, redis_url, monkeypatch, capsys  # noqa: F811
+    citebot, redis_url, monkeypatch, capsys
 ):
     bot = citebot(workers=0)
     metrics_port = free_port()

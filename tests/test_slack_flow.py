@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bot.messages import Key, message
 from kb_index import build_index
-from tests.citebot_fixtures import answers_in, button_value, citebot, index_dir  # noqa: F401 - fixtures
+from tests.citebot_fixtures import answers_in, button_value
 from tests.fakes import Reply
 from tests.fakes.slack_server import BOT_USER_ID
 from tests.kb_fixtures import write_mini_kb
-from tests.redis_fixtures import redis_url  # noqa: F401 - fixture
 from tests.slack_harness import (
     REVIEW_CHANNEL,
     block_action,
@@ -21,6 +22,8 @@ from tests.slack_harness import (
     view_submission,
     wait_until,
 )
+
+pytestmark = pytest.mark.e2e
 
 GOOD = "Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01]."
 PTO_QUESTION = "How many days of annual leave do I get?"
@@ -274,7 +277,7 @@ def test_a_reviewer_writes_the_answer_or_dismisses(citebot):
              if el["action_id"] == "citebot_review_answer")
         for c in cards
     ]
-    by_question = dict(zip([PTO_QUESTION if PTO_QUESTION in json.dumps(c) else "other" for c in cards], ids))
+    by_question = dict(zip([PTO_QUESTION if PTO_QUESTION in json.dumps(c) else "other" for c in cards], ids, strict=True))
     # Write an answer: the button opens the modal, the submission posts the reviewer's text.
     bot.send_action(block_action("citebot_review_answer", by_question[PTO_QUESTION], channel=REVIEW_CHANNEL))
     [opened] = bot.slack.wait_for("views.open", 1)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Never
 
 from bot.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, snippet
 from bot.config import Settings
 from bot.terminal import echo, json_text
+
+if TYPE_CHECKING:
+    from tqdm import tqdm  # imported where a bar is drawn: it costs start-up time
 
 # ---------------------------------------------------------------- index
 
@@ -138,8 +142,8 @@ class _Progress:
     def __init__(self, enabled: bool):
         self.enabled = enabled
         self.bars = enabled and sys.stderr.isatty()
-        self._bar = None
-        self._stage = None
+        self._bar: tqdm[Never] | None = None
+        self._stage: str | None = None
 
     def __call__(self, stage: str, done: int, total: int | None) -> None:
         if not self.enabled:
@@ -156,9 +160,10 @@ class _Progress:
             self._close()
             self._stage = stage
             self._bar = tqdm(total=total, desc=self.LABELS.get(stage, stage), unit="", file=sys.stderr, leave=False)
-        self._bar.update(done - self._bar.n)
+        if self._bar is not None:
+            self._bar.update(done - self._bar.n)
 
-    def _close(self):
+    def _close(self) -> None:
         if self._bar is not None:
             self._bar.close()
             self._bar = None

@@ -11,10 +11,9 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from kb_index import ChunkResult
-
 from bot.messages import Key, message, normalize_language
 from bot.models import AnswerMode, Evidence, GenerationRequest, Question, Violation
+from kb_index import ChunkResult
 
 # Trimming keeps at least this many blocks, whatever the budget: below that the
 # model too often lacks the one block that answers, and a refusal costs more
@@ -236,13 +235,13 @@ def clip_history(history: Sequence[str], budget_chars: int | None) -> list[str]:
     limit = None if budget_chars is None else int(budget_chars * HISTORY_BUDGET_SHARE)
     kept: list[str] = []
     used = 0
-    for message in reversed(history):
-        if len(message) > HISTORY_MESSAGE_CHARS:
-            message = message[:HISTORY_MESSAGE_CHARS].rsplit(None, 1)[0] + " …"
-        if limit is not None and used + len(message) > limit:
+    for earlier in reversed(history):
+        if len(earlier) > HISTORY_MESSAGE_CHARS:
+            earlier = earlier[:HISTORY_MESSAGE_CHARS].rsplit(None, 1)[0] + " …"
+        if limit is not None and used + len(earlier) > limit:
             break
-        kept.append(message)
-        used += len(message)
+        kept.append(earlier)
+        used += len(earlier)
     return kept[::-1]
 
 

@@ -295,7 +295,7 @@ def _best_cover(
         return sum(weights[t] for t in cover) / total
 
     shares = [share(c) for c in covers]
-    best = (-1.0, 0.0, [], set())
+    best: tuple[float, float, list[int], set[str]] = (-1.0, 0.0, [], set())
     for i, cover in enumerate(covers):
         score = shares[i] / SINGLE_SENTENCE_COVERAGE
         if score > best[0]:

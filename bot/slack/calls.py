@@ -25,7 +25,7 @@ operator sees "not_in_channel" on a graph instead of an apology in a thread.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -92,7 +92,7 @@ async def call(awaitable: Awaitable[T], what: str) -> T:
         return await awaitable
     except SlackApiError as exc:
         raise _translated(exc, what) from exc
-    except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as exc:
+    except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
         raise _counted(SlackUnavailable(f"{what}: Slack did not answer in time", code="timeout")) from exc
     except (aiohttp.ClientError, OSError) as exc:
         raise _counted(
@@ -120,10 +120,8 @@ def _counted(error: SlackError) -> SlackError:
 
 async def best_effort(awaitable: Awaitable[Any]) -> None:
     """For calls whose failure must not fail the job (a progress reaction)."""
-    try:
+    with contextlib.suppress(TimeoutError, SlackApiError, aiohttp.ClientError, OSError):
         await awaitable
-    except (SlackApiError, aiohttp.ClientError, asyncio.TimeoutError, OSError):
-        pass
 
 
 def _retry_after(headers: Any) -> float | None:

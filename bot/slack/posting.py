@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.queue import PostClaim, PostLedger
 from bot.slack.calls import SLACK_TIMEOUT_S, SlackError, SlackFailed, SlackRateLimited, SlackUnavailable, call
@@ -63,7 +64,7 @@ class Poster:
 
     async def post(
         self, key: str, channel: str, thread_ts: str | None, *forms: dict[str, Any], what: str
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    ) -> tuple[AsyncSlackResponse, dict[str, Any]]:
         """Posts the first of `forms` that Slack accepts (the next one only when the one
         before was too big); records it under `key`. Returns (Slack's response, the form posted)."""
         metadata = {"event_type": METADATA_EVENT, "event_payload": {"key": key}}
@@ -128,7 +129,8 @@ class Poster:
             # Not knowing is "not found yet": the loop looks again until its deadline.
             log.warning("could not look for post %s: %s", key, exc)
             return None
-        for msg in resp.get("messages", []):
+        messages: list[dict[str, Any]] = resp.get("messages", [])
+        for msg in messages:
             payload = (msg.get("metadata") or {}).get("event_payload") or {}
             # "question_id": what answers posted before posts carried a general key.
             if key in (payload.get("key"), payload.get("question_id")):

@@ -132,7 +132,8 @@ def split_notes(text: str) -> tuple[str, list[str]]:
     """(body, notes): the partial and truncated-question notes that build_answer
     appends as trailing paragraphs. They are shown apart from the body so that
     shortening a long answer can never cut them off."""
-    body, notes = text.rstrip(), []
+    body = text.rstrip()
+    notes: list[str] = []
     while True:
         head, sep, last = body.rpartition("\n\n")
         if not sep or not any(p.fullmatch(last.strip()) for p in _NOTES):

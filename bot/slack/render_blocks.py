@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -117,15 +117,15 @@ def to_datetime(value: datetime | float | int | str | None) -> datetime | None:
     if isinstance(value, datetime):
         moment = value
     elif isinstance(value, int | float):
-        moment = datetime.fromtimestamp(float(value), timezone.utc)
+        moment = datetime.fromtimestamp(float(value), UTC)
     else:
         try:
-            moment = datetime.fromtimestamp(float(value), timezone.utc)  # a Slack ts or epoch string
+            moment = datetime.fromtimestamp(float(value), UTC)  # a Slack ts or epoch string
         except ValueError:
             moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)  # naive values are taken as UTC, as the records store them
-    return moment.astimezone(timezone.utc)
+        moment = moment.replace(tzinfo=UTC)  # naive values are taken as UTC, as the records store them
+    return moment.astimezone(UTC)
 
 
 # -- splitting and clipping

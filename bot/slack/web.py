@@ -124,10 +124,15 @@ def _shaped(payload: dict) -> bool:
     return isinstance(auths, list) and all(isinstance(a, dict) for a in auths)
 
 
-def _view_shaped(view: dict) -> bool:
+def _view_shaped(view: object) -> bool:
+    if not isinstance(view, dict):
+        return False
     if any(not isinstance(view.get(f, ""), str) for f in ("id", "type", "callback_id", "private_metadata", "hash")):
         return False
-    values = view.get("state", {}).get("values", {})
+    state = view.get("state", {})
+    if not isinstance(state, dict):
+        return False
+    values = state.get("values", {})
     if not isinstance(values, dict):
         return False
     # state.values: block id -> action id -> {"type": ..., "value": str or None, ...}

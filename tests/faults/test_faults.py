@@ -34,6 +34,8 @@ from tests.faults.cluster import (
 )
 from tests.faults.conftest import LLM_TIMEOUT_S
 
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(150)]
+
 QUESTIONS = 100
 RATE = 10.0  # questions per second: the sending takes 10 s
 SETTLE_S = 60.0  # after the last question, how long a question may take before it counts as lost
@@ -227,5 +229,3 @@ def test_every_event_delivered_twice(cluster, fault_report):
     assert all(len(d.attempts) == 2 for d in deliveries)
     assert len(bot.llm.calls()) == QUESTIONS, "an event delivered twice made a second job"
 
-
-pytestmark = pytest.mark.timeout(150)
