@@ -483,7 +483,8 @@ def test_a_dropped_connection_is_retried(embedders):
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     try:
         embedder = embedders(OllamaEmbedder, url, FAKE_MODEL, retries=2)
-        with pytest.raises(EmbedderError, match=r"could not be reached: RemoteProtocolError.*\(after 3 attempts\)"):
+        # The peer hanging up shows as a protocol, read or write error, depending on timing.
+        with pytest.raises(EmbedderError, match=r"could not be reached: (RemoteProtocol|Read|Write)Error.*\(after 3 attempts\)"):
             embedder.embed_queries(["x"])
         thread.join(timeout=5)
         assert len(accepted) == 3
