@@ -97,7 +97,8 @@ def test_a_two_topic_question_brings_both_entries(request, which):
     [
         ("Wo finde ich die Regeln, wenn ich vorübergehend aus dem Ausland arbeiten will?", "hb-remote-01"),
         ("Wie komme ich als Gast ins WLAN im Büro?", "it-wifi-01"),
-        ("How long does the health insurer pay sick pay after the employer stops?", "lb-efz-02"),
+        ("What is partial retirement and from what age can I apply?", "lb-atz-01"),
+        ("How much can I earn per month in a mini job in 2026?", "lb-min-01"),
     ],
 )
 def test_a_cross_language_question_finds_its_entry_with_the_embedder(hybrid, question, entry):
