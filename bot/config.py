@@ -92,7 +92,7 @@ def normalize_llm_url(value: str) -> str:
 
 
 class Settings(BaseSettings):
-    """Every setting of DESIGN.md 3.3. Field names are for code; env names are the aliases."""
+    """Every setting of docs/DESIGN.md 3.3. Field names are for code; env names are the aliases."""
 
     model_config = SettingsConfigDict(
         env_file=".env",

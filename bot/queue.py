@@ -114,7 +114,7 @@ DEDUPE_TTL_S = 24 * 3600
 # checking and the HTTP response, so it gives up after one second.
 ENQUEUE_TIMEOUT_S = 1.0
 # A job whose worker stopped renewing its lease this long ago is taken over.
-# DESIGN.md 4 promises "another worker finishes it within two minutes":
+# docs/DESIGN.md 4 promises "another worker finishes it within two minutes":
 # 60 s + one reclaim interval leaves a minute for the job itself.
 VISIBILITY_TIMEOUT_S = 60.0
 # How often a worker looks for jobs of dead workers (capped at half the

@@ -2,7 +2,7 @@
 
 A KB is a folder; each top-level subfolder is a collection, files in the root
 belong to `default`. Entries are Markdown with YAML front matter (the format of
-DESIGN.md 3.1); plain .md/.txt/.html files are accepted too, with an id derived
+docs/DESIGN.md 3.1); plain .md/.txt/.html files are accepted too, with an id derived
 from the path. Every `##` section becomes one chunk.
 
 Loading never stops at a bad file: each problem becomes a `LoadError` with the

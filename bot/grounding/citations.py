@@ -1,6 +1,6 @@
 """Citations-mode verifier: an answer with inline [KB-ID] references.
 
-Rules (DESIGN 3.6), each a violation kind:
+Rules (docs/DESIGN.md 3.6), each a violation kind:
 - UNKNOWN_ID: a cited id is not one of the context blocks' KB-IDs.
 - NO_CITATION: the answer cites nothing at all (and is not a refusal: the refusal
   sentence and nothing else, see text.is_refusal).
