@@ -115,52 +115,46 @@ def audit_entry(
     error: BaseException | str | None = None,
 ) -> AuditEntry:
     """The entry for `question`: from its `answer`, or an ERROR outcome when there is none."""
-    posted_channel = posted.channel if posted else None
-    posted_ts = posted.ts if posted else None
-    if answer is None:
-        text = None if error is None else (error if isinstance(error, str) else f"{type(error).__name__}: {error}")
-        return AuditEntry(
-            question_id=question.id,
-            outcome=Outcome.ERROR,
-            question=question.text,
-            language=question.language,
-            channel=question.channel,
-            is_dm=question.is_dm,
-            thread_ts=question.thread_ts,
-            truncated=question.truncated,
-            posted_channel=posted_channel,
-            posted_ts=posted_ts,
-            error=text,
-        )
-    return AuditEntry(
+    text = None if error is None else (error if isinstance(error, str) else f"{type(error).__name__}: {error}")
+    entry = AuditEntry(
         question_id=question.id,
-        outcome=answer.outcome,
+        outcome=Outcome.ERROR,
         question=question.text,
         language=question.language,
         channel=question.channel,
         is_dm=question.is_dm,
         thread_ts=question.thread_ts,
         truncated=question.truncated,
-        posted_channel=posted_channel,
-        posted_ts=posted_ts,
-        mode=str(answer.mode),
-        model=answer.model,
-        verified=answer.verified,
-        partial=answer.partial,
-        audit_mode=str(answer.audit_mode) if answer.audit_mode else None,
-        violations=list(answer.violations),
-        json_fixups=list(answer.json_fixups),
-        regenerations=answer.regenerations,
-        n_context=answer.n_context,
-        cited=[
-            CitedChunk(
-                n=s.n, entry_id=s.id, title=s.title, section=s.section, stand=s.stand,
-                collection=s.collection, content_hash=s.content_hash,
-            )
-            for s in answer.sources
-        ],
-        timings_ms=dict(answer.timings_ms),
-        answerability=answer.answerability,
+        posted_channel=posted.channel if posted else None,
+        posted_ts=posted.ts if posted else None,
+        error=text,
+    )
+    if answer is None:
+        return entry
+    cited = [
+        CitedChunk(
+            n=s.n, entry_id=s.id, title=s.title, section=s.section, stand=s.stand,
+            collection=s.collection, content_hash=s.content_hash,
+        )
+        for s in answer.sources
+    ]
+    return entry.model_copy(
+        update={
+            "outcome": answer.outcome,
+            "error": None,
+            "mode": str(answer.mode),
+            "model": answer.model,
+            "verified": answer.verified,
+            "partial": answer.partial,
+            "audit_mode": str(answer.audit_mode) if answer.audit_mode else None,
+            "violations": list(answer.violations),
+            "json_fixups": list(answer.json_fixups),
+            "regenerations": answer.regenerations,
+            "n_context": answer.n_context,
+            "cited": cited,
+            "timings_ms": dict(answer.timings_ms),
+            "answerability": answer.answerability,
+        }
     )
 
 
