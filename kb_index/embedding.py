@@ -231,16 +231,16 @@ class _HTTPEmbedder:
     def __init__(
         self,
         url: str,
-        model: str,
+        model: str = "",
         *,
-        api_key: str | None,
-        timeout: float,
-        batch_size: int,
-        query_prefix: str,
-        passage_prefix: str,
-        retries: int,
-        backoff: float,
-        transport: httpx.BaseTransport | None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        retries: int = DEFAULT_RETRIES,
+        backoff: float = DEFAULT_BACKOFF,
+        transport: httpx.BaseTransport | None = None,
     ):
         if not model:
             raise ValueError("embedding model name is empty")
@@ -380,32 +380,16 @@ class OpenAIEmbedder(_HTTPEmbedder):
         url: str,
         model: str,
         *,
-        api_key: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        batch_size: int = DEFAULT_BATCH_SIZE,
         query_prefix: str = "",
         passage_prefix: str = "",
         send_input_type: bool = False,
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        transport: httpx.BaseTransport | None = None,
+        **options: Any,
     ):
         self.send_input_type = send_input_type
         if send_input_type:
             # The server adds the prefix itself; adding ours too would double it.
             query_prefix = passage_prefix = ""
-        super().__init__(
-            url,
-            model,
-            api_key=api_key,
-            timeout=timeout,
-            batch_size=batch_size,
-            query_prefix=query_prefix,
-            passage_prefix=passage_prefix,
-            retries=retries,
-            backoff=backoff,
-            transport=transport,
-        )
+        super().__init__(url, model, query_prefix=query_prefix, passage_prefix=passage_prefix, **options)
 
     def _normalise_root(self, root: str) -> str:
         # People paste what their provider's docs show: ".../v1" or even
@@ -454,32 +438,6 @@ class OllamaEmbedder(_HTTPEmbedder):
     """Ollama: POST {url}/api/embed with a list input, {"embeddings": [[...], ...]} back."""
 
     path = "/api/embed"
-
-    def __init__(
-        self,
-        url: str = "http://localhost:11434",
-        model: str = "",
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        query_prefix: str = "",
-        passage_prefix: str = "",
-        retries: int = DEFAULT_RETRIES,
-        backoff: float = DEFAULT_BACKOFF,
-        transport: httpx.BaseTransport | None = None,
-    ):
-        super().__init__(
-            url,
-            model,
-            api_key=None,
-            timeout=timeout,
-            batch_size=batch_size,
-            query_prefix=query_prefix,
-            passage_prefix=passage_prefix,
-            retries=retries,
-            backoff=backoff,
-            transport=transport,
-        )
 
     def _body(self, texts: list[str], kind: str) -> dict[str, Any]:
         return {"model": self.name, "input": texts}
