@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from embed_cache import CachedEmbedder  # noqa: E402
 from retrieval_scifact import DEFAULT_DATA, load_queries, ndcg_at, write_kb  # noqa: E402
 
+from bot.answer.prompt import trim_to_budget  # noqa: E402
 from bot.config import Settings  # noqa: E402
-from bot.grounding.prompt import trim_to_budget  # noqa: E402
 from kb_index import Retriever, build_index  # noqa: E402
 from kb_index.answerability import CALIBRATIONS, model_key  # noqa: E402
 from kb_index.embedding import LocalE5Embedder  # noqa: E402

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import yaml
 
+from bot.answer.extractive import ExtractiveBackend
+from bot.answer.pipeline import Pipeline
 from bot.config import BUNDLED_KB_DIR
-from bot.extractive import ExtractiveBackend
 from bot.models import Answer, AnswerMode, Question
-from bot.pipeline import Pipeline
 from kb_index import Retriever, build_index
 
 QUESTIONS = Path(__file__).resolve().parents[1] / "tests" / "data" / "sample_questions.yaml"

@@ -1,7 +1,7 @@
 """SciFact verifier benchmark: does the claims verifier tell a claim's source from others?
 
 Claims-mode answers, each one claim citing one abstract as E1, go through the
-real verifier (bot.grounding.claims.verify_claims); "supported" means the claim
+real verifier (bot.answer.verify.claims.verify_claims); "supported" means the claim
 verified. The sets, from the SciFact claims of one split:
 
   (a)  a SUPPORT claim citing its gold abstract (one pair per gold abstract);
@@ -18,7 +18,7 @@ Printed: precision/recall/F1 of "supported" over (a)+(b) and over (a)+(b'),
 the share of (c) caught, the share of CONTRADICT accepted, and the set sizes.
 
 Citations mode: the same claims as one answer sentence citing the abstract
-("<claim> [d123].") through bot.grounding.citations.verify_citations. That
+("<claim> [d123].") through bot.answer.verify.citations.verify_citations. That
 verifier has no word-support test (it checks numbers, quotations, links and
 negations against the cited block), so only (a), (c) and CONTRADICT say
 something there: how many correct sentences it rejects (false failures), how
@@ -26,7 +26,7 @@ many changed numbers it catches, how many contradictions get through.
 
     python bench/verifier_scifact.py [--data DIR] [--split dev|train] [--tune]
 
---tune grid-searches the support thresholds (bot/grounding/support.py) on the
+--tune grid-searches the support thresholds (bot/answer/verify/support.py) on the
 train split only and prints the best setting; dev is for reporting.
 
 Word weights: the verifier takes an optional IDF table; this benchmark builds
@@ -48,11 +48,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.grounding import support
-from bot.grounding.citations import verify_citations
-from bot.grounding.claims import verify_claims
-from bot.grounding.numbers import source_values
-from bot.grounding.prompt import evidence_id
+from bot.answer.prompt import evidence_id
+from bot.answer.verify import support
+from bot.answer.verify.citations import verify_citations
+from bot.answer.verify.claims import verify_claims
+from bot.answer.verify.numbers import source_values
 from bot.models import Evidence
 from kb_index import ChunkResult, Retriever, build_index
 from kb_index.analysis import terms
@@ -298,7 +298,7 @@ def _pct(values: list[bool]) -> str:
 
 # ----------------------------------------------------------------- tuning (train only)
 
-# Module constants of bot/grounding/support.py and the values tried for each.
+# Module constants of bot/answer/verify/support.py and the values tried for each.
 GRID: dict[str, tuple[float, ...]] = {
     "SINGLE_SENTENCE_COVERAGE": (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5),
     "TWO_SENTENCE_COVERAGE": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6),

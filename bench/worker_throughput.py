@@ -21,9 +21,9 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.keys import HEARTBEAT_PREFIX  # noqa: E402
+from bot.jobs.queue import Job, JobQueue  # noqa: E402
 from bot.models import Question  # noqa: E402
-from bot.queue import Job, JobQueue  # noqa: E402
+from bot.store.keys import HEARTBEAT_PREFIX  # noqa: E402
 from kb_index import build_index  # noqa: E402
 from tests.fakes import FakeLLMServer, Reply  # noqa: E402
 from tests.fakes.slack_server import FakeSlackServer  # noqa: E402

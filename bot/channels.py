@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from bot.messages import LANGUAGES
+from bot.i18n import LANGUAGES
 
 
 class ChannelsError(ValueError):

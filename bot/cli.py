@@ -75,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("worker", help="answer queued questions")
     p.add_argument("--concurrency", type=int, default=8, help="questions in flight at once (default 8)")
     p.add_argument("--metrics-port", type=int, default=9100, help="serve Prometheus /metrics here (0: off; default 9100)")
-    # Tuning for tests and drills; the defaults in bot.queue are what production wants.
+    # Tuning for tests and drills; the defaults in bot.jobs.queue are what production wants.
     p.add_argument("--visibility-timeout", type=float, help=argparse.SUPPRESS)
     p.add_argument("--max-tries", type=int, help=argparse.SUPPRESS)
     p.add_argument("--backoff-base", type=float, help=argparse.SUPPRESS)

@@ -44,7 +44,7 @@ def check_worker() -> tuple[int, str]:
     import redis
 
     from bot.config import ConfigError, load_settings
-    from bot.keys import HEARTBEAT_PREFIX
+    from bot.store.keys import HEARTBEAT_PREFIX
 
     try:
         settings = load_settings()

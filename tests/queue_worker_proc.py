@@ -15,8 +15,8 @@ import logging
 import os
 import sys
 
-from bot.queue import Job, PostClaim, PostLedger, connect
-from bot.queue_worker import run_worker
+from bot.jobs.consumer import run_worker
+from bot.jobs.queue import Job, PostClaim, PostLedger, connect
 
 PROC_STARTED_PREFIX = "test:proc-started:"
 FAKE_SLACK_LIST = "test:slack-posts"  # one item per chat.postMessage

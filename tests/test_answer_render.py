@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bot.grounding.answer import (
+from bot.answer.assemble import (
     build_answer,
     error_answer,
     format_text_answer,
@@ -13,10 +13,10 @@ from bot.grounding.answer import (
     render_claims_text,
     uncertain_answer,
 )
-from bot.grounding.citations import verify_citations
-from bot.grounding.claims import verify_claims
-from bot.grounding.prompt import build_evidence, regeneration_feedback
-from bot.messages import message
+from bot.answer.prompt import build_evidence, regeneration_feedback
+from bot.answer.verify.citations import verify_citations
+from bot.answer.verify.claims import verify_claims
+from bot.i18n import message
 from bot.models import AnswerMode, AuditMode, Claim, Outcome, Question
 from kb_index import ChunkResult
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from bot.messages import Key, message
+from bot.i18n import Key, message
 from tests.citebot_fixtures import answers_in
 from tests.fakes import Reply
 from tests.slack_harness import mention_event

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bot.answer.backends import make_backend
+from bot.answer.extractive import ExtractiveBackend
+from bot.answer.pipeline import Pipeline
 from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR
-from bot.extractive import ExtractiveBackend
-from bot.llm import make_backend
 from bot.models import Question
-from bot.pipeline import Pipeline
 from kb_index import Retriever, build_index
 from tests.fakes import FakeLLMServer
 

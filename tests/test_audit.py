@@ -10,18 +10,9 @@ import pytest
 import redis as sync_redis
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import audit as audit_module, keys
-from bot.audit import (
-    CHANGED,
-    CURRENT,
-    REMOVED,
-    UNKNOWN,
-    AuditTrail,
-    audit_entry,
-    check_cited,
-    format_entry,
-)
 from bot.cli import main
+from bot.jobs.handlers import Worker
+from bot.jobs.queue import Job, PostLedger, PostRecord, Transient, connect
 from bot.models import (
     Answer,
     AnswerMode,
@@ -31,9 +22,18 @@ from bot.models import (
     Source,
     Violation,
 )
-from bot.queue import Job, PostLedger, PostRecord, Transient, connect
-from bot.records import Records
-from bot.worker import Worker
+from bot.store import audit as audit_module, keys
+from bot.store.audit import (
+    CHANGED,
+    CURRENT,
+    REMOVED,
+    UNKNOWN,
+    AuditTrail,
+    audit_entry,
+    check_cited,
+    format_entry,
+)
+from bot.store.records import Records
 from kb_index import Retriever, build_index
 from kb_index.entries import chunk_hash
 from tests.fakes.slack_server import FakeSlackServer

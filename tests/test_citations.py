@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from bot.grounding.citations import verify_citations
-from bot.grounding.numbers import find_numbers, missing_numbers
-from bot.grounding.prompt import build_evidence
-from bot.grounding.text import contains_refusal, quote_in, sentences, strip_think
-from bot.messages import message
+from bot.answer.prompt import build_evidence
+from bot.answer.verify.citations import verify_citations
+from bot.answer.verify.numbers import find_numbers, missing_numbers
+from bot.answer.verify.text import contains_refusal, quote_in, sentences, strip_think
+from bot.i18n import message
 from kb_index import ChunkResult
 
 REFUSAL_DE = message("refusal", "de")

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from bot.grounding import support
-from bot.grounding.claims import DEFAULT_ALLOWED_ROLES, MAX_CLAIMS, verify_claims
-from bot.grounding.lenient_json import parse_lenient_json
-from bot.grounding.prompt import build_evidence
-from bot.messages import message
+from bot.answer.prompt import build_evidence
+from bot.answer.verify import support
+from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES, MAX_CLAIMS, verify_claims
+from bot.answer.verify.lenient_json import parse_lenient_json
+from bot.i18n import message
 from bot.models import AuditMode, Evidence
 from kb_index import ChunkResult
 

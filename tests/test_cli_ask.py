@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from bot.cli import main
-from bot.messages import Key, message
+from bot.i18n import Key, message
 from tests.fakes import FakeLLMServer, Reply
 
 CONTRACT_KEYS = {

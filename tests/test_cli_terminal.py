@@ -13,11 +13,11 @@ import os
 
 import pytest
 
-from bot.audit import AuditTrail, audit_entry
 from bot.cli import main
+from bot.jobs.queue import connect
 from bot.models import Answer, Outcome, Question, Violation
-from bot.queue import connect
-from bot.records import Records, ReviewRecord
+from bot.store.audit import AuditTrail, audit_entry
+from bot.store.records import Records, ReviewRecord
 from bot.terminal import clean
 from kb_index import build_index
 from tests.kb_fixtures import write_entry, write_mini_kb
@@ -156,7 +156,7 @@ def test_log_lines_carry_control_characters_escaped():
 
     from bot.logs import JsonFormatter
 
-    record = logging.makeLogRecord({"msg": "question %s", "args": (NASTY,), "name": "bot.worker", "levelname": "INFO"})
+    record = logging.makeLogRecord({"msg": "question %s", "args": (NASTY,), "name": "bot.jobs.handlers", "levelname": "INFO"})
     line = JsonFormatter("worker").format(record)
     assert_inert(line)
     assert json.loads(line)["message"] == f"question {NASTY}"

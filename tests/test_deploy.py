@@ -448,7 +448,7 @@ def test_healthcheck_web(healthz_server):
 
 
 def test_healthcheck_worker_looks_for_this_hosts_heartbeat(redis_url):
-    from bot.keys import heartbeat_key
+    from bot.store.keys import heartbeat_key
 
     # A database of its own: other suites flush the shared test database while they run.
     url = re.sub(r"/\d*$", "/12", redis_url)

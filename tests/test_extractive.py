@@ -7,15 +7,15 @@ import re
 
 import pytest
 
-from bot.extractive import (
+from bot.answer.extractive import (
     MAX_SENTENCES,
     ExtractiveBackend,
     prose_units,
     split_sentences,
 )
-from bot.grounding.citations import verify_citations
-from bot.grounding.claims import verify_claims
-from bot.messages import Key, message
+from bot.answer.verify.citations import verify_citations
+from bot.answer.verify.claims import verify_claims
+from bot.i18n import Key, message
 from bot.models import AnswerMode, AuditMode, Evidence, GenerationRequest
 from kb_index import ChunkResult
 

@@ -6,7 +6,7 @@ it is, the app answers without a server error: a 500 makes Slack retry the
 same payload again and again, and a listener that crashes on one field Slack
 leaves out is a question that never gets an answer.
 
-In-process signed AsyncBoltRequests against the app of bot/slack/app.py's
+In-process signed AsyncBoltRequests against the app of bot/slack/listeners.py's
 factory, with real Redis and a fake Slack API. Bounded like the other fuzz
 modules.
 """
@@ -24,11 +24,11 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.channels import ChannelsConfig
 from bot.config import load_settings
-from bot.queue import JobQueue, connect
-from bot.records import Records
+from bot.jobs.queue import JobQueue, connect
 from bot.slack import render
-from bot.slack.app import AppDeps, create_app
+from bot.slack.listeners import AppDeps, create_app
 from bot.slack.web import _well_formed
+from bot.store.records import Records
 from tests.fakes.slack_server import FakeSlackServer
 from tests.slack_harness import BOT_TOKEN, REVIEW_CHANNEL, SIGNING_SECRET, signed_headers
 

@@ -15,11 +15,11 @@ import re
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bot.grounding.answer import build_answer
-from bot.grounding.citations import verify_citations
-from bot.grounding.claims import verify_claims
-from bot.grounding.links import missing_links
-from bot.grounding.prompt import build_evidence
+from bot.answer.assemble import build_answer
+from bot.answer.prompt import build_evidence
+from bot.answer.verify.citations import verify_citations
+from bot.answer.verify.claims import verify_claims
+from bot.answer.verify.links import missing_links
 from bot.models import AnswerMode, Outcome
 from bot.slack.render import answer_message, sources_modal
 from kb_index import ChunkResult

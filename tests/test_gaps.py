@@ -9,17 +9,17 @@ import time
 
 import pytest
 
-from bot.audit import AuditTrail, audit_entry
 from bot.cli import main
-from bot.gaps import (
+from bot.jobs.queue import connect
+from bot.models import Answer, Outcome, Question
+from bot.review.gaps import (
     GapQuestion,
     format_gaps,
     group_questions,
     question_terms,
     similarity,
 )
-from bot.models import Answer, Outcome, Question
-from bot.queue import connect
+from bot.store.audit import AuditTrail, audit_entry
 
 DAY = 86400.0
 NOW = 1_790_000_000.0

@@ -14,8 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.extractive import ExtractiveBackend
-from bot.llm import (
+from bot.answer.backends import (
     MAX_BACKOFF,
     MAX_RETRY_AFTER,
     Backend,
@@ -29,6 +28,7 @@ from bot.llm import (
     make_backend,
     retry_after_seconds,
 )
+from bot.answer.extractive import ExtractiveBackend
 from bot.models import AnswerMode, GenerationRequest
 from tests.fakes import FakeLLMServer, Reply
 

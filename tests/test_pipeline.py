@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from bot.extractive import ExtractiveBackend
-from bot.llm import LLMError, OllamaBackend, OpenAIBackend, make_backend
-from bot.messages import Key, message
+from bot.answer.backends import LLMError, OllamaBackend, OpenAIBackend, make_backend
+from bot.answer.extractive import ExtractiveBackend
+from bot.answer.pipeline import Pipeline
+from bot.i18n import Key, message
 from bot.models import AnswerMode, AuditMode, Outcome, Question
-from bot.pipeline import Pipeline
 from kb_index import Retriever, build_index
 from tests.fakes import FakeLLMServer, Reply
 from tests.kb_fixtures import write_mini_kb

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from bot.grounding.prompt import (
+from bot.answer.prompt import (
     CLAIMS_JSON_SCHEMA,
     MIN_BLOCKS,
     build_evidence,
@@ -16,7 +16,7 @@ from bot.grounding.prompt import (
     system_rules,
     trim_to_budget,
 )
-from bot.messages import message
+from bot.i18n import message
 from bot.models import AnswerMode, Question, Violation
 from kb_index import ChunkResult
 

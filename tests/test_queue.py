@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from bot.queue import (
+from bot.jobs.consumer import Consumer
+from bot.jobs.queue import (
     Job,
     JobLost,
     JobQueue,
@@ -28,13 +29,12 @@ from bot.queue import (
     Transient,
     connect,
 )
-from bot.queue_worker import Consumer
 from tests.queue_worker_proc import FAKE_SLACK_LIST, PROC_STARTED_PREFIX, fake_post
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # Short timings so the whole file runs in seconds; the production defaults
-# live in bot.queue.
+# live in bot.jobs.queue.
 VISIBILITY_S = 1.5
 FAST = {
     "visibility_timeout": VISIBILITY_S,

@@ -8,9 +8,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.messages import message
+from bot.i18n import message
 from bot.models import Answer, Outcome, Source, Violation
 from bot.slack import render
+from bot.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, clip, escape, split_text
 from bot.slack.render import (
     answer_message,
     error_message,
@@ -26,7 +27,6 @@ from bot.slack.render import (
     sources_modal,
     uncertain_message,
 )
-from bot.slack.render_blocks import MESSAGE_TEXT_BUDGET, block_text_length, clip, escape, split_text
 from bot.slack.render_text import phrase_keys, phrase_languages
 
 HOSTILE = [

@@ -44,9 +44,9 @@ def test_answerable_questions_find_their_entry_in_the_top_three(retriever):
 async def test_off_topic_questions_get_no_answer_from_the_default_pipeline(retriever):
     # Retrieval now refuses only what is plainly off-topic (BM25 alone refuses
     # few of these); the extractive backend must still not quote the KB at them.
-    from bot.extractive import ExtractiveBackend
+    from bot.answer.extractive import ExtractiveBackend
+    from bot.answer.pipeline import Pipeline
     from bot.models import Question
-    from bot.pipeline import Pipeline
     from kb_index.analysis import guess_language
 
     pipeline = Pipeline(retriever, ExtractiveBackend())

@@ -12,10 +12,10 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.channels import ChannelsConfig
 from bot.config import load_settings
-from bot.queue import JOBS_STREAM, JobQueue, connect
-from bot.records import Records
-from bot.slack.app import AppDeps, create_app
+from bot.jobs.queue import JOBS_STREAM, JobQueue, connect
+from bot.slack.listeners import AppDeps, create_app
 from bot.slack.web import create_web_app
+from bot.store.records import Records
 from tests.fakes.slack_server import FakeSlackServer
 from tests.slack_harness import BOT_TOKEN, SIGNING_SECRET, mention_event, signed_headers
 

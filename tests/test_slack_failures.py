@@ -13,17 +13,17 @@ import time
 import httpx
 import pytest
 
-from bot.audit import AuditTrail
 from bot.cli import main
 from bot.config import load_settings
-from bot.messages import Key, message
+from bot.i18n import Key, message
+from bot.jobs.handlers import Worker
+from bot.jobs.queue import Job, PostLedger, Transient, connect
 from bot.models import Answer, Outcome, Question, Source
-from bot.queue import Job, PostLedger, Transient, connect
-from bot.records import Records
-from bot.review import ReviewDesk
+from bot.review.desk import ReviewDesk
 from bot.slack.calls import make_client
 from bot.slack.render_text import phrase
-from bot.worker import Worker
+from bot.store.audit import AuditTrail
+from bot.store.records import Records
 from tests.citebot_fixtures import answers_in, button_value
 from tests.fakes.slack_server import FakeSlackServer
 from tests.slack_harness import BOT_TOKEN, REVIEW_CHANNEL, block_action, free_port, mention_event, wait_until
@@ -40,7 +40,7 @@ PTO_PASSAGE = "Every employee gets 28 days of paid annual leave per calendar yea
 
 
 class ScriptedPipeline:
-    """Stands in for bot.pipeline.Pipeline: hands out the answers it was given, in order."""
+    """Stands in for bot.answer.pipeline.Pipeline: hands out the answers it was given, in order."""
 
     def __init__(self, *answers: Answer):
         self.answers = list(answers)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bot.messages import Key, message
+from bot.i18n import Key, message
 from kb_index import build_index
 from tests.citebot_fixtures import answers_in, button_value
 from tests.fakes import Reply

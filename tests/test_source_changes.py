@@ -10,15 +10,15 @@ import pytest
 import redis as sync_redis
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import keys
-from bot.audit import AuditTrail, audit_entry
 from bot.cli import main
-from bot.messages import Key, message
+from bot.i18n import Key, message
+from bot.jobs.queue import Job, JobQueue, PostLedger, PostRecord, Transient, connect
+from bot.jobs.source_changes import NOTES_BLOCK_ID, note_source_changes, with_source_notes
 from bot.models import Answer, Outcome, Question, Source
-from bot.queue import Job, JobQueue, PostLedger, PostRecord, Transient, connect
-from bot.records import AnswerRecord, Records
 from bot.slack import render
-from bot.source_changes import NOTES_BLOCK_ID, note_source_changes, with_source_notes
+from bot.store import keys
+from bot.store.audit import AuditTrail, audit_entry
+from bot.store.records import AnswerRecord, Records
 from kb_index import build_index
 from kb_index.entries import chunk_hash
 from tests.fakes import FakeLLMServer

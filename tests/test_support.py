@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from bot.grounding import support
-from bot.grounding.claims import verify_claims
+from bot.answer.verify import support
+from bot.answer.verify.claims import verify_claims
 from bot.models import Evidence
 from kb_index import ChunkResult
 

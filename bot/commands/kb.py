@@ -70,7 +70,7 @@ def _notify_source_changes(report, previous, index_dir: Path, settings: Settings
         return  # nothing changed: not even Redis is asked
     import asyncio
 
-    from bot.source_changes import NotNotified, changed_entries, notify_source_changes
+    from bot.jobs.source_changes import NotNotified, changed_entries, notify_source_changes
 
     changed, removed = changed_entries(report, previous)
     if not (changed or removed):
@@ -296,8 +296,8 @@ def make_question(text: str, settings: Settings, *, language: str | None = None,
 
 
 def make_pipeline(settings: Settings, retriever):
-    from bot.llm import make_backend
-    from bot.pipeline import Pipeline
+    from bot.answer.backends import make_backend
+    from bot.answer.pipeline import Pipeline
 
     try:
         backend = make_backend(
@@ -318,8 +318,8 @@ def make_pipeline(settings: Settings, retriever):
 def cmd_ask(args, settings: Settings) -> int:
     import asyncio
 
-    from bot.grounding.answer import error_answer, format_text_answer
-    from bot.llm import LLMError
+    from bot.answer.assemble import error_answer, format_text_answer
+    from bot.answer.backends import LLMError
     from bot.models import AnswerMode
 
     if not args.question.strip():

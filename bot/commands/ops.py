@@ -18,7 +18,7 @@ def _run_service(coro) -> int:
     import asyncio
 
     from bot.channels import ChannelsError
-    from bot.queue import QueueUnavailable
+    from bot.jobs.queue import QueueUnavailable
 
     try:
         asyncio.run(coro)
@@ -30,14 +30,14 @@ def _run_service(coro) -> int:
 
 
 def cmd_serve(args, settings: Settings) -> int:
-    from bot.runtime import serve
+    from bot.wiring import serve
 
     _logging("web")
     return _run_service(serve(settings, host=args.host, port=args.port))
 
 
 def cmd_worker(args, settings: Settings) -> int:
-    from bot.runtime import work
+    from bot.wiring import work
 
     if args.concurrency < 1:
         raise CliError("--concurrency must be at least 1", EXIT_USAGE)
@@ -55,7 +55,7 @@ def cmd_worker(args, settings: Settings) -> int:
 def cmd_review_list(args, settings: Settings) -> int:
     import datetime as dt
 
-    from bot.records import Records
+    from bot.store.records import Records
 
     reviews = _with_redis(settings, lambda redis: Records(redis).open_reviews())
     if args.json:
@@ -80,7 +80,7 @@ def _with_redis(settings: Settings, use):
 
     from redis.exceptions import RedisError
 
-    from bot.queue import connect, redis_location
+    from bot.jobs.queue import connect, redis_location
 
     async def run():
         redis = connect(settings.redis_url, timeout=5.0)
@@ -98,9 +98,9 @@ def _with_redis(settings: Settings, use):
 def cmd_review_gaps(args, settings: Settings) -> int:
     import time
 
-    from bot.audit import AuditTrail
-    from bot.gaps import GapQuestion, format_gaps, group_questions
     from bot.models import Outcome
+    from bot.review.gaps import GapQuestion, format_gaps, group_questions
+    from bot.store.audit import AuditTrail
 
     if args.days < 1:
         raise CliError("--days must be at least 1", EXIT_USAGE)
@@ -118,7 +118,7 @@ def cmd_review_gaps(args, settings: Settings) -> int:
 
 
 def cmd_audit_show(args, settings: Settings) -> int:
-    from bot.audit import AuditTrail, check_cited, entry_json, format_entry
+    from bot.store.audit import AuditTrail, check_cited, entry_json, format_entry
     from kb_index import IndexNotFound, Retriever
 
     entry = _with_redis(settings, lambda redis: AuditTrail(redis).get(args.question_id))

@@ -39,7 +39,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
-from bot.queue import Transient
+from bot.jobs.queue import Transient
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """Posting into Slack once per key: an answer per question, a card per review, a decision per review.
 
-The PostLedger (bot.queue) records each post by its key right after Slack
+The PostLedger (bot.jobs.queue) records each post by its key right after Slack
 confirms it. A post whose outcome is unknown leaves the key in doubt: the call
 timed out, Slack answered 5xx, or the worker died between post and record.
 Such a message may still appear in Slack, and not at once: one that landed
@@ -23,7 +23,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bot.queue import PostClaim, PostLedger
+from bot.jobs.queue import PostClaim, PostLedger
 from bot.slack.calls import SLACK_TIMEOUT_S, SlackError, SlackFailed, SlackRateLimited, SlackUnavailable, call
 
 log = logging.getLogger(__name__)

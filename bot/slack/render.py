@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.messages import LANGUAGES, Key, message
+from bot.i18n import LANGUAGES, Key, message
 from bot.models import Answer, Outcome, Source
-from bot.slack.render_blocks import (
+from bot.slack.blockkit import (
     MAX_FALLBACK_CHARS,
     MAX_INPUT_CHARS,
     MAX_MESSAGE_BLOCKS,
@@ -41,7 +41,8 @@ from bot.slack.render_blocks import (
     source_lines,
     split_text,
 )
-from bot.slack.render_review import (
+from bot.slack.render_text import phrase
+from bot.slack.review_card import (
     ACTION_REVIEW_ANSWER,
     ACTION_REVIEW_APPROVE,
     ACTION_REVIEW_DISMISS,
@@ -53,7 +54,6 @@ from bot.slack.render_review import (
     review_card,
     review_card_decided,
 )
-from bot.slack.render_text import phrase
 
 __all__ = [
     "ACTION_FEEDBACK_DOWN",

@@ -1,13 +1,13 @@
-"""Sentences the Slack surfaces need beyond bot.messages: button labels, modal titles, card headings.
+"""Sentences the Slack surfaces need beyond bot.i18n: button labels, modal titles, card headings.
 
-bot.messages holds what the bot says in answers (and what the verifier looks
+bot.i18n holds what the bot says in answers (and what the verifier looks
 for); these are only interface labels, so they live next to the renderer that
 uses them. Same rule as there: every key in every language, English fallback.
 """
 
 from __future__ import annotations
 
-from bot.messages import normalize_language
+from bot.i18n import normalize_language
 
 _PHRASES: dict[str, dict[str, str]] = {
     "en": {
@@ -116,7 +116,7 @@ _PHRASES: dict[str, dict[str, str]] = {
 
 
 def phrase(key: str, language: str | None = "en", **fields: object) -> str:
-    # A language bot.messages speaks but this table lacks falls back to English, never an error.
+    # A language bot.i18n speaks but this table lacks falls back to English, never an error.
     text = _PHRASES.get(normalize_language(language), _PHRASES["en"])[key]
     return text.format(**fields) if fields else text
 

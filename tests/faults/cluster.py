@@ -25,8 +25,8 @@ from typing import Any
 import httpx
 import redis
 
-from bot.keys import DELAYED_ZSET, HEARTBEAT_PREFIX, JOBS_STREAM
-from bot.messages import Key, message
+from bot.i18n import Key, message
+from bot.store.keys import DELAYED_ZSET, HEARTBEAT_PREFIX, JOBS_STREAM
 from tests.slack_harness import BOT_TOKEN, ROOT, free_port, make_env, signed_headers
 
 START_TIMEOUT_S = 30.0

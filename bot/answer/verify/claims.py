@@ -32,11 +32,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from bot.grounding.lenient_json import parse_lenient_json
-from bot.grounding.links import missing_links
-from bot.grounding.numbers import missing_numbers
-from bot.grounding.support import Weigher, assess, weigher
-from bot.grounding.text import DOUBLE_QUOTE_CHARS, is_refusal, strip_think
+from bot.answer.verify.lenient_json import parse_lenient_json
+from bot.answer.verify.links import missing_links
+from bot.answer.verify.numbers import missing_numbers
+from bot.answer.verify.support import Weigher, assess, weigher
+from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, is_refusal, strip_think
 from bot.models import AuditMode, Claim, Evidence, Verdict, Violation
 
 # Source roles a claim may rest on. Background material (noisy_background_source)

@@ -22,13 +22,13 @@ from slack_bolt.async_app import AsyncApp
 from bot import metrics
 from bot.channels import ChannelsConfig
 from bot.config import Settings
+from bot.jobs.queue import Job, JobQueue
 from bot.logs import about_question
 from bot.models import Question, clip_question
-from bot.queue import Job, JobQueue
-from bot.records import Records
 from bot.slack import render
 from bot.slack.calls import make_client
 from bot.slack.event_text import question_text, scrubbed
+from bot.store.records import Records
 from kb_index.analysis import guess_language
 
 log = logging.getLogger(__name__)

@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from bot.grounding.claims import DEFAULT_ALLOWED_ROLES
-from bot.grounding.text import DOUBLE_QUOTE_CHARS
-from bot.messages import Key, message
+from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES
+from bot.answer.verify.text import DOUBLE_QUOTE_CHARS
+from bot.i18n import Key, message
 from bot.models import AnswerMode, Draft, Evidence, GenerationRequest
 from kb_index.analysis import stop_words, terms
 from kb_index.question import split_question, strip_chatter
@@ -279,7 +279,7 @@ def render_claims(chosen: list[Candidate]) -> str:
 
 
 class ExtractiveBackend:
-    """A `bot.llm.Backend` that quotes the knowledge base instead of asking a model."""
+    """A `bot.answer.backends.Backend` that quotes the knowledge base instead of asking a model."""
 
     name = "extractive"
 

@@ -11,7 +11,7 @@ import re
 import string
 import unicodedata
 
-from bot.messages import Key, all_translations
+from bot.i18n import Key, all_translations
 
 # --------------------------------------------------------------------- reasoning
 

@@ -1,7 +1,7 @@
 """LLM backends over httpx.
 
 A backend turns a `GenerationRequest` into a `Draft`. Three kinds exist:
-`extractive` (no model, see `bot.extractive`), `openai` (any server that speaks
+`extractive` (no model, see `bot.answer.extractive`), `openai` (any server that speaks
 POST /v1/chat/completions: vLLM, llama.cpp, LM Studio, OpenAI) and `ollama`
 (POST /api/chat). Transient failures (connection errors, timeouts, HTTP 429
 and 5xx) are retried with exponential backoff; a 429 or 503 with Retry-After
@@ -38,9 +38,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
+from bot.answer.extractive import ExtractiveBackend
+from bot.answer.verify.text import strip_think
 from bot.config import LLM_BACKENDS, normalize_llm_url
-from bot.extractive import ExtractiveBackend
-from bot.grounding.text import strip_think
 from bot.models import Draft, GenerationRequest
 
 log = logging.getLogger(__name__)

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 
-from bot.grounding.text import paragraphs, sentences
+from bot.answer.verify.text import paragraphs, sentences
 from kb_index.analysis import fold_accents, stop_words, terms
 
 # Share of the claim's word weight one sentence must hold.

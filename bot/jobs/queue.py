@@ -1,7 +1,7 @@
 """Redis job queue: enqueue with dedupe, reliable take, retry, dead letter; all key names.
 
 The web process calls `JobQueue.enqueue` and acks Slack; workers run a
-`Consumer` (bot.queue_worker) that hands each `Job` to the answering handler;
+`Consumer` (bot.jobs.consumer) that hands each `Job` to the answering handler;
 the handler uses `PostLedger` so that a question is posted to Slack once, even
 when its job runs twice.
 
@@ -15,7 +15,7 @@ our guarantees without as much code around it as the Streams version needs:
   (worker.py `in_progress_timeout_s`, `start_jobs` psetex) and never renewed;
   only when it expires does another worker pick the job up. "Finished by
   another worker within two minutes" therefore forces `job_timeout` <= 110 s,
-  while one answer may legitimately take longer (bot.llm: 60 s per attempt,
+  while one answer may legitimately take longer (bot.answer.backends: 60 s per attempt,
   three attempts, plus one regeneration). arq issues #402 and #407 (heartbeat /
   renewable in-progress key) are open.
 * A job that hits `job_timeout` fails for good: the `asyncio.TimeoutError`
@@ -74,7 +74,7 @@ Errors: `QueueError` is the base; `QueueUnavailable` means Redis refused, failed
 or did not answer in time (the web process logs it and acks Slack anyway);
 `JobLost` is what `on_dead` gets for a job whose last try never finished.
 `Transient` is raised by handlers, not by the queue. redis-py exceptions do not
-leave this module and bot.queue_worker.
+leave this module and bot.jobs.consumer.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ from pydantic import BaseModel, Field
 from redis.exceptions import RedisError
 from redis.typing import EncodableT
 
-from bot.keys import (
+from bot.store.keys import (
     DEAD_LIST,
     DELAYED_ZSET,
     HEARTBEAT_PREFIX,
@@ -104,7 +104,7 @@ from bot.keys import (
     posted_key,
 )
 
-# --- Magic numbers: the one place (key names are in bot.keys) -------------------
+# --- Magic numbers: the one place (key names are in bot.store.keys) -------------------
 
 
 # Slack retries an event three times within about five minutes; a day covers
@@ -126,7 +126,7 @@ MAX_TRIES = 5
 BACKOFF_BASE_S = 2.0  # before the second try; doubled per try, with jitter
 BACKOFF_MAX_S = 60.0
 # A hang is the only thing that should reach this: one answer may take two
-# generations of three 60 s LLM attempts each (bot.llm), about six minutes.
+# generations of three 60 s LLM attempts each (bot.answer.backends), about six minutes.
 JOB_TIMEOUT_S = 600.0
 # Workers write their heartbeat this often; the key lives three beats, so one
 # slow beat does not make a live worker look dead.

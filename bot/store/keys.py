@@ -1,7 +1,7 @@
 """Every Redis key citebot writes, with how long it lives and why.
 
 One place, so that an operator reading Redis, or a developer adding a key,
-sees the whole picture. bot.queue's docstring explains the delivery protocol
+sees the whole picture. bot.jobs.queue's docstring explains the delivery protocol
 the queue keys implement; their lifetimes are set there, next to the other
 queue timings.
 """
@@ -54,7 +54,7 @@ QUESTION_STARTED_TTL_S = 24 * 3600
 FEEDBACK_STREAM = PREFIX + "feedback"
 FEEDBACK_MAXLEN = 100_000
 
-# ---------------------------------------------------------------- audit trail (bot.audit)
+# ---------------------------------------------------------------- audit trail (bot.store.audit)
 
 # One entry per question that got an answer, a refusal, the uncertain message
 # or the apology: what it relied on (cited entries with the content hash of
@@ -69,7 +69,7 @@ AUDIT_HORIZON_S = 90 * 24 * 3600
 # Lives as long as the stream keeps entries (AUDIT_HORIZON_S).
 AUDIT_QUESTION_PREFIX = PREFIX + "audit:q:"  # + question id
 # Entry id -> the questions whose answers cited it (sorted set, score = when
-# answered), for the note on answers whose source changed (bot.source_changes).
+# answered), for the note on answers whose source changed (bot.jobs.source_changes).
 # Members older than CITED_BY_WINDOW_S are trimmed on every write and the key
 # expires that long after its last write: past the window the answer record
 # that holds the posted message (ANSWER_TTL_S) is gone too.

@@ -7,7 +7,7 @@
   buttons on the review card carry only its id.
 - Feedback is appended to a bounded stream.
 
-Key names live in bot.keys with the queue's.
+Key names live in bot.store.keys with the queue's.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
 from redis.typing import EncodableT, FieldT
 
-from bot import keys
 from bot.models import Source, Violation
+from bot.store import keys
 
 
 class AnswerRecord(BaseModel):
@@ -40,7 +40,7 @@ class AnswerRecord(BaseModel):
     sources: list[Source] = Field(default_factory=list)
     created_at: float = Field(default_factory=time.time)
     # The message as first posted ({"text", "blocks"}): when a cited entry
-    # changes, bot.source_changes rebuilds it with a note and chat.updates it.
+    # changes, bot.jobs.source_changes rebuilds it with a note and chat.updates it.
     message: dict[str, Any] | None = None
     # Footnote number -> "changed" | "removed": the notes the message carries now.
     source_notes: dict[str, str] = Field(default_factory=dict)

@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Any
 
 from bot.models import Source, Violation
-from bot.slack.render_blocks import (
+from bot.slack.blockkit import (
     MAX_INPUT_CHARS,
     MAX_SECTION_CHARS,
     actions,

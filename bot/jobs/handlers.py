@@ -1,6 +1,6 @@
 """The worker: the one place that wires the stages together for a job.
 
-A job arrives at least once (bot.queue); everything it does in Slack happens
+A job arrives at least once (bot.jobs.queue); everything it does in Slack happens
 exactly once because every post goes through the Poster (bot.slack.posting),
 keyed by what it answers: the question, or the review decision.
 
@@ -12,7 +12,7 @@ Jobs:
     source_changed   `citebot index` changed an entry a posted answer cited: a note under it
 
 Every answer, refusal, uncertain reply and apology is recorded in the audit
-trail (bot.audit) right after its post.
+trail (bot.store.audit) right after its post.
 
 What the asker hears when something fails, past all tries:
     the model                     the model-down apology; also when the question
@@ -36,20 +36,20 @@ from redis.exceptions import RedisError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
-from bot.audit import AuditTrail, audit_entry
+from bot.answer.backends import LLMError
+from bot.answer.pipeline import Pipeline
 from bot.config import Settings
-from bot.llm import LLMError
+from bot.jobs.queue import Job, PostLedger, QueueUnavailable, Transient
+from bot.jobs.source_changes import note_source_changes
 from bot.logs import about_question
 from bot.models import Answer, Outcome, Question
-from bot.pipeline import Pipeline
-from bot.queue import Job, PostLedger, QueueUnavailable, Transient
-from bot.records import AnswerRecord, Records
-from bot.review import ReviewDesk
+from bot.review.desk import ReviewDesk
 from bot.slack import render
 from bot.slack.calls import SlackError, SlackFailed, best_effort
 from bot.slack.event_text import question_text
 from bot.slack.posting import Poster
-from bot.source_changes import note_source_changes
+from bot.store.audit import AuditTrail, audit_entry
+from bot.store.records import AnswerRecord, Records
 
 log = logging.getLogger(__name__)
 

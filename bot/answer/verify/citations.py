@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.grounding.links import find_links, missing_links
-from bot.grounding.numbers import missing_numbers
-from bot.grounding.refs import IdSet, Ref, find_refs, ordered_ids, strip_refs
-from bot.grounding.support import negation_backed
-from bot.grounding.text import is_refusal, paragraphs, quote_in, quoted_passages, sentences, strip_think
+from bot.answer.verify.links import find_links, missing_links
+from bot.answer.verify.numbers import missing_numbers
+from bot.answer.verify.refs import IdSet, Ref, find_refs, ordered_ids, strip_refs
+from bot.answer.verify.support import negation_backed
+from bot.answer.verify.text import is_refusal, paragraphs, quote_in, quoted_passages, sentences, strip_think
 from bot.models import Evidence, Verdict, Violation
 
 

@@ -7,7 +7,7 @@ can later tell exactly which version of an entry an answer relied on
 (`citebot audit show QUESTION_ID`), and which questions the KB could not
 answer (`citebot review gaps`).
 
-Three structures, written together by one script (bot.keys says how long each
+Three structures, written together by one script (bot.store.keys says how long each
 lives and why):
 
 - the bounded stream AUDIT_STREAM: the entries, oldest first;
@@ -32,9 +32,9 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
 from redis.typing import EncodableT
 
-from bot import keys
+from bot.jobs.queue import PostRecord
 from bot.models import Answer, Outcome, Question, Violation
-from bot.queue import PostRecord
+from bot.store import keys
 from bot.terminal import clean
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Consumer: takes jobs from the Redis stream and runs them, several at a time.
 
-A job ends in one of three ways (bot.queue explains the keys and scripts):
+A job ends in one of three ways (bot.jobs.queue explains the keys and scripts):
 
 * the handler returns            -> acked, gone;
 * the handler raises `Transient` -> back to the queue after a backoff (its
@@ -36,14 +36,7 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT
 
-from bot.keys import (
-    DEAD_LIST,
-    DELAYED_ZSET,
-    JOBS_STREAM,
-    WORKERS_GROUP,
-    heartbeat_key,
-)
-from bot.queue import (
+from bot.jobs.queue import (
     BACKOFF_BASE_S,
     BACKOFF_MAX_S,
     CONSUMER_SWEEP_INTERVAL_S,
@@ -73,6 +66,13 @@ from bot.queue import (
     dumps_dead_letter,
     loads_job,
     redis_location,
+)
+from bot.store.keys import (
+    DEAD_LIST,
+    DELAYED_ZSET,
+    JOBS_STREAM,
+    WORKERS_GROUP,
+    heartbeat_key,
 )
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Rejected drafts and 👎 feedback go to reviewers; their decision goes back to the asker.
 
-A review record lives in Redis (bot.records); the card in the review channel
+A review record lives in Redis (bot.store.records); the card in the review channel
 carries only its id. The web process checks who clicked (the review channel,
 the optional reviewer allowlist) and that the click is the first; the worker
 then carries the decision out here: the answer into the asker's original
@@ -23,18 +23,18 @@ from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.answer.assemble import render_citations_text, render_claims_text
+from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.config import Settings
-from bot.grounding.answer import render_citations_text, render_claims_text
-from bot.grounding.lenient_json import parse_lenient_json
-from bot.messages import Key, message
+from bot.i18n import Key, message
+from bot.jobs.queue import Job, PostLedger
 from bot.models import Answer, Claim, Evidence, Outcome, Question, Source
-from bot.queue import Job, PostLedger
-from bot.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
 from bot.slack import render
+from bot.slack.blockkit import escape
 from bot.slack.calls import SlackError, SlackFailed, call
 from bot.slack.posting import Poster
-from bot.slack.render_blocks import escape
 from bot.slack.render_text import phrase
+from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
 from kb_index import ChunkResult
 
 log = logging.getLogger(__name__)

@@ -29,10 +29,8 @@ from typing import Any
 from redis.exceptions import RedisError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import keys
-from bot.audit import AuditTrail
-from bot.messages import Key, message
-from bot.queue import (
+from bot.i18n import Key, message
+from bot.jobs.queue import (
     Job,
     JobQueue,
     PostLedger,
@@ -41,14 +39,16 @@ from bot.queue import (
     connect,
     redis_location,
 )
-from bot.records import Records
-from bot.slack.calls import SlackFailed, call
-from bot.slack.render_blocks import (
+from bot.slack.blockkit import (
     MAX_FALLBACK_CHARS,
     MAX_MESSAGE_BLOCKS,
     clip,
     context,
 )
+from bot.slack.calls import SlackFailed, call
+from bot.store import keys
+from bot.store.audit import AuditTrail
+from bot.store.records import Records
 
 log = logging.getLogger(__name__)
 

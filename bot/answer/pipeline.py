@@ -19,11 +19,11 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 
-from bot.grounding.answer import build_answer, make_source, refusal_answer
-from bot.grounding.citations import verify_citations
-from bot.grounding.claims import DEFAULT_ALLOWED_ROLES, verify_claims
-from bot.grounding.prompt import build_evidence, build_request, clip_history, retry_messages, trim_to_budget
-from bot.llm import Backend
+from bot.answer.assemble import build_answer, make_source, refusal_answer
+from bot.answer.backends import Backend
+from bot.answer.prompt import build_evidence, build_request, clip_history, retry_messages, trim_to_budget
+from bot.answer.verify.citations import verify_citations
+from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES, verify_claims
 from bot.models import Answer, AnswerMode, AuditMode, Evidence, GenerationRequest, Question, Verdict, Violation
 from kb_index import Retriever
 from kb_index.question import retrieval_text

@@ -10,20 +10,20 @@ from pathlib import Path
 
 from aiohttp import web
 
-from bot.audit import AuditTrail
+from bot.answer.backends import make_backend
+from bot.answer.pipeline import Pipeline
 from bot.channels import load_channels
 from bot.config import Settings
 from bot.embedder import make_embedder
-from bot.llm import make_backend
-from bot.pipeline import Pipeline
-from bot.queue import JobQueue, PostLedger, connect
-from bot.queue_worker import run_worker
-from bot.records import Records
-from bot.review import ReviewDesk
-from bot.slack.app import AppDeps, create_app
+from bot.jobs.consumer import run_worker
+from bot.jobs.handlers import Worker
+from bot.jobs.queue import JobQueue, PostLedger, connect
+from bot.review.desk import ReviewDesk
 from bot.slack.calls import make_client
+from bot.slack.listeners import AppDeps, create_app
 from bot.slack.web import create_metrics_app, create_web_app
-from bot.worker import Worker
+from bot.store.audit import AuditTrail
+from bot.store.records import Records
 from kb_index import Retriever
 from kb_index.index import IndexNotFound, current_generation
 

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from bot.messages import Key, message, normalize_language
+from bot.i18n import Key, message, normalize_language
 from bot.models import AnswerMode, Evidence, GenerationRequest, Question, Violation
 from kb_index import ChunkResult
 

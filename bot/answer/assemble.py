@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from bot.grounding.refs import IdSet, find_refs
-from bot.grounding.text import strip_think
-from bot.messages import Key, message
+from bot.answer.verify.refs import IdSet, find_refs
+from bot.answer.verify.text import strip_think
+from bot.i18n import Key, message
 from bot.models import (
     Answer,
     AnswerMode,

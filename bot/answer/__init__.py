@@ -1,0 +1,1 @@
+"""Answering a question: retrieve, prompt, generate, verify, assemble (pipeline.py wires them)."""

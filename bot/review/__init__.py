@@ -1,0 +1,1 @@
+"""The reviewers' side: carrying out decisions on rejected drafts, and the KB gaps report."""
