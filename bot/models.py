@@ -40,19 +40,36 @@ def clip_question(text: str, limit: int) -> tuple[str, bool]:
 
 
 class Question(BaseModel):
-    """A question as the pipeline sees it; the Slack fields stay empty for `citebot ask`."""
+    """A question as the pipeline sees it: from `citebot ask`, or the part of a `SlackQuestion` it needs."""
 
     text: str
     language: str = "en"
     collections: list[str] | None = None  # None: every collection
     history: list[str] = Field(default_factory=list)  # earlier thread messages, oldest first
     id: str = ""
-    channel: str | None = None
-    user: str | None = None
-    ts: str | None = None
-    thread_ts: str | None = None
-    is_dm: bool = False
     truncated: bool = False  # the text was cut to the maximum question length
+
+
+class SlackQuestion(Question):
+    """A question asked in Slack: where it was asked, so that the reply can go there.
+
+    Its own type, so that code that replies (the job handlers, the review
+    desk, the audit trail) cannot be handed a question without a place to
+    reply to. The JSON is the flat one answer jobs have always carried.
+    """
+
+    channel: str
+    ts: str  # the asker's message
+    user: str | None = None  # None for an event without one: nobody to name on a review card
+    thread_ts: str | None = None  # the thread the question was asked in, if any
+    is_dm: bool = False
+
+    @property
+    def reply_thread_ts(self) -> str | None:
+        """Where replies go. Channels: always in a thread. DMs: in the DM itself, unless asked in a thread."""
+        if self.is_dm:
+            return self.thread_ts
+        return self.thread_ts or self.ts
 
 
 class Evidence(BaseModel):

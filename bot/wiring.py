@@ -1,12 +1,18 @@
-"""Builds and runs the two long-lived processes: `citebot serve` and `citebot worker`."""
+"""The composition root: builds and runs the two long-lived processes.
+
+`run_web` is `citebot serve` (Slack events in, jobs into Redis); `run_worker`
+is `citebot worker` (a Consumer that hands each job to the JobHandlers).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
-from contextlib import AsyncExitStack
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -15,12 +21,13 @@ from bot.answer.pipeline import Pipeline
 from bot.channels import load_channels
 from bot.config import Settings
 from bot.embedder import make_embedder
-from bot.jobs.consumer import run_worker
-from bot.jobs.handlers import Worker
-from bot.jobs.queue import JobQueue, PostLedger, connect
+from bot.jobs.consumer import Consumer
+from bot.jobs.handlers import JobHandlers
+from bot.jobs.queue import JobQueue, connect
 from bot.review.desk import ReviewDesk
 from bot.slack.calls import make_client
 from bot.slack.listeners import AppDeps, create_app
+from bot.slack.posting import PostLedger
 from bot.slack.web import create_metrics_app, create_web_app
 from bot.store.audit import AuditTrail
 from bot.store.records import Records
@@ -29,7 +36,7 @@ from kb_index.index import IndexNotFound, current_generation
 
 log = logging.getLogger(__name__)
 
-# Records and the ledger share one client per process; a Slack-facing
+# Records and the audit trail share one client per process; a Slack-facing
 # command must not hang on Redis longer than this.
 REDIS_TIMEOUT_S = 5.0
 
@@ -48,7 +55,8 @@ async def health_report(redis, index_dir: Path) -> dict:
     return report
 
 
-async def serve(settings: Settings, *, host: str, port: int) -> None:
+async def run_web(settings: Settings, *, host: str, port: int) -> None:
+    """`citebot serve`: until SIGTERM or SIGINT."""
     _, signing_secret = settings.require_slack()
     channels = load_channels(settings.channels_file)
     async with AsyncExitStack() as stack:
@@ -77,17 +85,16 @@ async def serve(settings: Settings, *, host: str, port: int) -> None:
         await _until_signalled()
 
 
-async def work(settings: Settings, *, concurrency: int, metrics_port: int = 0, **consumer_options) -> None:
+async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int = 0, **consumer_options: Any) -> None:
+    """`citebot worker`: until SIGTERM or SIGINT, then in-flight jobs get the Consumer's
+    shutdown grace; `consumer_options` are the Consumer's keyword arguments."""
     settings.require_slack()
     async with AsyncExitStack() as stack:
         if metrics_port:
             await _serve_metrics(stack, metrics_port)
         embedder = make_embedder(settings)
         retriever = stack.enter_context(Retriever(settings.index_dir, embedder=embedder, min_cosine=settings.min_cosine))
-        backend = make_backend(
-            settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout,
-            max_retry_after=settings.llm_max_retry_after_s,
-        )
+        backend = make_backend(settings)
         stack.push_async_callback(backend.aclose)
         redis = connect(settings.redis_url, timeout=REDIS_TIMEOUT_S)
         stack.push_async_callback(redis.aclose)
@@ -95,7 +102,7 @@ async def work(settings: Settings, *, concurrency: int, metrics_port: int = 0, *
         stack.push_async_callback(ledger.close)
         slack = make_client(settings.slack_bot_token, settings.slack_api_url)
         records = Records(redis)
-        worker = Worker(
+        handlers = JobHandlers(
             settings=settings,
             slack=slack,
             pipeline=Pipeline(
@@ -114,9 +121,12 @@ async def work(settings: Settings, *, concurrency: int, metrics_port: int = 0, *
             "worker started: %d jobs at once, index %s, LLM %s, embedder %s",
             concurrency, retriever.generation, backend.name, embedder.name if embedder else "none (BM25 only)",
         )
-        await run_worker(
-            worker.handle, on_dead=worker.on_dead, redis_url=settings.redis_url, concurrency=concurrency, **consumer_options
+        consumer = Consumer(
+            handlers.handle, on_dead=handlers.on_dead, redis_url=settings.redis_url, concurrency=concurrency,
+            **consumer_options,
         )
+        with _on_signals(consumer.stop):
+            await consumer.run()
 
 
 async def _serve_metrics(stack: AsyncExitStack, port: int) -> None:
@@ -136,7 +146,18 @@ async def _serve_metrics(stack: AsyncExitStack, port: int) -> None:
 
 async def _until_signalled() -> None:
     stop = asyncio.Event()
+    with _on_signals(stop.set):
+        await stop.wait()
+
+
+@contextmanager
+def _on_signals(stop: Callable[[], None]) -> Iterator[None]:
+    """SIGTERM (Kubernetes, docker stop) and SIGINT (Ctrl-C) call `stop` instead of killing the process."""
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
+        loop.add_signal_handler(signum, stop)
+    try:
+        yield
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)

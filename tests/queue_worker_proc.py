@@ -15,8 +15,9 @@ import logging
 import os
 import sys
 
-from bot.jobs.consumer import run_worker
-from bot.jobs.queue import Job, PostClaim, PostLedger, connect
+from bot.jobs.consumer import Consumer
+from bot.jobs.queue import Job, connect
+from bot.slack.posting import PostClaim, PostLedger
 
 PROC_STARTED_PREFIX = "test:proc-started:"
 FAKE_SLACK_LIST = "test:slack-posts"  # one item per chat.postMessage
@@ -46,7 +47,8 @@ async def main(redis_url: str, visibility: float) -> None:
         raise AssertionError(f"no job should die in this process: {job.id} {error!r}")
 
     try:
-        await run_worker(
+        # No signal handling: the test ends this process with SIGKILL.
+        await Consumer(
             handler,
             on_dead=on_dead,
             redis_url=redis_url,
@@ -54,7 +56,7 @@ async def main(redis_url: str, visibility: float) -> None:
             visibility_timeout=visibility,
             heartbeat_interval=0.5,
             read_block=0.05,
-        )
+        ).run()
     finally:
         await ledger.close()
         await raw.aclose()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.answer.backends import make_backend
+from bot.answer.backends import OpenAIBackend
 from bot.answer.extractive import ExtractiveBackend
 from bot.answer.pipeline import Pipeline
 from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR
@@ -109,7 +109,7 @@ def test_a_cross_language_question_finds_its_entry_with_the_embedder(hybrid, que
 
 async def test_an_off_topic_question_is_refused_without_calling_the_model(hybrid):
     with FakeLLMServer() as llm:
-        backend = make_backend("openai", llm.url, "m", None, 5.0)
+        backend = OpenAIBackend(llm.url, "m", timeout=5.0)
         try:
             answer = await Pipeline(hybrid, backend).answer(Question(text="What is the capital of Mongolia?"))
         finally:

@@ -11,17 +11,19 @@ import redis as sync_redis
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.cli import main
-from bot.jobs.handlers import Worker
-from bot.jobs.queue import Job, PostLedger, PostRecord, Transient, connect
+from bot.jobs.handlers import JobHandlers
+from bot.jobs.queue import Job, Transient, connect
 from bot.models import (
     Answer,
     AnswerMode,
     AuditMode,
     Outcome,
     Question,
+    SlackQuestion,
     Source,
     Violation,
 )
+from bot.slack.posting import PostLedger
 from bot.store import audit as audit_module, keys
 from bot.store.audit import (
     CHANGED,
@@ -33,7 +35,7 @@ from bot.store.audit import (
     check_cited,
     format_entry,
 )
-from bot.store.records import Records
+from bot.store.records import PostRecord, Records
 from kb_index import Retriever, build_index
 from kb_index.entries import chunk_hash
 from tests.fakes.slack_server import FakeSlackServer
@@ -46,7 +48,7 @@ SICK_HASH = chunk_hash("hb-sick-01", "Reporting", SICK_TEXT)
 
 
 def question(qid="CGENERAL:1700000001.000100", *, is_dm=False, text="How many days of annual leave do I get?"):
-    return Question(
+    return SlackQuestion(
         text=text, id=qid, channel="DASKER" if is_dm else "CGENERAL", user="UASKER",
         ts="1700000001.000100", is_dm=is_dm,
     )
@@ -166,12 +168,12 @@ async def test_the_apology_is_recorded_as_an_error(redis_url):
     redis = connect(redis_url, timeout=5)
     ledger = PostLedger(redis_url)
     with FakeSlackServer(token="xoxb-test") as slack:
-        worker = Worker(
+        handlers = JobHandlers(
             settings=None, slack=AsyncWebClient(token="xoxb-test", base_url=slack.url), pipeline=None,
             records=Records(redis), ledger=ledger, reviews=None, audit=AuditTrail(redis),
         )
         q = question(is_dm=True)
-        await worker.on_dead(Job(kind="answer", payload={"question": q.model_dump(mode="json")}), Transient("LLM: 503"))
+        await handlers.on_dead(Job(kind="answer", payload={"question": q.model_dump(mode="json")}), Transient("LLM: 503"))
         [apology] = slack.messages("DASKER")
     entry = await AuditTrail(redis).get(q.id)
     assert entry.outcome is Outcome.ERROR and entry.error == "Transient: LLM: 503"

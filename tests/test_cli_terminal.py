@@ -15,7 +15,7 @@ import pytest
 
 from bot.cli import main
 from bot.jobs.queue import connect
-from bot.models import Answer, Outcome, Question, Violation
+from bot.models import Answer, Outcome, SlackQuestion, Violation
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.records import Records, ReviewRecord
 from bot.terminal import clean
@@ -84,7 +84,7 @@ def record(redis_url, *items) -> None:
 
 
 def nasty_entry(qid="C:1", outcome=Outcome.UNCERTAIN):
-    q = Question(text=FORGED + NASTY, id=qid, channel="CGENERAL", user="U1")
+    q = SlackQuestion(text=FORGED + NASTY, id=qid, channel="CGENERAL", user="U1", ts="1700000001.000100")
     answer = Answer(
         question=q.text, answer="-", verified=False, refused=True, outcome=outcome, model=f"m{NASTY}",
         violations=[Violation(kind="NUMBER_NOT_IN_SOURCE", detail=f"{NASTY!s} is not stated")],

@@ -11,7 +11,7 @@ import pytest
 
 from bot.cli import main
 from bot.jobs.queue import connect
-from bot.models import Answer, Outcome, Question
+from bot.models import Answer, Outcome, SlackQuestion
 from bot.review.gaps import (
     GapQuestion,
     format_gaps,
@@ -129,8 +129,8 @@ def _record(redis_url, entries):
 
 
 def _unanswered(text, qid, *, outcome=Outcome.REFUSED, at=None, is_dm=False, language="en"):
-    question = Question(text=text, id=qid, channel="DSECRET" if is_dm else "CGENERAL", user="USECRET",
-                        is_dm=is_dm, language=language)
+    question = SlackQuestion(text=text, id=qid, channel="DSECRET" if is_dm else "CGENERAL", user="USECRET",
+                             ts="1700000001.000100", is_dm=is_dm, language=language)
     answer = Answer(question=text, answer="-", verified=outcome is Outcome.REFUSED, refused=outcome is Outcome.REFUSED,
                     outcome=outcome)
     entry = audit_entry(question, answer)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bot.answer.backends import LLMError, OllamaBackend, OpenAIBackend, make_backend
+from bot.answer.backends import LLMError, OllamaBackend, OpenAIBackend
 from bot.answer.extractive import ExtractiveBackend
 from bot.answer.pipeline import Pipeline
 from bot.i18n import Key, message
@@ -211,7 +211,7 @@ async def test_collections_limit_what_can_be_cited(retriever):
 async def test_thread_history_stays_inside_the_prompt_budget(retriever, llm):
     # Eight earlier messages of 39k characters each: before, a 238k-character prompt.
     history = [f"Message {i}: " + "Urlaub Resturlaub Übertragung " * 1300 for i in range(8)]
-    backend = make_backend("openai", llm.url, "m", None, 5.0)
+    backend = OpenAIBackend(llm.url, "m", timeout=5.0)
     budget = 24_000
     try:
         await Pipeline(retriever, backend, budget_chars=budget).answer(

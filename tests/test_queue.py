@@ -22,19 +22,18 @@ from bot.jobs.queue import (
     Job,
     JobLost,
     JobQueue,
-    PostClaim,
-    PostLedger,
     QueueStats,
     QueueUnavailable,
     Transient,
     connect,
 )
+from bot.slack.posting import PostClaim, PostLedger
 from tests.queue_worker_proc import FAKE_SLACK_LIST, PROC_STARTED_PREFIX, fake_post
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # Short timings so the whole file runs in seconds; the production defaults
-# live in bot.jobs.queue.
+# live in bot.jobs.consumer.
 VISIBILITY_S = 1.5
 FAST = {
     "visibility_timeout": VISIBILITY_S,
@@ -112,8 +111,8 @@ async def dead_calls() -> Calls:
 
 
 @pytest.fixture
-async def start_worker(redis_url: str, dead_calls: Calls) -> AsyncIterator[Callable[..., Awaitable[Consumer]]]:
-    """A factory: `await start_worker(handler, **Consumer options)` -> a running Consumer."""
+async def start_consumer(redis_url: str, dead_calls: Calls) -> AsyncIterator[Callable[..., Awaitable[Consumer]]]:
+    """A factory: `await start_consumer(handler, **Consumer options)` -> a running Consumer."""
     running: list[tuple[Consumer, asyncio.Task[None]]] = []
 
     async def record_dead(job: Job, error: BaseException) -> None:
@@ -170,7 +169,7 @@ async def kill_when_mid_job(proc: subprocess.Popen[bytes], raw: aioredis.Redis, 
 # --- enqueue, take, ack --------------------------------------------------------------
 
 
-async def test_enqueued_job_is_run_once_and_acked(queue: JobQueue, start_worker: Any, dead_calls: Calls) -> None:
+async def test_enqueued_job_is_run_once_and_acked(queue: JobQueue, start_consumer: Any, dead_calls: Calls) -> None:
     job = answer_job(text="How many vacation days?")
     assert await queue.enqueue(job, dedupe_id="Ev1") is True
     assert await queue.stats() == QueueStats(waiting=1, in_flight=0, delayed=0, dead=0)
@@ -181,7 +180,7 @@ async def test_enqueued_job_is_run_once_and_acked(queue: JobQueue, start_worker:
     async def handler(got: Job) -> None:
         handled.add(got)
 
-    await start_worker(handler)
+    await start_consumer(handler)
     await until(lambda: len(handled), "the job to run")
     await until(lambda: _stats_are(queue, EMPTY), "the job to be acked")
 
@@ -190,7 +189,7 @@ async def test_enqueued_job_is_run_once_and_acked(queue: JobQueue, start_worker:
     assert len(dead_calls) == 0
 
 
-async def test_slack_retries_of_one_event_make_one_job(queue: JobQueue, start_worker: Any) -> None:
+async def test_slack_retries_of_one_event_make_one_job(queue: JobQueue, start_consumer: Any) -> None:
     # Each Slack delivery is parsed anew, so each builds its own Job object.
     added = [await queue.enqueue(answer_job(), dedupe_id="Ev42") for _ in range(3)]
     assert added == [True, False, False]
@@ -201,7 +200,7 @@ async def test_slack_retries_of_one_event_make_one_job(queue: JobQueue, start_wo
     async def handler(job: Job) -> None:
         handled.add(job)
 
-    await start_worker(handler)
+    await start_consumer(handler)
     await until(lambda: _stats_are(queue, EMPTY), "the job to finish")
     assert len(handled) == 1
     # A retry that arrives after the job finished is still a duplicate.
@@ -213,7 +212,7 @@ async def test_slack_retries_of_one_event_make_one_job(queue: JobQueue, start_wo
 
 
 async def test_transient_failure_is_retried_with_backoff_then_succeeds(
-    queue: JobQueue, start_worker: Any, dead_calls: Calls
+    queue: JobQueue, start_consumer: Any, dead_calls: Calls
 ) -> None:
     tries = Calls()
 
@@ -223,7 +222,7 @@ async def test_transient_failure_is_retried_with_backoff_then_succeeds(
             raise Transient("LLM 503")
 
     await queue.enqueue(answer_job(), dedupe_id="Ev1")
-    await start_worker(handler)
+    await start_consumer(handler)
     await until(lambda: tries.values == [1, 2, 3], "three tries")
     await until(lambda: _stats_are(queue, EMPTY), "the job to be acked")
 
@@ -234,7 +233,7 @@ async def test_transient_failure_is_retried_with_backoff_then_succeeds(
     assert len(dead_calls) == 0
 
 
-async def test_redis_trouble_inside_the_handler_is_retried(queue: JobQueue, start_worker: Any) -> None:
+async def test_redis_trouble_inside_the_handler_is_retried(queue: JobQueue, start_consumer: Any) -> None:
     tries = Calls()
 
     async def handler(job: Job) -> None:
@@ -243,11 +242,11 @@ async def test_redis_trouble_inside_the_handler_is_retried(queue: JobQueue, star
             raise QueueUnavailable("post ledger: ConnectionError")
 
     await queue.enqueue(answer_job(), dedupe_id="Ev1")
-    await start_worker(handler)
+    await start_consumer(handler)
     await until(lambda: tries.values == [1, 2], "the retry")
 
 
-async def test_retry_after_is_honoured(queue: JobQueue, start_worker: Any) -> None:
+async def test_retry_after_is_honoured(queue: JobQueue, start_consumer: Any) -> None:
     tries = Calls()
 
     async def handler(job: Job) -> None:
@@ -256,7 +255,7 @@ async def test_retry_after_is_honoured(queue: JobQueue, start_worker: Any) -> No
             raise Transient("Slack 429", retry_after=0.8)
 
     await queue.enqueue(answer_job(), dedupe_id="Ev1")
-    await start_worker(handler)
+    await start_consumer(handler)
     await until(lambda: len(tries) == 1, "the first try")
     await until(lambda: _stats_are(queue, QueueStats(waiting=0, in_flight=0, delayed=1, dead=0)), "the delayed retry")
     await until(lambda: len(tries) == 2, "the second try")
@@ -266,7 +265,7 @@ async def test_retry_after_is_honoured(queue: JobQueue, start_worker: Any) -> No
 
 
 async def test_last_try_goes_to_dead_letter_and_on_dead_runs_once(
-    queue: JobQueue, start_worker: Any, dead_calls: Calls
+    queue: JobQueue, start_consumer: Any, dead_calls: Calls
 ) -> None:
     tries = Calls()
 
@@ -276,7 +275,7 @@ async def test_last_try_goes_to_dead_letter_and_on_dead_runs_once(
 
     job = answer_job()
     await queue.enqueue(job, dedupe_id="Ev1")
-    await start_worker(handler, max_tries=3)
+    await start_consumer(handler, max_tries=3)
     await until(lambda: _stats_are(queue, QueueStats(waiting=0, in_flight=0, delayed=0, dead=1)), "the dead letter")
 
     # Nothing is left that could run the job or on_dead again.
@@ -289,7 +288,7 @@ async def test_last_try_goes_to_dead_letter_and_on_dead_runs_once(
 
 
 async def test_other_errors_go_to_dead_letter_without_retry(
-    queue: JobQueue, start_worker: Any, dead_calls: Calls
+    queue: JobQueue, start_consumer: Any, dead_calls: Calls
 ) -> None:
     tries = Calls()
 
@@ -298,7 +297,7 @@ async def test_other_errors_go_to_dead_letter_without_retry(
         raise ValueError("malformed question")
 
     await queue.enqueue(answer_job(), dedupe_id="Ev1")
-    await start_worker(handler)
+    await start_consumer(handler)
     await until(lambda: len(dead_calls), "on_dead")
     await until(lambda: _stats_are(queue, QueueStats(waiting=0, in_flight=0, delayed=0, dead=1)), "the dead letter")
 
@@ -307,7 +306,7 @@ async def test_other_errors_go_to_dead_letter_without_retry(
     assert isinstance(error, ValueError)
 
 
-async def test_a_failing_on_dead_still_records_the_dead_letter(queue: JobQueue, start_worker: Any) -> None:
+async def test_a_failing_on_dead_still_records_the_dead_letter(queue: JobQueue, start_consumer: Any) -> None:
     async def handler(job: Job) -> None:
         raise ValueError("bad")
 
@@ -315,14 +314,14 @@ async def test_a_failing_on_dead_still_records_the_dead_letter(queue: JobQueue, 
         raise RuntimeError("Slack is down too")
 
     await queue.enqueue(answer_job(), dedupe_id="Ev1")
-    await start_worker(handler, on_dead=on_dead)
+    await start_consumer(handler, on_dead=on_dead)
     await until(lambda: _stats_are(queue, QueueStats(waiting=0, in_flight=0, delayed=0, dead=1)), "the dead letter")
 
 
 # --- concurrency, liveness, shutdown ----------------------------------------------------
 
 
-async def test_one_worker_runs_n_jobs_at_once(queue: JobQueue, start_worker: Any) -> None:
+async def test_one_worker_runs_n_jobs_at_once(queue: JobQueue, start_consumer: Any) -> None:
     gate = asyncio.Event()
     running: set[str] = set()
     most = 0
@@ -338,7 +337,7 @@ async def test_one_worker_runs_n_jobs_at_once(queue: JobQueue, start_worker: Any
 
     for n in range(4):
         await queue.enqueue(answer_job(f"q{n}"), dedupe_id=f"Ev{n}")
-    worker = await start_worker(handler, concurrency=3)
+    worker = await start_consumer(handler, concurrency=3)
 
     await until(lambda: len(running) == 3, "three jobs in flight")
     assert worker.in_flight == 3
@@ -351,14 +350,14 @@ async def test_one_worker_runs_n_jobs_at_once(queue: JobQueue, start_worker: Any
 
 
 async def test_worker_heartbeat_is_visible_while_it_runs(
-    queue: JobQueue, raw: aioredis.Redis, start_worker: Any
+    queue: JobQueue, raw: aioredis.Redis, start_consumer: Any
 ) -> None:
     done = Calls()
 
     async def handler(job: Job) -> None:
         done.add(job.id)
 
-    worker = await start_worker(handler, concurrency=2)
+    worker = await start_consumer(handler, concurrency=2)
     (info,) = await queue.workers()
     assert (info.worker_id, info.pid, info.concurrency) == (worker.worker_id, os.getpid(), 2)
     await queue.enqueue(answer_job(), dedupe_id="Ev1")
@@ -371,18 +370,18 @@ async def test_worker_heartbeat_is_visible_while_it_runs(
     await until(lambda: _lacks_consumer(raw, worker.worker_id), "the consumer to be removed")
 
 
-async def test_consumers_of_gone_workers_are_swept(raw: aioredis.Redis, start_worker: Any) -> None:
+async def test_consumers_of_gone_workers_are_swept(raw: aioredis.Redis, start_consumer: Any) -> None:
     await raw.xgroup_create("citebot:jobs", "citebot-workers", id="0", mkstream=True)
     await raw.xgroup_createconsumer("citebot:jobs", "citebot-workers", "gone-worker")
 
     async def handler(job: Job) -> None:
         pass
 
-    await start_worker(handler, stale_consumer_after=0.0)
+    await start_consumer(handler, stale_consumer_after=0.0)
     await until(lambda: _lacks_consumer(raw, "gone-worker"), "the gone worker's consumer to be removed")
 
 
-async def test_stopping_worker_hands_unfinished_job_back(queue: JobQueue, start_worker: Any) -> None:
+async def test_stopping_worker_hands_unfinished_job_back(queue: JobQueue, start_consumer: Any) -> None:
     started = Calls()
     finished = Calls()
 
@@ -394,19 +393,19 @@ async def test_stopping_worker_hands_unfinished_job_back(queue: JobQueue, start_
         finished.add(job.attempt)
 
     await queue.enqueue(answer_job(), dedupe_id="Ev1")
-    first = await start_worker(stuck, shutdown_grace=0.1)
+    first = await start_consumer(stuck, shutdown_grace=0.1)
     await until(lambda: len(started), "the first worker to start the job")
     first.stop()
     # Handed back at once, not after the visibility timeout, and a shutdown
     # does not use up a try.
     await until(lambda: _stats_are(queue, QueueStats(waiting=1, in_flight=0, delayed=0, dead=0)), "the hand-back")
-    await start_worker(quick)
+    await start_consumer(quick)
     await until(lambda: len(finished), "the second worker to finish it", timeout=VISIBILITY_S)
     assert finished.values == [1]
 
 
 async def test_live_worker_keeps_a_job_longer_than_the_visibility_timeout(
-    queue: JobQueue, start_worker: Any
+    queue: JobQueue, start_consumer: Any
 ) -> None:
     runs = Calls()
 
@@ -415,9 +414,9 @@ async def test_live_worker_keeps_a_job_longer_than_the_visibility_timeout(
         await asyncio.sleep(VISIBILITY_S * 1.5)  # the slow LLM this test is about
 
     await queue.enqueue(answer_job(), dedupe_id="Ev1")
-    await start_worker(slow)
+    await start_consumer(slow)
     await until(lambda: len(runs), "the job to start")
-    await start_worker(slow)  # a second worker that would take over an expired lease
+    await start_consumer(slow)  # a second worker that would take over an expired lease
     await until(lambda: _stats_are(queue, EMPTY), "the job to finish", timeout=VISIBILITY_S * 3)
     assert runs.values == [1]
 
@@ -430,7 +429,7 @@ async def test_job_of_a_sigkilled_worker_is_finished_by_another(
     redis_url: str,
     queue: JobQueue,
     raw: aioredis.Redis,
-    start_worker: Any,
+    start_consumer: Any,
     tmp_path: Path,
 ) -> None:
     job = answer_job(mode="block")
@@ -443,7 +442,7 @@ async def test_job_of_a_sigkilled_worker_is_finished_by_another(
     async def handler(got: Job) -> None:
         finished.add(got)
 
-    await start_worker(handler)
+    await start_consumer(handler)
     # Recovery: the lease runs out (visibility timeout), then the next reclaim
     # scan (at most half of it) finds the entry.
     limit = VISIBILITY_S * 1.5 + 1.0
@@ -463,7 +462,7 @@ async def test_post_record_survives_redelivery(
     queue: JobQueue,
     raw: aioredis.Redis,
     ledger: PostLedger,
-    start_worker: Any,
+    start_consumer: Any,
     tmp_path: Path,
 ) -> None:
     # The worst moment: worker A has posted and recorded it, then dies
@@ -478,7 +477,7 @@ async def test_post_record_survives_redelivery(
     async def handler(got: Job) -> None:
         claims.add(await fake_post(ledger, raw, got, ts="second-worker"))
 
-    await start_worker(handler)
+    await start_consumer(handler)
     await until(lambda: len(claims), "the redelivered job", timeout=VISIBILITY_S * 1.5 + 1.0)
 
     assert claims.values == [PostClaim.POSTED]
@@ -488,7 +487,7 @@ async def test_post_record_survives_redelivery(
 
 
 async def test_job_that_keeps_killing_workers_ends_in_on_dead(
-    queue: JobQueue, raw: aioredis.Redis, start_worker: Any, dead_calls: Calls
+    queue: JobQueue, raw: aioredis.Redis, start_consumer: Any, dead_calls: Calls
 ) -> None:
     # The last try's worker died: the next delivery must not run the job
     # again, and must not drop it silently either.
@@ -500,36 +499,11 @@ async def test_job_that_keeps_killing_workers_ends_in_on_dead(
     async def handler(got: Job) -> None:
         raise AssertionError("the job must not run again")
 
-    await start_worker(handler, max_tries=1, visibility_timeout=0.2)
+    await start_consumer(handler, max_tries=1, visibility_timeout=0.2)
     await until(lambda: len(dead_calls), "on_dead for the lost job")
     ((dead_job, error),) = dead_calls.values
     assert (dead_job.id, dead_job.attempt) == (job.id, 2)
     assert isinstance(error, JobLost)
-
-
-# --- post ledger -------------------------------------------------------------------------
-
-
-async def test_post_ledger_grants_one_claim_and_remembers_the_post(ledger: PostLedger) -> None:
-    assert await ledger.posted("q1") is None
-    assert await ledger.claim_post("q1") is PostClaim.GRANTED
-    await ledger.record_posted("q1", channel="C9", ts="1700000000.000100")
-    assert await ledger.claim_post("q1") is PostClaim.POSTED
-    record = await ledger.posted("q1")
-    assert record is not None and (record.question_id, record.channel, record.ts) == ("q1", "C9", "1700000000.000100")
-
-
-async def test_claim_without_record_is_in_doubt(ledger: PostLedger) -> None:
-    # A run that claimed and died between the post and the record.
-    assert await ledger.claim_post("q2") is PostClaim.GRANTED
-    assert await ledger.claim_post("q2") is PostClaim.IN_DOUBT
-
-
-async def test_released_claim_is_granted_again(ledger: PostLedger) -> None:
-    # Slack answered 429: nothing was posted, the retry may post without doubt.
-    assert await ledger.claim_post("q3") is PostClaim.GRANTED
-    await ledger.release_post("q3")
-    assert await ledger.claim_post("q3") is PostClaim.GRANTED
 
 
 # --- Redis trouble at enqueue ----------------------------------------------------------------

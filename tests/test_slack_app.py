@@ -13,6 +13,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from bot.channels import ChannelsConfig
 from bot.config import load_settings
 from bot.jobs.queue import JOBS_STREAM, JobQueue, connect
+from bot.models import SlackQuestion
 from bot.slack.listeners import AppDeps, create_app
 from bot.slack.web import create_web_app
 from bot.store.records import Records
@@ -68,6 +69,21 @@ async def test_a_mention_becomes_one_job(make_app, redis_url):
     assert job["kind"] == "answer"
     assert job["payload"]["question"]["text"] == "How many vacation days?"
     assert job["payload"]["question"]["id"].startswith("CGENERAL:")
+
+
+# The question of an answer job as the web process wrote it before Question and
+# SlackQuestion were two types: jobs waiting in Redis across an upgrade.
+EARLIER_QUESTION_PAYLOAD = {
+    "text": "How many vacation days?", "language": "en", "collections": None, "history": [],
+    "id": "CGENERAL:1700000001.000100", "channel": "CGENERAL", "user": "UASKER", "ts": "1700000001.000100",
+    "thread_ts": None, "is_dm": False, "truncated": False,
+}
+
+
+def test_an_answer_job_keeps_its_flat_question_payload():
+    question = SlackQuestion.model_validate(EARLIER_QUESTION_PAYLOAD)
+    assert (question.channel, question.user, question.reply_thread_ts) == ("CGENERAL", "UASKER", "1700000001.000100")
+    assert question.model_dump(mode="json") == EARLIER_QUESTION_PAYLOAD
 
 
 async def test_redis_down_fails_the_request_fast_so_slack_retries(make_app):

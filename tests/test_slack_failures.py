@@ -1,6 +1,6 @@
 """Slack failing the bot: never passed off as the model being down, never losing the work.
 
-In-process: a Worker with a scripted pipeline, real Redis and the fake Slack
+In-process: the JobHandlers with a scripted pipeline, real Redis and the fake Slack
 Web API. End to end: `citebot serve` + `citebot worker` (tests/citebot_fixtures).
 """
 
@@ -12,15 +12,17 @@ import time
 
 import httpx
 import pytest
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.cli import main
 from bot.config import load_settings
 from bot.i18n import Key, message
-from bot.jobs.handlers import Worker
-from bot.jobs.queue import Job, PostLedger, Transient, connect
-from bot.models import Answer, Outcome, Question, Source
+from bot.jobs.handlers import JobHandlers
+from bot.jobs.queue import Job, Transient, connect
+from bot.models import Answer, Outcome, Question, SlackQuestion, Source
 from bot.review.desk import ReviewDesk
-from bot.slack.calls import make_client
+from bot.slack.calls import SlackRateLimited, call, make_client
+from bot.slack.posting import PostLedger
 from bot.slack.render_text import phrase
 from bot.store.audit import AuditTrail
 from bot.store.records import Records
@@ -49,9 +51,9 @@ class ScriptedPipeline:
         return self.answers.pop(0)
 
 
-def a_question(n: int = 1) -> Question:
+def a_question(n: int = 1) -> SlackQuestion:
     ts = f"1700000{n:03d}.000100"
-    return Question(text=PTO_QUESTION, id=f"CGENERAL:{ts}", channel="CGENERAL", ts=ts, user="UASKER")
+    return SlackQuestion(text=PTO_QUESTION, id=f"CGENERAL:{ts}", channel="CGENERAL", ts=ts, user="UASKER")
 
 
 def answered(question: Question, text: str) -> Answer:
@@ -72,11 +74,11 @@ def slack():
 
 
 @pytest.fixture
-async def make_worker(slack, redis_url, monkeypatch, tmp_path):
+async def make_handlers(slack, redis_url, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # no stray .env
     closers = []
 
-    async def make(*answers: Answer, slack_timeout: float | None = None) -> Worker:
+    async def make(*answers: Answer, slack_timeout: float | None = None) -> JobHandlers:
         settings = load_settings(env_file=None, CITEBOT_REVIEW_CHANNEL=REVIEW_CHANNEL)
         redis, ledger = connect(redis_url, timeout=5), PostLedger(redis_url)
         closers.extend([ledger.close, redis.aclose])
@@ -84,7 +86,7 @@ async def make_worker(slack, redis_url, monkeypatch, tmp_path):
         if slack_timeout is not None:
             client.timeout = slack_timeout
         records = Records(redis)
-        return Worker(
+        return JobHandlers(
             settings=settings, slack=client, pipeline=ScriptedPipeline(*answers), records=records, ledger=ledger,
             reviews=ReviewDesk(settings=settings, slack=client, records=records, ledger=ledger), audit=AuditTrail(redis),
         )
@@ -94,12 +96,12 @@ async def make_worker(slack, redis_url, monkeypatch, tmp_path):
         await close()
 
 
-async def test_an_answer_slack_finds_too_long_is_posted_shorter_with_footnotes_and_sources(make_worker, slack):
+async def test_an_answer_slack_finds_too_long_is_posted_shorter_with_footnotes_and_sources(make_handlers, slack):
     question = a_question()
     long_text = " ".join(["Every employee gets 28 days of paid annual leave per calendar year [1]."] * 250)
-    worker = await make_worker(answered(question, long_text))
+    handlers = await make_handlers(answered(question, long_text))
     slack.fail(error="msg_too_long", method="chat.postMessage")
-    await worker.answer(job_for(question))
+    await handlers.answer(job_for(question))
     refused, posted = slack.calls("chat.postMessage")
     assert refused.error == "msg_too_long" and posted.ok and posted.body["thread_ts"] == question.ts
     blocks = json.dumps(posted.body["blocks"], ensure_ascii=False)
@@ -111,49 +113,59 @@ async def test_an_answer_slack_finds_too_long_is_posted_shorter_with_footnotes_a
     assert "[1]" in posted.body["text"] and "Annual leave" in blocks and "Stand 2026-02" in blocks
     assert "citebot_sources" in blocks
     # The record behind later notes and the Sources button holds what was posted.
-    stored = await worker.records.answer(question.id)
+    stored = await handlers.records.answer(question.id)
     assert stored.message["blocks"] == posted.body["blocks"]
 
 
-async def test_a_post_that_lands_after_the_client_timeout_is_found_not_posted_twice(make_worker, slack):
+async def test_a_post_that_lands_after_the_client_timeout_is_found_not_posted_twice(make_handlers, slack):
     question = a_question()
-    worker = await make_worker(answered(question, GOOD), answered(question, GOOD), slack_timeout=0.5)
+    handlers = await make_handlers(answered(question, GOOD), answered(question, GOOD), slack_timeout=0.5)
     # Slack takes the post but answers after the client gave up; the message shows up then.
     slack.fail(delay=2.5, method="chat.postMessage")
     with pytest.raises(Transient):
-        await worker.answer(job_for(question))
+        await handlers.answer(job_for(question))
     gave_up_at = time.time()
     # The queue's retry comes right away; the late message has not shown up yet.
-    await worker.answer(job_for(question))
+    await handlers.answer(job_for(question))
     late = await asyncio.to_thread(
         wait_until, lambda: [c for c in slack.calls("chat.postMessage") if c.at < gave_up_at], 10, "the late post"
     )
     assert late[0].ok
     assert len(slack.messages("CGENERAL")) == 1
     assert len(slack.calls("chat.postMessage")) == 1
-    assert (await worker.ledger.posted(question.id)).ts == slack.messages("CGENERAL")[0]["ts"]
+    assert (await handlers.ledger.posted(question.id)).ts == slack.messages("CGENERAL")[0]["ts"]
 
 
-async def test_slack_down_past_all_tries_gets_the_answer_posted_not_a_model_apology(make_worker, slack):
+async def test_slack_down_past_all_tries_gets_the_answer_posted_not_a_model_apology(make_handlers, slack):
     question = a_question()
-    worker = await make_worker(answered(question, GOOD))
+    handlers = await make_handlers(answered(question, GOOD))
     slack.fail(status=503, method="chat.postMessage", times=3)  # the client's own retries included
     with pytest.raises(Exception) as last_try:
-        await worker.answer(job_for(question))
-    await worker.on_dead(job_for(question), last_try.value)
+        await handlers.answer(job_for(question))
+    await handlers.on_dead(job_for(question), last_try.value)
     [posted] = [c for c in slack.calls("chat.postMessage") if c.ok]
     assert posted.body["text"] != message(Key.LLM_DOWN, "en")
     assert "28 days" in posted.body["text"] and "citebot_sources" in json.dumps(posted.body["blocks"])
 
 
-async def test_an_answer_slack_refuses_for_good_gets_no_model_apology(make_worker, slack):
+async def test_an_answer_slack_refuses_for_good_gets_no_model_apology(make_handlers, slack):
     question = a_question()
-    worker = await make_worker(answered(question, GOOD))
+    handlers = await make_handlers(answered(question, GOOD))
     slack.fail(error="not_in_channel", method="chat.postMessage")
     with pytest.raises(Exception) as refused:
-        await worker.answer(job_for(question))
-    await worker.on_dead(job_for(question), refused.value)
+        await handlers.answer(job_for(question))
+    await handlers.on_dead(job_for(question), refused.value)
     assert [c.body["text"] for c in slack.calls("chat.postMessage") if c.ok] == []
+
+
+async def test_a_rate_limit_past_the_clients_retries_carries_slacks_retry_after(slack):
+    # No retry handlers: what make_client's handlers would see after their last retry.
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=slack.url, retry_handlers=[])
+    slack.rate_limit(times=1, retry_after=7, method="chat.postMessage")
+    with pytest.raises(SlackRateLimited) as limited:
+        await call(client.chat_postMessage(channel="CGENERAL", text="x"), "post")
+    assert limited.value.code == "ratelimited" and limited.value.retry_after == 7.0
+    assert isinstance(limited.value, Transient)  # the queue tries the job again after that wait
 
 
 # ---------------------------------------------------------------- end to end

@@ -12,13 +12,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.cli import main
 from bot.i18n import Key, message
-from bot.jobs.queue import Job, JobQueue, PostLedger, PostRecord, Transient, connect
+from bot.jobs.queue import Job, JobQueue, Transient, connect
 from bot.jobs.source_changes import NOTES_BLOCK_ID, note_source_changes, with_source_notes
-from bot.models import Answer, Outcome, Question, Source
+from bot.models import Answer, Outcome, Question, SlackQuestion, Source
 from bot.slack import render
+from bot.slack.posting import PostLedger
 from bot.store import keys
 from bot.store.audit import AuditTrail, audit_entry
-from bot.store.records import AnswerRecord, Records
+from bot.store.records import AnswerRecord, PostRecord, Records
 from kb_index import build_index
 from kb_index.entries import chunk_hash
 from tests.fakes import FakeLLMServer
@@ -89,8 +90,8 @@ class Desk:
         self.slack = AsyncWebClient(token="xoxb-test", base_url=slack.url)
 
     async def post_answer(self, qid: str, *, language: str = "en", is_dm: bool = False) -> str:
-        q = Question(text="How many days of leave?", id=qid, channel="DASKER" if is_dm else "CGENERAL",
-                     ts="1700000001.000100", language=language, is_dm=is_dm)
+        q = SlackQuestion(text="How many days of leave?", id=qid, channel="DASKER" if is_dm else "CGENERAL",
+                          ts="1700000001.000100", language=language, is_dm=is_dm)
         answer = answered(q)
         msg = render.answer_message(answer, language=language, ref=qid)
         resp = await self.slack.chat_postMessage(channel=q.channel, thread_ts=q.ts, **msg)
@@ -101,7 +102,7 @@ class Desk:
         return resp["ts"]
 
     async def run(self, j: Job) -> None:
-        await note_source_changes(j, slack=self.slack, records=self.records, ledger=self.ledger, audit=self.audit)
+        await note_source_changes(j, slack=self.slack, records=self.records, audit=self.audit)
 
     async def close(self) -> None:
         await self.ledger.close()
@@ -193,7 +194,7 @@ def record_answers(redis_url: str, *qids: str, at: float | None = None) -> None:
     async def run():
         redis = connect(redis_url, timeout=5)
         for qid in qids:
-            q = Question(text="How many days of leave?", id=qid, channel="CGENERAL", ts="1.0")
+            q = SlackQuestion(text="How many days of leave?", id=qid, channel="CGENERAL", ts="1.0")
             entry = audit_entry(q, answered(q), posted=PostRecord(question_id=qid, channel="CGENERAL", ts="2.0", posted_at=0))
             entry.at = at or time.time()
             await AuditTrail(redis).record(entry)

@@ -28,11 +28,8 @@ response came) and `attempts` (requests sent); its message names URL and status.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import logging
-import random
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
@@ -40,8 +37,9 @@ import httpx
 
 from bot.answer.extractive import ExtractiveBackend
 from bot.answer.verify.text import strip_think
-from bot.config import LLM_BACKENDS, normalize_llm_url
+from bot.config import Settings
 from bot.models import Draft, GenerationRequest
+from kb_index.retry import backoff_delay, parse_retry_after
 
 log = logging.getLogger(__name__)
 
@@ -105,28 +103,6 @@ class Backend(Protocol):
 # ----------------------------------------------------------------- retries
 
 
-def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """Retry-After as seconds: either a number or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def backoff_delay(attempt: int, base: float) -> float:
-    """Delay before retry number `attempt` (0-based), with jitter."""
-    delay = min(MAX_BACKOFF, base * 2**attempt)
-    return delay * (1 + random.uniform(0, JITTER))
-
-
 def _is_retryable_status(status: int) -> bool:
     return status == 429 or status >= 500
 
@@ -162,19 +138,12 @@ class _ChatBackend:
         sleep: Sleep = asyncio.sleep,
         transport: httpx.AsyncBaseTransport | None = None,
     ):
-        if not model:
-            raise ValueError("LLM model name is empty")
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
         self.name = model
         self.model = model
-        try:
-            # People paste what their server's docs show (".../v1", ".../api/chat"):
-            # all of it means the server root, to which each API adds its own path.
-            root = normalize_llm_url(url)
-        except ValueError as exc:
-            raise ValueError(f"{url!r} {exc}") from exc
-        self.endpoint = root + self.path
+        # `url` is the server root (Settings.llm_url is normalised to it); each API adds its path.
+        self.endpoint = url.rstrip("/") + self.path
         self._shown = _redact(self.endpoint)
         self.timeout = timeout
         self.retries = retries
@@ -242,7 +211,7 @@ class _ChatBackend:
         """Seconds to wait before the next try, or None to give up."""
         if not isinstance(exc, LLMUnavailable) or attempt >= self.retries:
             return None
-        delay = backoff_delay(attempt, self.backoff)
+        delay = backoff_delay(attempt, base=self.backoff, cap=MAX_BACKOFF, jitter=JITTER)
         if exc.retry_after is not None:
             if exc.retry_after > self.max_retry_after:
                 return None
@@ -288,7 +257,7 @@ class _ChatBackend:
         message = f"LLM request to {self._shown} failed: HTTP {status}: {_excerpt(response.text)}"
         if not _is_retryable_status(status):
             raise LLMRejected(message, url=self._shown, status=status)
-        retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
         raise LLMUnavailable(message, url=self._shown, status=status, retry_after=retry_after)
 
 
@@ -355,28 +324,18 @@ class OllamaBackend(_ChatBackend):
 
 # ----------------------------------------------------------------- factory
 
-def make_backend(
-    kind: str,
-    url: str | None = None,
-    model: str | None = None,
-    api_key: str | None = None,
-    timeout: float | None = None,
-    max_retry_after: float = MAX_RETRY_AFTER,
-) -> Backend:
-    """The backend that CITEBOT_LLM names, or a ValueError naming the variable at fault."""
-    kind = (kind or "").strip().lower()
-    if kind == "extractive":
+
+def make_backend(settings: Settings) -> Backend:
+    """The backend that CITEBOT_LLM names, from settings bot.config has checked already."""
+    if settings.llm == "extractive":
         return ExtractiveBackend()
-    if kind not in LLM_BACKENDS:
-        raise ValueError(f"CITEBOT_LLM must be one of {', '.join(LLM_BACKENDS)}, got {kind!r}")
-    if not url:
-        raise ValueError(f"CITEBOT_LLM_URL is required when CITEBOT_LLM={kind}")
-    if not model:
-        raise ValueError(f"CITEBOT_LLM_MODEL is required when CITEBOT_LLM={kind}")
-    if timeout is not None and timeout <= 0:
-        raise ValueError(f"CITEBOT_LLM_TIMEOUT must be a positive number of seconds, got {timeout}")
-    cls = OpenAIBackend if kind == "openai" else OllamaBackend
-    try:
-        return cls(url, model, api_key=api_key or None, timeout=timeout or DEFAULT_TIMEOUT, max_retry_after=max_retry_after)
-    except ValueError as exc:
-        raise ValueError(f"CITEBOT_LLM_URL: {exc}") from exc
+    cls = OpenAIBackend if settings.llm == "openai" else OllamaBackend
+    # Settings refuses a chat backend without both (bot.config, _check_llm_endpoint).
+    assert settings.llm_url is not None and settings.llm_model is not None
+    return cls(
+        settings.llm_url,
+        settings.llm_model,
+        api_key=settings.llm_api_key,
+        timeout=settings.llm_timeout,
+        max_retry_after=settings.llm_max_retry_after_s,
+    )

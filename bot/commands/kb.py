@@ -299,16 +299,9 @@ def make_pipeline(settings: Settings, retriever):
     from bot.answer.backends import make_backend
     from bot.answer.pipeline import Pipeline
 
-    try:
-        backend = make_backend(
-            settings.llm, settings.llm_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout,
-            max_retry_after=settings.llm_max_retry_after_s,
-        )
-    except ValueError as exc:
-        raise CliError(f"configuration error: {exc}", EXIT_USAGE) from None
     return Pipeline(
         retriever,
-        backend,
+        make_backend(settings),
         mode=settings.answer_mode,
         top_k=settings.top_k,
         budget_chars=settings.prompt_budget_chars,

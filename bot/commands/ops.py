@@ -30,14 +30,14 @@ def _run_service(coro) -> int:
 
 
 def cmd_serve(args, settings: Settings) -> int:
-    from bot.wiring import serve
+    from bot.wiring import run_web
 
     _logging("web")
-    return _run_service(serve(settings, host=args.host, port=args.port))
+    return _run_service(run_web(settings, host=args.host, port=args.port))
 
 
 def cmd_worker(args, settings: Settings) -> int:
-    from bot.wiring import work
+    from bot.wiring import run_worker
 
     if args.concurrency < 1:
         raise CliError("--concurrency must be at least 1", EXIT_USAGE)
@@ -49,7 +49,7 @@ def cmd_worker(args, settings: Settings) -> int:
     ensure_index(settings)
     given = {"visibility_timeout": args.visibility_timeout, "max_tries": args.max_tries, "backoff_base": args.backoff_base}
     options = {name: value for name, value in given.items() if value is not None}
-    return _run_service(work(settings, concurrency=args.concurrency, metrics_port=args.metrics_port, **options))
+    return _run_service(run_worker(settings, concurrency=args.concurrency, metrics_port=args.metrics_port, **options))
 
 
 def cmd_review_list(args, settings: Settings) -> int:

@@ -1,12 +1,17 @@
 """Consumer: takes jobs from the Redis stream and runs them, several at a time.
 
-A job ends in one of three ways (bot.jobs.queue explains the keys and scripts):
+One Consumer runs in each worker process (`citebot worker`, built by
+bot.wiring `run_worker`); it hands every job to the job handlers
+(bot.jobs.handlers `JobHandlers`). bot.jobs.queue explains the delivery
+protocol; the scripts and timings only a worker needs are here.
+
+A job ends in one of three ways:
 
 * the handler returns            -> acked, gone;
 * the handler raises `Transient` -> back to the queue after a backoff (its
   `retry_after` if given), try number + 1, until `max_tries`;
-* anything else, or the last try -> `on_dead(job, error)` (the worker posts an
-  apology), then the job goes to the dead-letter list.
+* anything else, or the last try -> `on_dead(job, error)` (the handlers post
+  an apology), then the job goes to the dead-letter list.
 
 A worker that dies holds its entries in the group's pending list; a live
 worker takes them over once they have been idle for `visibility_timeout`. A
@@ -14,7 +19,7 @@ live worker renews the idle time of its own entries every third of that, so a
 slow job is never taken from a healthy worker. A redelivery counts as a try:
 a job that keeps killing its workers ends as `JobLost` in `on_dead` instead of
 looping. `on_dead` therefore runs at least once per dead job, and exactly once
-unless a worker dies inside it: the apology goes through `PostLedger` too.
+unless a worker dies inside it: the apology is posted through the ledger too.
 """
 
 from __future__ import annotations
@@ -23,8 +28,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import random
-import signal
 import socket
 import time
 import uuid
@@ -36,44 +39,125 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT
 
-from bot.jobs.queue import (
-    BACKOFF_BASE_S,
-    BACKOFF_MAX_S,
-    CONSUMER_SWEEP_INTERVAL_S,
-    DEAD_LETTER_CAP,
-    ERROR_PAUSE_S,
-    FINISH_LUA,
-    FORGET_CONSUMER_LUA,
-    HEARTBEAT_INTERVAL_S,
-    HEARTBEAT_TTL_FACTOR,
-    JOB_TIMEOUT_S,
-    MAX_TRIES,
-    PROMOTE_BATCH,
-    PROMOTE_LUA,
-    READ_BLOCK_S,
-    RECLAIM_INTERVAL_S,
-    RENEW_LUA,
-    SHUTDOWN_GRACE_S,
-    STALE_CONSUMER_S,
-    VISIBILITY_TIMEOUT_S,
-    WORKER_SOCKET_TIMEOUT_S,
-    Job,
-    JobLost,
-    QueueUnavailable,
-    Transient,
-    WorkerInfo,
-    connect,
-    dumps_dead_letter,
-    loads_job,
-    redis_location,
-)
-from bot.store.keys import (
-    DEAD_LIST,
-    DELAYED_ZSET,
-    JOBS_STREAM,
-    WORKERS_GROUP,
-    heartbeat_key,
-)
+from bot.jobs.queue import DeadLetter, Job, JobLost, QueueUnavailable, Transient, WorkerInfo, connect, redis_location
+from bot.store.keys import DEAD_LIST, DELAYED_ZSET, JOBS_STREAM, WORKERS_GROUP, heartbeat_key
+from kb_index.retry import backoff_delay
+
+# --- Magic numbers of a worker (the web side's are in bot.jobs.queue) -------------------
+
+# A job whose worker stopped renewing its lease this long ago is taken over.
+# docs/DESIGN.md 4 promises "another worker finishes it within two minutes":
+# 60 s + one reclaim interval leaves a minute for the job itself.
+VISIBILITY_TIMEOUT_S = 60.0
+# How often a worker looks for jobs of dead workers (capped at half the
+# visibility timeout, so short test timeouts stay short).
+RECLAIM_INTERVAL_S = 5.0
+# Tries in all, the first included: with the backoff below the asker hears
+# back (answer or apology) within about half a minute plus the tries' run time.
+MAX_TRIES = 5
+BACKOFF_BASE_S = 2.0  # before the second try; doubled per try, with jitter
+BACKOFF_MAX_S = 60.0
+# "Equal jitter": a retry waits between half its backoff and all of it, so the
+# backoff still grows, and workers that failed together do not return together.
+BACKOFF_JITTER = -0.5
+# A hang is the only thing that should reach this: one answer may take two
+# generations of three 60 s LLM attempts each (bot.answer.backends), about six minutes.
+JOB_TIMEOUT_S = 600.0
+# Workers write their heartbeat this often; the key lives three beats, so one
+# slow beat does not make a live worker look dead.
+HEARTBEAT_INTERVAL_S = 5.0
+HEARTBEAT_TTL_FACTOR = 3
+DEAD_LETTER_CAP = 1000  # bounded: a broken LLM for a day must not fill Redis
+# How long an idle worker blocks in XREADGROUP: bounds how late it notices a
+# stop request or a retry that became due.
+READ_BLOCK_S = 1.0
+# Kubernetes sends SIGKILL 30 s after SIGTERM; finish in-flight jobs in 20 s,
+# hand the rest back to the queue in the remaining time.
+SHUTDOWN_GRACE_S = 20.0
+# Worker commands may block up to READ_BLOCK_S; anything much longer is a hung
+# connection and is treated as a Redis failure.
+WORKER_SOCKET_TIMEOUT_S = 10.0
+# Due retries moved into the stream per loop turn: Redis runs nothing else
+# while a script runs, so one call must stay short.
+PROMOTE_BATCH = 100
+# After a Redis error the worker loop waits this long before trying again.
+ERROR_PAUSE_S = 1.0
+# Every worker process is a new consumer in the group. One with nothing
+# pending and silent for an hour is gone (live ones read every READ_BLOCK_S);
+# removing it keeps XINFO CONSUMERS readable. Checked once a minute.
+STALE_CONSUMER_S = 3600.0
+CONSUMER_SWEEP_INTERVAL_S = 60.0
+
+# --- Lua: each script is one atomic step of a taken job's life -------------------------
+
+# Milliseconds by the server's clock, for due times: workers with skewed
+# clocks agree on when a retry is due.
+SERVER_MS_LUA = """
+local function server_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+"""
+
+# KEYS: stream, delayed, dead. ARGV: group, consumer, entry id, action
+# ("ack" | "retry" | "requeue" | "dead"), data (job json | dead-letter json),
+# retry delay ms, dead cap. Only the current owner may finish an entry: a
+# worker whose lease was taken over must not ack the entry the new owner is
+# working on.
+FINISH_LUA = SERVER_MS_LUA + """
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+if #p == 0 or p[1][2] ~= ARGV[2] then return 0 end
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+redis.call('XDEL', KEYS[1], ARGV[3])
+if ARGV[4] == 'retry' then
+  redis.call('ZADD', KEYS[2], server_ms() + tonumber(ARGV[6]), ARGV[5])
+elseif ARGV[4] == 'requeue' then
+  redis.call('XADD', KEYS[1], '*', 'job', ARGV[5])
+elseif ARGV[4] == 'dead' then
+  redis.call('LPUSH', KEYS[3], ARGV[5])
+  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[7]) - 1)
+end
+return 1
+"""
+
+# KEYS: stream. ARGV: group, consumer, entry ids... Resets the idle time of
+# entries this consumer still owns; returns those another consumer took over.
+RENEW_LUA = """
+local lost = {}
+for i = 3, #ARGV do
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if #p > 0 then
+    if p[1][2] == ARGV[2] then
+      redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+    else
+      table.insert(lost, ARGV[i])
+    end
+  end
+end
+return lost
+"""
+
+# KEYS: delayed, stream. ARGV: max jobs. Moves due retries into the stream;
+# returns milliseconds until the next one is due, or false.
+PROMOTE_LUA = SERVER_MS_LUA + """
+local now = server_ms()
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+for _, job in ipairs(due) do
+  redis.call('ZREM', KEYS[1], job)
+  redis.call('XADD', KEYS[2], '*', 'job', job)
+end
+local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if nxt[2] == nil then return false end
+return math.max(tonumber(nxt[2]) - now, 0)
+"""
+
+# KEYS: stream. ARGV: group, consumer. DELCONSUMER drops the consumer's
+# pending entries with it, which would lose their jobs: only an empty one goes.
+FORGET_CONSUMER_LUA = """
+if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) > 0 then return 0 end
+redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +376,7 @@ class Consumer:
 
     def _start(self, entry_id: str, fields: dict[str, str], deliveries: int) -> None:
         try:
-            stored = loads_job(fields)
+            stored = Job.model_validate_json(fields["job"])
         except (KeyError, ValidationError) as exc:
             coro: Coroutine[Any, Any, None] = self._bury(entry_id, fields, exc)
             job = Job(kind="invalid", payload={"fields": fields})
@@ -320,7 +404,7 @@ class Consumer:
         except Transient as exc:
             await self._retry_or_die(entry_id, job, exc)
         except QueueUnavailable as exc:
-            # PostLedger lost Redis for a moment: the job itself is fine.
+            # The post ledger lost Redis for a moment: the job itself is fine.
             await self._retry_or_die(entry_id, job, Transient(str(exc)))
         except RedisError as exc:
             # The same for the handler's other Redis calls (answer and review
@@ -352,10 +436,8 @@ class Consumer:
         if retry_after is not None:
             return max(0.0, retry_after)
         base, cap = self._backoff
-        ceiling = min(cap, base * 2 ** (attempt - 1))
-        # Equal jitter: never below half, so the backoff still grows, and
-        # workers that failed together do not return together.
-        return ceiling / 2 + random.uniform(0, ceiling / 2)
+        # Try `attempt` failed: what follows is retry number attempt - 1, counted from 0.
+        return backoff_delay(attempt - 1, base=base, cap=cap, jitter=BACKOFF_JITTER)
 
     async def _dead(self, entry_id: str, job: Job, error: BaseException) -> None:
         log.error("job %s failed for good on try %d: %s: %s", job.id, job.attempt, type(error).__name__, error, exc_info=error)
@@ -364,13 +446,17 @@ class Consumer:
         except Exception:
             # The dead letter is still recorded: an operator can replay it.
             log.exception("on_dead failed for job %s", job.id)
-        await self._finish(entry_id, "dead", dumps_dead_letter(job, error, self.worker_id))
+        await self._finish(entry_id, "dead", self._dead_letter(job, error))
 
     async def _bury(self, entry_id: str, fields: dict[str, str], error: Exception) -> None:
         # Not a Job: there is no question to apologise to, only a record to keep.
         log.error("entry %s is not a job (%s); dead-lettered", entry_id, error)
         job = Job(kind="invalid", payload={"fields": fields})
-        await self._finish(entry_id, "dead", dumps_dead_letter(job, error, self.worker_id))
+        await self._finish(entry_id, "dead", self._dead_letter(job, error))
+
+    def _dead_letter(self, job: Job, error: BaseException) -> str:
+        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        return DeadLetter(job=job, error=text, failed_at=time.time(), worker=self.worker_id).model_dump_json()
 
     async def _release(self, entry_id: str, job: Job) -> None:
         running = self._running.get(entry_id)
@@ -386,7 +472,7 @@ class Consumer:
             owned = await self._finish_script(keys=keys, args=args)
         except (RedisError, OSError) as exc:
             # Still pending under our name: redelivered after the visibility
-            # timeout, and PostLedger keeps the second run from posting again.
+            # timeout, and the post ledger keeps the second run from posting again.
             log.error("worker %s could not %s entry %s: %s", self.worker_id, action, entry_id, exc)
             return
         if not owned:
@@ -446,23 +532,10 @@ class Consumer:
                 await self._stopping.wait()
 
 
-async def run_worker(handler: Handler, *, on_dead: OnDead, redis_url: str, concurrency: int = 4, **options: Any) -> None:
-    """Runs a Consumer until SIGTERM or SIGINT; `options` are Consumer's keyword arguments."""
-    consumer = Consumer(handler, redis_url=redis_url, on_dead=on_dead, concurrency=concurrency, **options)
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, consumer.stop)
-    try:
-        await consumer.run()
-    finally:
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(signum)
-
-
 async def _cancel_and_wait(tasks: list[asyncio.Task[Any]]) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-__all__ = ["Consumer", "Handler", "OnDead", "run_worker"]
+__all__ = ["Consumer", "Handler", "OnDead"]

@@ -1,4 +1,7 @@
-"""The worker: the one place that wires the stages together for a job.
+"""The job handlers: what a worker does with each kind of job, wiring the stages together.
+
+The Consumer (bot.jobs.consumer) hands each job to `JobHandlers.handle`, and
+a job that failed for good to `JobHandlers.on_dead`.
 
 A job arrives at least once (bot.jobs.queue); everything it does in Slack happens
 exactly once because every post goes through the Poster (bot.slack.posting),
@@ -39,15 +42,15 @@ from bot import metrics
 from bot.answer.backends import LLMError
 from bot.answer.pipeline import Pipeline
 from bot.config import Settings
-from bot.jobs.queue import Job, PostLedger, QueueUnavailable, Transient
+from bot.jobs.queue import Job, QueueUnavailable, Transient
 from bot.jobs.source_changes import note_source_changes
 from bot.logs import about_question
-from bot.models import Answer, Outcome, Question
+from bot.models import Answer, Outcome, Question, SlackQuestion
 from bot.review.desk import ReviewDesk
 from bot.slack import render
 from bot.slack.calls import SlackError, SlackFailed, best_effort
 from bot.slack.event_text import question_text
-from bot.slack.posting import Poster
+from bot.slack.posting import Poster, PostLedger
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.records import AnswerRecord, Records
 
@@ -67,7 +70,9 @@ class BudgetSpent(Exception):
 
 
 @dataclass
-class Worker:
+class JobHandlers:
+    """One handler per job kind, and what happens when a job fails for good."""
+
     settings: Settings
     slack: AsyncWebClient
     pipeline: Pipeline
@@ -106,7 +111,7 @@ class Worker:
                 await self.reviews.decision_failed(job, error)
 
     async def _answer_failed(self, job: Job, error: BaseException) -> None:
-        question = Question.model_validate(job.payload["question"])
+        question = SlackQuestion.model_validate(job.payload["question"])
         if isinstance(error, SlackFailed):
             # Slack refused the reply itself (the bot left the channel, a
             # missing scope): another post there fails the same way.
@@ -115,29 +120,29 @@ class Worker:
         if isinstance(error, SlackError):
             await self._post_stored_reply(question, error)
             return
-        if not await self.poster.may_post(question.id, self._channel_of(question), self._thread_of(question)):
+        if not await self.poster.may_post(question.id, question.channel, question.reply_thread_ts):
             return
         await self._reply_with_apology(question, error)
 
-    async def _post_stored_reply(self, question: Question, error: SlackError) -> None:
+    async def _post_stored_reply(self, question: SlackQuestion, error: SlackError) -> None:
         """Slack stayed unavailable past all tries: the reply the question earned,
         if it was made, gets one more chance; an apology would blame the model."""
         record = await self.records.answer(question.id)
         if record is None or record.message is None:
             log.error("question %s not answered: Slack stayed unavailable (%s)", question.id, error.code)
             return
-        channel, thread = self._channel_of(question), self._thread_of(question)
+        channel, thread = question.channel, question.reply_thread_ts
         if await self.poster.may_post(question.id, channel, thread):
             await self.poster.post(question.id, channel, thread, record.message, what="post the stored reply")
             log.info("stored reply posted after Slack failed (%s)", error.code)
 
-    async def _reply_with_apology(self, question: Question, error: BaseException) -> None:
+    async def _reply_with_apology(self, question: SlackQuestion, error: BaseException) -> None:
         """The apology, with the claim on the question's post held by the caller."""
         if isinstance(error, ModelUnavailable | BudgetSpent):
             msg = render.error_message(language=question.language)
         else:
             msg = render.failure_message(language=question.language)
-        await self.poster.post(question.id, self._channel_of(question), self._thread_of(question), msg, what="post the apology")
+        await self.poster.post(question.id, question.channel, question.reply_thread_ts, msg, what="post the apology")
         metrics.QUESTIONS.labels(outcome="error").inc()
         await self._audit(question, error=error)
         await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
@@ -145,15 +150,14 @@ class Worker:
     # ---------------------------------------------------------------- answer
 
     async def answer(self, job: Job) -> None:
-        question = Question.model_validate(job.payload["question"])
-        channel, thread = self._channel_of(question), self._thread_of(question)
+        question = SlackQuestion.model_validate(job.payload["question"])
+        channel, thread = question.channel, question.reply_thread_ts
         if not await self.poster.may_post(question.id, channel, thread):
             # A redelivery of a job that posted (or whose doubtful post was found):
             # the try that posted may not have lived to take its 👀 back.
             await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
             return
-        if question.ts:
-            await best_effort(self.slack.reactions_add(channel=channel, timestamp=question.ts, name=PROGRESS_REACTION))
+        await best_effort(self.slack.reactions_add(channel=channel, timestamp=question.ts, name=PROGRESS_REACTION))
         question = await self._with_thread_history(question, job.payload.get("bot_user_id"))
         try:
             answer = await self._generate(question)
@@ -249,7 +253,7 @@ class Worker:
             return render.refusal_message(language=language, question_limit=limit)
         return render.answer_message(answer, language=language, ref=question.id)
 
-    async def _audit(self, question: Question, answer: Answer | None = None, *, error: BaseException | None = None) -> None:
+    async def _audit(self, question: SlackQuestion, answer: Answer | None = None, *, error: BaseException | None = None) -> None:
         """After the post: the reply is in Slack already, so a lost audit entry is
         logged, not retried (a retry would find the post recorded and stop)."""
         if self.audit is None:
@@ -261,38 +265,24 @@ class Worker:
             log.error("audit entry of question %s not recorded: %s", question.id, exc)
 
     async def source_changed(self, job: Job) -> None:
-        await note_source_changes(job, slack=self.slack, records=self.records, ledger=self.ledger, audit=self.audit)
+        await note_source_changes(job, slack=self.slack, records=self.records, audit=self.audit)
 
     async def help(self, job: Job) -> None:
-        question = Question.model_validate(job.payload["question"])
-        channel, thread = self._channel_of(question), self._thread_of(question)
+        question = SlackQuestion.model_validate(job.payload["question"])
+        channel, thread = question.channel, question.reply_thread_ts
         if await self.poster.may_post(question.id, channel, thread):
             await self.poster.post(question.id, channel, thread, render.help_message(language=question.language),
                                    what="post the help message")
 
-    # ---------------------------------------------------------------- posting
+    # ---------------------------------------------------------------- thread history
 
-    @staticmethod
-    def _channel_of(question: Question) -> str:
-        """Where a question from Slack is answered; questions reach workers only from Slack."""
-        if question.channel is None:
-            raise ValueError(f"question {question.id} has no Slack channel to answer in")
-        return question.channel
-
-    @staticmethod
-    def _thread_of(question: Question) -> str | None:
-        """Channels: always in a thread. DMs: in the DM itself, unless the question was in a thread."""
-        if question.is_dm:
-            return question.thread_ts
-        return question.thread_ts or question.ts
-
-    async def _with_thread_history(self, question: Question, bot_user_id: str | None) -> Question:
+    async def _with_thread_history(self, question: SlackQuestion, bot_user_id: str | None) -> SlackQuestion:
         """A follow-up ("and for part-timers?") takes the thread's earlier questions along."""
         if not question.thread_ts or question.thread_ts == question.ts or question.history:
             return question
         try:
             resp = await self.slack.conversations_replies(
-                channel=self._channel_of(question), ts=question.thread_ts, limit=THREAD_HISTORY_MESSAGES * 3
+                channel=question.channel, ts=question.thread_ts, limit=THREAD_HISTORY_MESSAGES * 3
             )
         except Exception as exc:  # noqa: BLE001 - history is a nicety; answer without it
             log.warning("no thread history for question %s: %s", question.id, exc)
@@ -302,7 +292,7 @@ class Worker:
             question_text(m.get("text") or "", bot_user_id).strip()
             for m in messages
             if not m.get("bot_id") and isinstance(m.get("text"), str)
-            and float(m.get("ts", 0)) < float(question.ts or time.time())
+            and float(m.get("ts", 0)) < float(question.ts)
         ]
         history = [text for text in earlier if text][-THREAD_HISTORY_MESSAGES:]
         return question.model_copy(update={"history": history})

@@ -30,15 +30,7 @@ from redis.exceptions import RedisError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.i18n import Key, message
-from bot.jobs.queue import (
-    Job,
-    JobQueue,
-    PostLedger,
-    QueueUnavailable,
-    Transient,
-    connect,
-    redis_location,
-)
+from bot.jobs.queue import Job, JobQueue, QueueUnavailable, Transient, connect, redis_location
 from bot.slack.blockkit import (
     MAX_FALLBACK_CHARS,
     MAX_MESSAGE_BLOCKS,
@@ -167,12 +159,10 @@ def with_source_notes(original: dict[str, Any], notes: dict[str, str], language:
     return {**original, "text": text, "blocks": blocks}
 
 
-async def note_source_changes(
-    job: Job, *, slack: AsyncWebClient, records: Records, ledger: PostLedger, audit: AuditTrail | None
-) -> None:
+async def note_source_changes(job: Job, *, slack: AsyncWebClient, records: Records, audit: AuditTrail | None) -> None:
     """Handles a `source_changed` job: the note under the posted answer, once."""
     qid = job.payload["answer_id"]
-    changes = [SourceChange(**c) for c in job.payload["changes"]]
+    changes = [SourceChange(entry_id=c["entry_id"], n=c["n"], change=c["change"]) for c in job.payload["changes"]]
     lock = keys.source_note_lock_key(qid)
     # Two rebuilds in a row may give two jobs for one answer: each rewrites
     # the whole message, so they take turns instead of overwriting each other.
@@ -189,7 +179,7 @@ async def note_source_changes(
                 notes[str(c.n)] = c.change
         if notes == record.source_notes:
             return  # this change is noted already
-        where = await _posted_at(qid, ledger, audit)
+        where = await _posted_at(qid, audit)
         if where is None:
             log.info("source note for %s dropped: where its answer was posted is no longer known", qid)
             return
@@ -207,12 +197,10 @@ async def note_source_changes(
         await records.redis.eval(RELEASE_LUA, 1, lock, job.id)  # type: ignore[misc]
 
 
-async def _posted_at(qid: str, ledger: PostLedger, audit: AuditTrail | None) -> tuple[str, str] | None:
-    posted = await ledger.posted(qid)
-    if posted is not None:
-        return posted.channel, posted.ts
+async def _posted_at(qid: str, audit: AuditTrail | None) -> tuple[str, str] | None:
+    """(channel, ts) of the answer's message, from its audit entry: the post record
+    that makes posting exactly-once lives only a week (bot.store.keys says why)."""
     entry = await audit.get(qid) if audit is not None else None
     if entry is not None and entry.posted_channel and entry.posted_ts:
         return entry.posted_channel, entry.posted_ts
     return None
-

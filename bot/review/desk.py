@@ -27,12 +27,12 @@ from bot.answer.assemble import render_citations_text, render_claims_text
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.config import Settings
 from bot.i18n import Key, message
-from bot.jobs.queue import Job, PostLedger
-from bot.models import Answer, Claim, Evidence, Outcome, Question, Source
+from bot.jobs.queue import Job
+from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
 from bot.slack import render
 from bot.slack.blockkit import escape
 from bot.slack.calls import SlackError, SlackFailed, call
-from bot.slack.posting import Poster
+from bot.slack.posting import Poster, PostLedger
 from bot.slack.render_text import phrase
 from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
 from kb_index import ChunkResult
@@ -60,15 +60,15 @@ class ReviewDesk:
 
     # ------------------------------------------------------------ opening
 
-    async def open_review(self, question: Question, answer: Answer) -> ReviewRecord:
+    async def open_review(self, question: SlackQuestion, answer: Answer) -> ReviewRecord:
         """The uncertain answer's draft becomes a review card in the review channel."""
         record = await self.records.review(review_id_for(question.id)) or ReviewRecord(
             review_id=review_id_for(question.id),
             question_id=question.id,
             question=question.text,
             language=question.language,
-            channel=question.channel or "",
-            thread_ts=question.thread_ts or (None if question.is_dm else question.ts),
+            channel=question.channel,
+            thread_ts=question.reply_thread_ts,
             is_dm=question.is_dm,
             asker=None if question.is_dm else question.user,
             draft=answer.draft or "",

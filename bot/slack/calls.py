@@ -40,6 +40,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
 from bot.jobs.queue import Transient
+from kb_index.retry import parse_retry_after
 
 T = TypeVar("T")
 
@@ -125,12 +126,9 @@ async def best_effort(awaitable: Awaitable[Any]) -> None:
 
 
 def _retry_after(headers: Any) -> float | None:
+    # slack_sdk hands headers over as a plain dict, its values sometimes lists.
     for name in ("Retry-After", "retry-after"):
         value = (headers or {}).get(name)
         if value:
-            value = value[0] if isinstance(value, list) else value
-            try:
-                return float(value)
-            except ValueError:
-                return None
+            return parse_retry_after(value[0] if isinstance(value, list) else value)
     return None

@@ -24,7 +24,7 @@ from bot.channels import ChannelsConfig
 from bot.config import Settings
 from bot.jobs.queue import Job, JobQueue
 from bot.logs import about_question
-from bot.models import Question, clip_question
+from bot.models import SlackQuestion, clip_question
 from bot.slack import render
 from bot.slack.calls import make_client
 from bot.slack.event_text import question_text, scrubbed
@@ -62,7 +62,7 @@ def create_app(deps: AppDeps) -> AsyncApp:
 # ---------------------------------------------------------------- events
 
 
-def make_question(event: dict[str, Any], deps: AppDeps, *, is_dm: bool, bot_user_id: str | None = None) -> Question | None:
+def make_question(event: dict[str, Any], deps: AppDeps, *, is_dm: bool, bot_user_id: str | None = None) -> SlackQuestion | None:
     """The question an event asks, or None for an event there is nothing to answer into.
 
     Slack retries an event it got a 500 for, with the same body, so an odd
@@ -79,7 +79,7 @@ def make_question(event: dict[str, Any], deps: AppDeps, *, is_dm: bool, bot_user
     raw = question_text(_string(event.get("text")) or "", bot_user_id)
     text, truncated = clip_question(raw, settings.max_question_chars)
     policy = deps.channels.policy(channel, is_dm=is_dm)
-    return Question(
+    return SlackQuestion(
         id=f"{channel}:{ts}",
         text=text,
         language=policy.language or guess_language(text, default=settings.language),
@@ -109,7 +109,7 @@ def bot_user_id_of(context: Any, body: dict[str, Any]) -> str | None:
 
 
 async def enqueue_question(
-    question: Question | None, body: dict[str, Any], deps: AppDeps, *, bot_user_id: str | None = None
+    question: SlackQuestion | None, body: dict[str, Any], deps: AppDeps, *, bot_user_id: str | None = None
 ) -> None:
     if question is None:
         metrics.EVENTS.labels(result="ignored").inc()

@@ -32,9 +32,9 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
 from redis.typing import EncodableT
 
-from bot.jobs.queue import PostRecord
-from bot.models import Answer, Outcome, Question, Violation
+from bot.models import Answer, Outcome, SlackQuestion, Violation
 from bot.store import keys
+from bot.store.records import PostRecord
 from bot.terminal import clean
 
 log = logging.getLogger(__name__)
@@ -93,8 +93,9 @@ class AuditEntry(BaseModel):
     cited: list[CitedChunk] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     answerability: dict[str, Any] | None = None  # why the question went to the model, or was refused before it
-    # Where the reply went (from the PostLedger), kept here because the ledger
-    # forgets after a week and a source note may come a month later.
+    # Where the reply went, copied from the post record, which lives only as
+    # long as its job may run: this is where it is read from afterwards
+    # (bot.store.keys says why).
     posted_channel: str | None = None
     posted_ts: str | None = None
     error: str | None = None
@@ -108,7 +109,7 @@ class AuditEntry(BaseModel):
 
 
 def audit_entry(
-    question: Question,
+    question: SlackQuestion,
     answer: Answer | None = None,
     *,
     posted: PostRecord | None = None,

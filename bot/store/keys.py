@@ -2,8 +2,22 @@
 
 One place, so that an operator reading Redis, or a developer adding a key,
 sees the whole picture. bot.jobs.queue's docstring explains the delivery protocol
-the queue keys implement; their lifetimes are set there, next to the other
-queue timings.
+the queue keys implement; their lifetimes are set there and in bot.jobs.consumer,
+next to the other queue timings.
+
+Where an answer was posted (channel and message ts) is written twice, for two
+uses with two lifetimes, and read from one place per use:
+
+- the post record (POSTED_PREFIX, bot.slack.posting `PostLedger`) makes
+  posting exactly-once: the next run of a job reads it and does not post
+  again. It is needed only while a job may still run: POSTED_TTL_S.
+- the audit entry (AUDIT_STREAM, bot.store.audit) copies channel and ts from
+  the post record right after the post, and keeps them AUDIT_HORIZON_S. It is
+  the record of where an answer went for everything after its job: `citebot
+  audit show`, and the note on an answer whose source changed
+  (bot.jobs.source_changes), which may come up to CITED_BY_WINDOW_S later.
+
+The answer record (ANSWER_PREFIX) does not hold where it was posted.
 """
 
 from __future__ import annotations
@@ -24,11 +38,19 @@ DELAYED_ZSET = PREFIX + "jobs:delayed"
 DEAD_LIST = PREFIX + "jobs:dead"
 DEDUPE_PREFIX = PREFIX + "dedupe:"  # + dedupe id (Slack event id)
 HEARTBEAT_PREFIX = PREFIX + "worker:"  # + worker id
-POSTED_PREFIX = PREFIX + "posted:"  # + question id: the post that was made
-POST_CLAIM_PREFIX = PREFIX + "post-claim:"  # + question id: a post is being made
-# + question id: until when the message of its last chat.postMessage may still
+
+# ---------------------------------------------------------------- posting once (bot.slack.posting)
+
+# The post key is a question id, or a review card's or decision's key.
+POSTED_PREFIX = PREFIX + "posted:"  # + post key: the post that was made
+POST_CLAIM_PREFIX = PREFIX + "post-claim:"  # + post key: a post is being made
+# + post key: until when the message of its last chat.postMessage may still
 # show up in Slack, when that post's outcome is unknown (a timeout, a 5xx).
 POST_ATTEMPT_PREFIX = PREFIX + "post-attempt:"
+# Redelivery comes within minutes, but an operator may replay a dead letter
+# days later: the post record must outlive that. Past the job, the audit
+# entry says where the answer went (see the docstring).
+POSTED_TTL_S = 7 * 24 * 3600
 
 # ---------------------------------------------------------------- records
 
@@ -106,16 +128,16 @@ def heartbeat_key(worker_id: str) -> str:
     return HEARTBEAT_PREFIX + worker_id
 
 
-def posted_key(question_id: str) -> str:
-    return POSTED_PREFIX + question_id
+def posted_key(post_key: str) -> str:
+    return POSTED_PREFIX + post_key
 
 
-def post_claim_key(question_id: str) -> str:
-    return POST_CLAIM_PREFIX + question_id
+def post_claim_key(post_key: str) -> str:
+    return POST_CLAIM_PREFIX + post_key
 
 
-def post_attempt_key(question_id: str) -> str:
-    return POST_ATTEMPT_PREFIX + question_id
+def post_attempt_key(post_key: str) -> str:
+    return POST_ATTEMPT_PREFIX + post_key
 
 
 def audit_question_key(question_id: str) -> str:

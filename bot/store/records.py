@@ -1,5 +1,8 @@
-"""What the bot remembers in Redis besides the queue: posted answers, reviews, feedback.
+"""What the bot remembers in Redis besides the queue: posts, posted answers, reviews, feedback.
 
+- A post record says that the message for a key (a question, a review card,
+  a review decision) is in Slack, and where: written by the post ledger
+  (bot.slack.posting) right after the post, read back by the next run of the job.
 - An answer record lets the web process open the Sources modal when someone
   clicks the button: the modal must open within Slack's 3-second trigger
   window, so the passages come from Redis, not from a new search.
@@ -26,13 +29,19 @@ from bot.models import Source, Violation
 from bot.store import keys
 
 
+class PostRecord(BaseModel):
+    question_id: str  # the post's key: a question id, or a review card's or decision's key
+    channel: str
+    ts: str
+    posted_at: float
+
+
 class AnswerRecord(BaseModel):
     answer_id: str
     question_id: str
     question: str
     language: str
     channel: str
-    ts: str | None = None  # the posted message
     thread_ts: str | None = None
     is_dm: bool = False
     asker: str | None = None  # who asked: a 👎 card names them apart from who flagged the answer
