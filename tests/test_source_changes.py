@@ -149,6 +149,15 @@ async def test_the_note_finds_the_answer_through_the_audit_trail_after_the_ledge
     assert update.body["ts"] == ts
 
 
+async def test_where_the_answer_went_is_read_from_its_audit_entry_alone(desk):
+    await desk.post_answer("C:1")
+    await desk.redis.delete(keys.audit_question_key("C:1"))  # an audit entry that was never recorded
+    await desk.run(job("C:1", ("hb-pto-01", 1, "changed")))
+    assert await desk.ledger.posted("C:1") is not None  # the post record alone does not count
+    assert desk.slack_server.calls("chat.update") == []
+    assert (await desk.records.answer("C:1")).source_notes == {}
+
+
 async def test_two_jobs_for_one_answer_take_turns(desk):
     await desk.post_answer("C:1")
     await desk.redis.set(keys.source_note_lock_key("C:1"), "another-job")

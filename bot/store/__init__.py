@@ -1,1 +1,1 @@
-"""What citebot keeps in Redis besides the queue: key names, answer and review records, the audit trail."""
+"""What citebot keeps in Redis besides the queue: key names, post, answer and review records, the audit trail."""
