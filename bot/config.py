@@ -92,6 +92,29 @@ def normalize_llm_url(value: str) -> str:
     return _LLM_URL_SUFFIXES.sub("", url) or url
 
 
+# Token kinds by prefix (Slack's token types doc): a bot token pasted as the app
+# token, or the reverse, fails at start instead of in a reconnect loop.
+_TOKEN_KINDS = {"xoxb-": "a bot token", "xapp-": "an app-level token", "xoxp-": "a user token", "xoxe": "a refresh token"}
+
+
+def _token(value: str, prefix: str, where: str) -> str:
+    token = value.strip()
+    # With token rotation on, Slack hands out "xoxe.xoxb-…" access tokens.
+    if token.startswith(prefix) or token.startswith("xoxe." + prefix):
+        return token
+    kind = next((name for p, name in _TOKEN_KINDS.items() if token.startswith(p)), None)
+    got = f"this is {kind}" if kind else "this is not a Slack token"
+    raise _fail(f"must start with {prefix} ({got}; the right one is under {where})")
+
+
+def _bot_token(value: str) -> str:
+    return _token(value, "xoxb-", "OAuth & Permissions → Bot User OAuth Token")
+
+
+def _app_token(value: str) -> str:
+    return _token(value, "xapp-", "Basic Information → App-Level Tokens")
+
+
 def _one_of(choices: tuple[str, ...]) -> BeforeValidator:
     """For a field that takes one of a few words, in any case."""
     return BeforeValidator(lambda value: _choice(value, choices))
@@ -113,9 +136,15 @@ class Settings(BaseSettings):
         env_ignore_empty=True,  # `CITEBOT_REVIEW_CHANNEL=` in a copied .env.example means "unset"
     )
 
-    slack_bot_token: str | None = Field(None, validation_alias="SLACK_BOT_TOKEN", repr=False)
+    slack_bot_token: Annotated[str | None, _optional(_bot_token)] = Field(
+        None, validation_alias="SLACK_BOT_TOKEN", repr=False
+    )
     slack_signing_secret: str | None = Field(None, validation_alias="SLACK_SIGNING_SECRET", repr=False)
-    slack_app_token: str | None = Field(None, validation_alias="SLACK_APP_TOKEN", repr=False)
+    slack_app_token: Annotated[str | None, _optional(_app_token)] = Field(
+        None, validation_alias="SLACK_APP_TOKEN", repr=False
+    )
+    # How long /healthz stays 200 while Socket Mode is not connected (a reconnect takes seconds).
+    socket_mode_grace_s: float = Field(30.0, validation_alias="CITEBOT_SOCKET_MODE_GRACE_S")
     slack_api_url: str = Field("https://slack.com/api/", validation_alias="CITEBOT_SLACK_API_URL")
     redis_url: str = Field("redis://localhost:6379/0", validation_alias="CITEBOT_REDIS_URL")
     kb_dir: Path = Field(BUNDLED_KB_DIR, validation_alias="CITEBOT_KB_DIR")
@@ -155,7 +184,7 @@ class Settings(BaseSettings):
     def _check_positive(cls, value: Any) -> int:
         return _positive_int(value)
 
-    @field_validator("llm_timeout", "question_budget_s", mode="before")
+    @field_validator("llm_timeout", "question_budget_s", "socket_mode_grace_s", mode="before")
     @classmethod
     def _check_timeout(cls, value: Any) -> float:
         return _seconds(value, allow_zero=False)
@@ -241,15 +270,26 @@ class Settings(BaseSettings):
     def socket_mode(self) -> bool:
         return bool(self.slack_app_token)
 
-    def require_slack(self) -> tuple[str, str]:
-        """`serve` and `worker` call this first: Slack credentials are needed there only.
-
-        Returns (bot token, signing secret)."""
+    def require_bot_token(self) -> str:
+        """`serve` and `worker` both call Slack's Web API; nothing else needs a token."""
         if not self.slack_bot_token:
             raise ConfigError("SLACK_BOT_TOKEN: required for serve and worker (not set)")
+        return self.slack_bot_token
+
+    def require_web(self) -> tuple[str, str | None]:
+        """What `serve` needs: the bot token, and the signing secret in HTTP mode only
+        (in Socket Mode no request comes over HTTP, so there is nothing to verify).
+
+        Returns (bot token, signing secret or None)."""
+        token = self.require_bot_token()
+        if self.socket_mode:
+            return token, None
         if not self.slack_signing_secret:
-            raise ConfigError("SLACK_SIGNING_SECRET: required for serve and worker (not set)")
-        return self.slack_bot_token, self.slack_signing_secret
+            raise ConfigError(
+                "SLACK_SIGNING_SECRET: required for serve in HTTP mode (not set);"
+                " or set SLACK_APP_TOKEN to use Socket Mode"
+            )
+        return token, self.slack_signing_secret
 
 
 def _env_name(loc: tuple[Any, ...]) -> str | None:
@@ -262,6 +302,12 @@ def _env_name(loc: tuple[Any, ...]) -> str | None:
     return key.upper()
 
 
+def _is_secret(loc: tuple[Any, ...]) -> bool:
+    """Fields kept out of repr are secrets: a wrong one is not echoed into the error line either."""
+    key = str(loc[0]) if loc else ""
+    return any(f.repr is False and key in (name, f.validation_alias) for name, f in Settings.model_fields.items())
+
+
 def _one_line(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors(include_url=False):
@@ -270,7 +316,7 @@ def _one_line(exc: ValidationError) -> str:
         if name is None:  # cross-field checks already name their variable
             lines.append(msg)
             continue
-        shown = error.get("input")
+        shown = None if _is_secret(error.get("loc", ())) else error.get("input")
         got = f" (got {str(shown)!r})" if shown is not None and not isinstance(shown, dict) else ""
         lines.append(f"{name}: {msg}{got}")
     return "; ".join(lines)

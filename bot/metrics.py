@@ -37,6 +37,11 @@ QUEUE_JOBS = Gauge("citebot_queue_jobs", "Jobs in the queue, by state", ["state"
 WORKERS_ALIVE = Gauge("citebot_workers_alive", "Workers whose heartbeat has not expired", registry=REGISTRY)
 REDIS_UP = Gauge("citebot_redis_up", "1 if Redis answered the last scrape's queue read", registry=REGISTRY)
 
+SOCKET_MODE_CONNECTED = Gauge(
+    "citebot_socket_mode_connected", "1 while the web process's Socket Mode connection to Slack is up",
+    registry=REGISTRY,
+)
+
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from slack_bolt.async_app import AsyncApp
 
 from bot.answer.backends import make_backend
 from bot.answer.pipeline import Pipeline
@@ -28,7 +29,9 @@ from bot.review.desk import ReviewDesk
 from bot.slack.calls import make_client
 from bot.slack.listeners import AppDeps, create_app
 from bot.slack.posting import PostLedger
-from bot.slack.web import create_metrics_app, create_web_app
+from bot.slack.socket_mode import SocketModeWatch
+from bot.slack.startup import check_app_token, check_bot_token, resolve_review_channel
+from bot.slack.web import EVENTS_PATH, create_metrics_app, create_web_app
 from bot.store.audit import AuditTrail
 from bot.store.records import Records
 from kb_index import Retriever
@@ -57,38 +60,64 @@ async def health_report(redis, index_dir: Path) -> dict:
 
 async def run_web(settings: Settings, *, host: str, port: int) -> None:
     """`citebot serve`: until SIGTERM or SIGINT."""
-    _, signing_secret = settings.require_slack()
+    _, signing_secret = settings.require_web()
     channels = load_channels(settings.channels_file)
+    settings = await _checked_with_slack(settings, socket_mode=settings.socket_mode)
     async with AsyncExitStack() as stack:
         queue = await stack.enter_async_context(JobQueue(settings.redis_url))
         redis = connect(settings.redis_url, timeout=REDIS_TIMEOUT_S)
         stack.push_async_callback(redis.aclose)
         bolt = create_app(AppDeps(settings=settings, queue=queue, records=Records(redis), channels=channels))
-        web_app = create_web_app(
-            bolt,
-            signing_secret=signing_secret,
-            health=lambda: health_report(redis, settings.index_dir),
-            queue=queue,
-        )
+        socket_watch = await _connect_socket_mode(stack, bolt, settings) if settings.socket_mode else None
+
+        async def health() -> dict:
+            report = await health_report(redis, settings.index_dir)
+            if socket_watch is not None:
+                socket = socket_watch.report()
+                report.update(socket_mode=socket["socket_mode"], ok=report["ok"] and socket["ok"])
+            return report
+
+        web_app = create_web_app(bolt, signing_secret=signing_secret, health=health, queue=queue)
         runner = web.AppRunner(web_app, access_log=None)
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
         await web.TCPSite(runner, host, port).start()
-        log.info("serving on http://%s:%d (events at /slack/events)", host, port)
-        if settings.socket_mode:
-            from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
-            handler = AsyncSocketModeHandler(bolt, settings.slack_app_token)
-            await handler.connect_async()
-            stack.push_async_callback(handler.close_async)
-            log.info("connected to Slack in Socket Mode")
+        if signing_secret:
+            log.info("serving on http://%s:%d (Slack events and interactivity at %s)", host, port, EVENTS_PATH)
+        else:
+            log.info("serving /healthz and /metrics on http://%s:%d; Slack events come over Socket Mode", host, port)
         await _until_signalled()
+
+
+async def _checked_with_slack(settings: Settings, *, socket_mode: bool) -> Settings:
+    """The start-up checks of bot.slack.startup; the settings with the review channel as its ID."""
+    slack = make_client(settings.require_bot_token(), settings.slack_api_url)
+    identity = await check_bot_token(slack)
+    if socket_mode and settings.slack_app_token:
+        await check_app_token(slack, settings.slack_app_token)
+    review_channel = await resolve_review_channel(slack, settings.review_channel, identity)
+    return settings.model_copy(update={"review_channel": review_channel})
+
+
+async def _connect_socket_mode(stack: AsyncExitStack, bolt: AsyncApp, settings: Settings) -> SocketModeWatch:
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+    handler = AsyncSocketModeHandler(bolt, settings.slack_app_token)
+    watch = SocketModeWatch(handler.client.is_connected, grace_s=settings.socket_mode_grace_s)
+    # The first connection is made in the background: slack_sdk retries it for
+    # ever, and the watch (logs, metric, /healthz) is what says it is not up.
+    connecting = asyncio.create_task(handler.connect_async(), name="socket-mode-connect")
+    stack.push_async_callback(handler.close_async)
+    stack.callback(connecting.cancel)
+    watch.start()
+    stack.push_async_callback(watch.stop)
+    return watch
 
 
 async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int = 0, **consumer_options: Any) -> None:
     """`citebot worker`: until SIGTERM or SIGINT, then in-flight jobs get the Consumer's
     shutdown grace; `consumer_options` are the Consumer's keyword arguments."""
-    settings.require_slack()
+    settings = await _checked_with_slack(settings, socket_mode=False)
     async with AsyncExitStack() as stack:
         if metrics_port:
             await _serve_metrics(stack, metrics_port)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -168,20 +169,50 @@ def test_slack_api_url_gets_trailing_slash():
 def test_slack_is_optional_until_required():
     s = load_settings(env_file=None)
     with pytest.raises(ConfigError, match=r"^SLACK_BOT_TOKEN: required for serve and worker"):
-        s.require_slack()
+        s.require_bot_token()
+    with pytest.raises(ConfigError, match=r"^SLACK_BOT_TOKEN: required for serve and worker"):
+        s.require_web()
 
 
-def test_require_slack_names_the_missing_secret():
+def test_serve_in_http_mode_names_the_missing_signing_secret():
     s = load_settings(env_file=None, SLACK_BOT_TOKEN="xoxb-1")
-    with pytest.raises(ConfigError, match=r"^SLACK_SIGNING_SECRET: "):
-        s.require_slack()
+    with pytest.raises(ConfigError, match=r"^SLACK_SIGNING_SECRET: required for serve in HTTP mode"):
+        s.require_web()
 
 
-def test_require_slack_passes_with_both_and_socket_mode_follows_app_token():
+def test_the_worker_and_socket_mode_need_no_signing_secret():
+    worker = load_settings(env_file=None, SLACK_BOT_TOKEN="xoxb-1")
+    assert worker.require_bot_token() == "xoxb-1"
+    socket = load_settings(env_file=None, SLACK_BOT_TOKEN="xoxb-1", SLACK_APP_TOKEN="xapp-1")
+    assert socket.socket_mode is True
+    assert socket.require_web() == ("xoxb-1", None)
+
+
+def test_http_mode_returns_both_credentials():
     s = load_settings(env_file=None, SLACK_BOT_TOKEN="xoxb-1", SLACK_SIGNING_SECRET="sec")
-    s.require_slack()
+    assert s.require_web() == ("xoxb-1", "sec")
     assert s.socket_mode is False
-    assert load_settings(env_file=None, SLACK_APP_TOKEN="xapp-1").socket_mode is True
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("SLACK_BOT_TOKEN", "xapp-1-A1-2-abc", r"^SLACK_BOT_TOKEN: must start with xoxb- \(this is an app-level token;"),
+        ("SLACK_BOT_TOKEN", "xoxp-1-2", r"^SLACK_BOT_TOKEN: must start with xoxb- \(this is a user token;"),
+        ("SLACK_BOT_TOKEN", "8f14e45fceea167a", r"^SLACK_BOT_TOKEN: must start with xoxb- \(this is not a Slack token;"),
+        ("SLACK_APP_TOKEN", "xoxb-1-2-abc", r"^SLACK_APP_TOKEN: must start with xapp- \(this is a bot token;"),
+    ],
+)
+def test_a_token_of_the_wrong_kind_is_refused_with_where_to_find_the_right_one(name, value, expected):
+    message = config_error(**{name: value})
+    assert re.match(expected, message), message
+    assert value not in message  # a token never reaches a log line, even a wrong one
+
+
+def test_rotating_tokens_keep_their_kind():
+    s = load_settings(env_file=None, SLACK_BOT_TOKEN="xoxe.xoxb-1-abc", SLACK_APP_TOKEN=" xapp-1-A1 ")
+    assert s.slack_bot_token == "xoxe.xoxb-1-abc"
+    assert s.slack_app_token == "xapp-1-A1"
 
 
 def test_secrets_stay_out_of_repr():

@@ -19,11 +19,14 @@ def _run_service(coro) -> int:
 
     from bot.channels import ChannelsError
     from bot.jobs.queue import QueueUnavailable
+    from bot.slack.startup import StartupError
 
     try:
         asyncio.run(coro)
     except (ConfigError, ChannelsError) as exc:
         raise CliError(f"configuration error: {exc}", EXIT_USAGE) from None
+    except StartupError as exc:
+        raise CliError(str(exc), EXIT_FAILED) from None
     except QueueUnavailable as exc:
         raise CliError(f"{str(exc).rstrip('.')} (is Redis running at CITEBOT_REDIS_URL?)", EXIT_FAILED) from None
     return EXIT_OK
@@ -42,7 +45,7 @@ def cmd_worker(args, settings: Settings) -> int:
     if args.concurrency < 1:
         raise CliError("--concurrency must be at least 1", EXIT_USAGE)
     try:
-        settings.require_slack()  # before indexing: a missing token should not wait for a build
+        settings.require_bot_token()  # before indexing: a missing token should not wait for a build
     except ConfigError as exc:
         raise CliError(f"configuration error: {exc}", EXIT_USAGE) from None
     _logging("worker")
