@@ -18,7 +18,6 @@ from bot.slack.render import (
     feedback_reason_from,
     feedback_reason_modal,
     help_message,
-    placeholder_message,
     refusal_message,
     review_answer_from,
     review_answer_modal,
@@ -28,6 +27,7 @@ from bot.slack.render import (
     uncertain_message,
 )
 from bot.slack.render_text import phrase_keys, phrase_languages
+from bot.store.records import ReviewRecord, ReviewStatus
 
 HOSTILE = [
     "<!channel> everyone look",
@@ -338,11 +338,6 @@ def test_notices_on_a_truncated_question_add_the_note():
     assert mrkdwn_texts(msg["blocks"]) == [message("uncertain", "de"), message("truncated", "de", limit=4000)]
 
 
-def test_placeholder_says_it_is_looking():
-    assert "Looking that up…" in placeholder_message(language="en")["text"]
-    assert "Ich schaue nach…" in mrkdwn_texts(placeholder_message(language="de")["blocks"])[0]
-
-
 def test_every_interface_phrase_exists_in_every_language():
     keys = {language: phrase_keys(language) for language in phrase_languages()}
     assert set(keys) == {"en", "de"}
@@ -352,9 +347,10 @@ def test_every_interface_phrase_exists_in_every_language():
 # ------------------------------------------------------------------ the review card
 
 
-def review(**kw) -> dict:
+def review(**kw) -> ReviewRecord:
     fields = dict(
         review_id="rv-123",
+        question_id="C0PUBLIC1:1796030100.000100",
         question="Wie viel Urlaub <!channel>?",
         asker="U0ASKER1",
         channel="C0PUBLIC1",
@@ -362,10 +358,14 @@ def review(**kw) -> dict:
         draft="Es gibt 45 Tage [kb-01].\n<@U1> sagt das.",
         violations=[Violation(kind="NUMBER_NOT_IN_SOURCE", detail="45 not in <kb-01>")],
         sources=[src(1), src(2)],
-        created_at=datetime(2026, 11, 30, 9, 15, tzinfo=UTC),
+        created_at=datetime(2026, 11, 30, 9, 15, tzinfo=UTC).timestamp(),
     )
     fields.update(kw)
-    return fields
+    return ReviewRecord(**fields)
+
+
+def decided(record: ReviewRecord, status: ReviewStatus, when: float = 1_700_000_000, answer: str | None = None):
+    return record.model_copy(update={"status": status, "decided_by": "U0REV", "decided_at": when, "final_answer": answer})
 
 
 def test_review_card_shows_question_draft_violations_sources_and_asker():
@@ -397,19 +397,13 @@ def test_dm_question_card_hides_the_asker_and_the_dm_channel(record):
     assert mrkdwn_texts(card["blocks"])[0].startswith("Asked in a direct message")
 
 
-def test_review_card_reads_objects_and_dicts_alike():
-    class Record:
-        review_id = "rv-9"
-        question = "Frage?"
-        asker = None
-        channel = None
-        is_dm = True
-        draft = ""
-        violations = [{"kind": "NO_CITATION", "detail": "none"}]
-        sources = [src(1).model_dump() | {"passage": "p"}]
-        created_at = 1_700_000_000
-
-    card = review_card(Record(), language="de")
+def test_review_card_of_a_record_without_draft_says_so():
+    record = review(
+        review_id="rv-9", question="Frage?", language="de", asker=None, channel="D0PRIVATE", is_dm=True, draft="",
+        violations=[Violation(kind="NO_CITATION", detail="none")], sources=[src(1, passage="p")],
+        created_at=1_700_000_000,
+    )
+    card = review_card(record)
     texts = mrkdwn_texts(card["blocks"])
     assert "*Abgelehnter Entwurf*\n(kein Entwurf)" in texts
     assert "*Warum er abgelehnt wurde*\n• *NO_CITATION*: none" in texts
@@ -422,8 +416,9 @@ def test_feedback_record_card_shows_the_posted_answer_and_the_reason_in_the_reco
     assert "*Die gepostete Antwort*\n>30 Tage [1]." in texts
     assert "*Angegebener Grund*\nveraltet &lt;!here&gt;" in texts
     assert review_card(record)["blocks"][0]["text"]["text"] == "Antwort als nicht hilfreich markiert"
-    assert review_card(record, language="en")["blocks"][0]["text"]["text"] == "Answer marked as not helpful"
-    without_reason = mrkdwn_texts(review_card({**record, "feedback_reason": None})["blocks"])
+    in_english = record.model_copy(update={"language": "en"})
+    assert review_card(in_english)["blocks"][0]["text"]["text"] == "Answer marked as not helpful"
+    without_reason = mrkdwn_texts(review_card(record.model_copy(update={"feedback_reason": None}))["blocks"])
     assert "*Angegebener Grund*\n(kein Grund angegeben)" in without_reason
 
 
@@ -436,7 +431,7 @@ HUGE = dict(
 
 
 def test_decided_card_of_a_huge_record_stays_within_limits():
-    card = review_card_decided(review(**HUGE), "answered", "U0REV", 1_700_000_000, answer_text="&\n" * 5000)
+    card = review_card_decided(decided(review(**HUGE), ReviewStatus.ANSWERED, answer="&\n" * 5000))
     assert_within_slack_limits(card["blocks"], 50)
     assert block_text_length(card["blocks"]) <= MESSAGE_TEXT_BUDGET
 
@@ -452,10 +447,14 @@ def test_review_card_with_a_huge_record_stays_within_limits():
 
 @pytest.mark.parametrize(
     ("decision", "line"),
-    [("approved", "✅ Approved by <@U0REV> at "), ("answered", "✍️ Answered by <@U0REV> at "), ("dismiss", "🚫 Dismissed by <@U0REV> at ")],
+    [
+        (ReviewStatus.APPROVED, "✅ Approved by <@U0REV> at "),
+        (ReviewStatus.ANSWERED, "✍️ Answered by <@U0REV> at "),
+        (ReviewStatus.DISMISSED, "🚫 Dismissed by <@U0REV> at "),
+    ],
 )
 def test_decided_card_has_no_buttons_and_says_who_decided_when(decision, line):
-    card = review_card_decided(review(), decision, "U0REV", datetime(2026, 11, 30, 10, 0, tzinfo=UTC))
+    card = review_card_decided(decided(review(), decision, datetime(2026, 11, 30, 10, 0, tzinfo=UTC).timestamp()))
     assert buttons(card["blocks"]) == [] and all(b["type"] != "actions" for b in card["blocks"])
     last = mrkdwn_texts(card["blocks"])[-1]
     assert last == line + "<!date^1796032800^{date_short_pretty} {time}|2026-11-30 10:00 UTC>"
@@ -463,18 +462,18 @@ def test_decided_card_has_no_buttons_and_says_who_decided_when(decision, line):
 
 
 def test_decided_card_shows_the_posted_answer_escaped():
-    card = review_card_decided(review(), "answered", "U0REV", 1_700_000_000, answer_text="Es sind 30 Tage <!here>.")
+    card = review_card_decided(decided(review(), ReviewStatus.ANSWERED, answer="Es sind 30 Tage <!here>."))
     assert "*Posted answer*\n>Es sind 30 Tage &lt;!here&gt;." in mrkdwn_texts(card["blocks"])
 
 
 def test_decided_card_of_a_dm_question_still_hides_the_asker():
-    card = review_card_decided(review(is_dm=True, channel="D0PRIVATE"), "approved", "U0REV", 1_700_000_000)
+    card = review_card_decided(decided(review(is_dm=True, channel="D0PRIVATE"), ReviewStatus.APPROVED))
     assert "U0ASKER1" not in json.dumps(card) and "D0PRIVATE" not in json.dumps(card)
 
 
-def test_unknown_decision_is_an_error():
+def test_an_open_review_has_no_decided_card():
     with pytest.raises(ValueError):
-        review_card_decided(review(), "maybe", "U0REV", 1_700_000_000)
+        review_card_decided(review())
 
 
 # ------------------------------------------------------------------ review and feedback modals

@@ -176,7 +176,7 @@ class ReviewDesk:
         record.status, record.decided_by, record.decided_at = status, reviewer, time.time()
         record.final_answer = answer.answer if status is not ReviewStatus.DISMISSED else None
         if record.card_channel and record.card_ts:
-            card = render.review_card_decided(record, status, reviewer, record.decided_at, record.final_answer)
+            card = render.review_card_decided(record)
             try:
                 await call(self.slack.chat_update(channel=record.card_channel, ts=record.card_ts, **card), "update the review card")
             except SlackFailed as exc:

@@ -74,7 +74,6 @@ __all__ = [
     "feedback_reason_from",
     "feedback_reason_modal",
     "help_message",
-    "placeholder_message",
     "refusal_message",
     "review_answer_from",
     "review_answer_modal",
@@ -297,12 +296,6 @@ def failure_message(*, language: str) -> dict[str, Any]:
 def help_message(*, language: str) -> dict[str, Any]:
     """The reply to an empty mention."""
     return _notice(message(Key.HELP, language))
-
-
-def placeholder_message(*, language: str) -> dict[str, Any]:
-    """Posted at once and later replaced (chat.update) by the answer, so the asker sees progress."""
-    text = escape(phrase("placeholder", language))
-    return {"text": text, "blocks": [context([f":hourglass_flowing_sand: {text}"])]}
 
 
 # -- feedback

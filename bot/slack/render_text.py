@@ -11,7 +11,6 @@ from bot.i18n import normalize_language
 
 _PHRASES: dict[str, dict[str, str]] = {
     "en": {
-        "placeholder": "Looking that up…",
         "helpful": "👍 Helpful",
         "not_helpful": "👎 Not helpful",
         "shortened": "…answer shortened, see Sources for the passages.",
@@ -62,7 +61,6 @@ _PHRASES: dict[str, dict[str, str]] = {
         "feedback_placeholder": "e.g. outdated, wrong source, did not answer my question",
     },
     "de": {
-        "placeholder": "Ich schaue nach…",
         "helpful": "👍 Hilfreich",
         "not_helpful": "👎 Nicht hilfreich",
         "shortened": "…Antwort gekürzt, die Fundstellen stehen unter Quellen.",

@@ -9,8 +9,6 @@ the review channel is the one place besides the DM that sees its text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from enum import Enum
 from typing import Any
 
 from bot.models import Source, Violation
@@ -37,6 +35,7 @@ from bot.slack.blockkit import (
     split_text,
 )
 from bot.slack.render_text import phrase
+from bot.store.records import ReviewRecord, ReviewStatus
 
 ACTION_REVIEW_APPROVE = "citebot_review_approve"
 ACTION_REVIEW_ANSWER = "citebot_review_answer"
@@ -57,76 +56,40 @@ VIOLATION_DETAIL_CHARS = 200
 SOURCES_CHARS = 1500
 MAX_SOURCE_BLOCKS = 2
 
-_DECISIONS = {
-    "approved": "approved_by",
-    "approve": "approved_by",
-    "answered": "answered_by",
-    "answer": "answered_by",
-    "dismissed": "dismissed_by",
-    "dismiss": "dismissed_by",
+_DECIDED_LINE = {
+    ReviewStatus.APPROVED: "approved_by",
+    ReviewStatus.ANSWERED: "answered_by",
+    ReviewStatus.DISMISSED: "dismissed_by",
 }
 
 
-# -- reading the record, whatever shape the store gives it
-
-
-def _field(review: Any, *names: str, default: Any = None) -> Any:
-    """A record field from a dict or an object; the names after the first are
-    aliases, so the card does not break when the store renames a field."""
-    for name in names:
-        if isinstance(review, Mapping):
-            if name in review:
-                return review[name]
-        elif hasattr(review, name):
-            return getattr(review, name)
-    return default
-
-
-def _question(review: Any) -> str:
-    question = _field(review, "question", "question_text", "text", default="")
-    return getattr(question, "text", question) or ""  # a Question model, or its text
-
-
-def _violations(review: Any) -> list[Violation]:
-    items = _field(review, "violations", default=None) or []
-    return [v if isinstance(v, Violation) else Violation.model_validate(v) for v in items]
-
-
-def _sources(review: Any) -> list[Source]:
-    items = _field(review, "sources", default=None) or []
-    return [s if isinstance(s, Source) else Source.model_validate(s) for s in items]
-
-
-def _is_dm(review: Any) -> bool:
-    channel = _field(review, "channel", "channel_id") or ""
+def _is_dm(review: ReviewRecord) -> bool:
     # A D… channel is a DM even if a record forgot the flag: privacy must not hang on one field.
-    return bool(_field(review, "is_dm", default=False)) or channel.startswith("D")
+    return review.is_dm or review.channel.startswith("D")
 
 
 # -- the card
 
 
-def _asked_line(review: Any, language: str) -> str:
+def _asked_line(review: ReviewRecord, language: str) -> str:
     parts = [_asked_by(review, language)]
     # A 👎 card names who flagged the answer apart from who asked: often not the same person.
-    flagger = None if _is_dm(review) else _field(review, "flagged_by")
+    flagger = None if _is_dm(review) else review.flagged_by
     if flagger:
         parts.append(phrase("flagged_by", language, user=mention(flagger)))
-    created = slack_date(_field(review, "created_at", "created"))
+    created = slack_date(review.created_at)
     if created:
         parts.append(created)
     return " · ".join(parts)
 
 
-def _asked_by(review: Any, language: str) -> str:
+def _asked_by(review: ReviewRecord, language: str) -> str:
     if _is_dm(review):
         return escape(phrase("asked_in_dm", language))
-    user = _field(review, "asker", "user", "asker_id", "user_id")
-    channel = _field(review, "channel", "channel_id")
-    if user and channel:
-        return phrase("asked_by", language, user=mention(user), channel=channel_link(channel))
-    if user:
-        return phrase("asked_by_user", language, user=mention(user))
+    if review.asker and review.channel:
+        return phrase("asked_by", language, user=mention(review.asker), channel=channel_link(review.channel))
+    if review.asker:
+        return phrase("asked_by_user", language, user=mention(review.asker))
     return escape(phrase("asked_by_user", language, user="?"))
 
 
@@ -152,37 +115,34 @@ def _violation_lines(violations: list[Violation], language: str) -> str:
     return "\n".join(lines)
 
 
-def _is_feedback(review: Any) -> bool:
-    return _field(review, "kind", default="uncertain") == "feedback"
-
-
-def _card_body(review: Any, language: str, draft_chars: int) -> list[dict[str, Any]]:
+def _card_body(review: ReviewRecord, draft_chars: int) -> list[dict[str, Any]]:
     """Question, draft and why it is here, sources. A feedback record (a 👎 with a
     reason) shows the posted answer and the reason where a rejection shows the
     rejected draft and its violations."""
-    feedback = _is_feedback(review)
+    language = review.language
+    feedback = review.kind == "feedback"
     blocks = [
         header(phrase("feedback_heading" if feedback else "review_heading", language)),
         context([_asked_line(review, language)]),
-        section(f"*{escape(phrase('question', language))}*\n{clip_escaped(_question(review), QUESTION_CHARS)}"),
+        section(f"*{escape(phrase('question', language))}*\n{clip_escaped(review.question, QUESTION_CHARS)}"),
     ]
-    draft = _field(review, "draft", "draft_text", default="") or ""
     draft_heading = f"*{escape(phrase('flagged_answer' if feedback else 'rejected_draft', language))}*"
-    if draft.strip():
-        blocks += _quoted_sections(draft_heading, draft, draft_chars)
+    if review.draft.strip():
+        blocks += _quoted_sections(draft_heading, review.draft, draft_chars)
     else:
         blocks.append(section(f"{draft_heading}\n{escape(phrase('no_draft', language))}"))
-    blocks.append(_why_section(review, language, feedback))
-    blocks += _sources_blocks(_sources(review), language)
+    blocks.append(_why_section(review, feedback))
+    blocks += _sources_blocks(review.sources, language)
     return blocks
 
 
-def _why_section(review: Any, language: str, feedback: bool) -> dict[str, Any]:
+def _why_section(review: ReviewRecord, feedback: bool) -> dict[str, Any]:
+    language = review.language
     if feedback:
-        reason = (_field(review, "feedback_reason", default="") or "").strip()
+        reason = (review.feedback_reason or "").strip()
         text = clip_escaped(reason, VIOLATION_DETAIL_CHARS * MAX_VIOLATIONS) if reason else None
         return section(f"*{escape(phrase('feedback_reason', language))}*\n{text or escape(phrase('no_reason', language))}")
-    violations = _violation_lines(_violations(review), language)
+    violations = _violation_lines(review.violations, language)
     return section(f"*{escape(phrase('violations', language))}*\n{violations}")
 
 
@@ -193,24 +153,16 @@ def _sources_blocks(sources: list[Source], language: str) -> list[dict[str, Any]
     return contexts([heading, *source_lines(sources, language, SOURCES_CHARS, MAX_SOURCE_BLOCKS)])
 
 
-def _fallback(review: Any, language: str) -> str:
-    return escape(phrase("review_fallback", language, question=clip(_question(review), 200)))
+def _fallback(review: ReviewRecord) -> str:
+    return escape(phrase("review_fallback", review.language, question=clip(review.question, 200)))
 
 
-def review_id_of(review: Any) -> str:
-    return checked_value(str(_field(review, "review_id", "id", default="") or ""))
-
-
-def _language(review: Any, language: str | None) -> str:
-    return language or _field(review, "language", default=None) or "en"
-
-
-def review_card(review: Any, *, language: str | None = None) -> dict[str, Any]:
-    """The card posted to the review channel: question, rejected draft, violations,
-    retrieved sources, and the approve / write answer / dismiss buttons.
-    `language`: the card's language; by default the record's `language`, else English."""
-    language = _language(review, language)
-    review_id = review_id_of(review)
+def review_card(review: ReviewRecord) -> dict[str, Any]:
+    """The card posted to the review channel, in the record's language: question,
+    rejected draft, violations, retrieved sources, and the approve / write answer /
+    dismiss buttons."""
+    language = review.language
+    review_id = checked_value(review.review_id)
     buttons = actions(
         [
             button(phrase("approve", language), ACTION_REVIEW_APPROVE, review_id, style="primary"),
@@ -219,35 +171,24 @@ def review_card(review: Any, *, language: str | None = None) -> dict[str, Any]:
         ],
         block_id=REVIEW_ACTIONS_BLOCK,
     )
-    return {"text": _fallback(review, language), "blocks": _card_body(review, language, DRAFT_CHARS) + [buttons]}
+    return {"text": _fallback(review), "blocks": _card_body(review, DRAFT_CHARS) + [buttons]}
 
 
-def review_card_decided(
-    review: Any,
-    decision: str | Enum,
-    reviewer_id: str,
-    decided_at: Any,
-    answer_text: str | None = None,
-    *,
-    language: str | None = None,
-) -> dict[str, Any]:
-    """The card after a decision (for chat.update): no buttons any more, a line
-    saying who decided what and when, and the posted answer if there is one.
-
-    `decision`: approved, answered or dismissed (the verb forms work too).
-    `decided_at`: a datetime, epoch seconds or an ISO string.
-    """
-    language = _language(review, language)
-    key = _DECISIONS.get(str(getattr(decision, "value", decision)).strip().lower())
+def review_card_decided(review: ReviewRecord) -> dict[str, Any]:
+    """The card of a decided review (for chat.update): no buttons any more, a line
+    saying who decided what and when, and the posted answer if there is one."""
+    key = _DECIDED_LINE.get(review.status)
     if key is None:
-        raise ValueError(f"unknown review decision {decision!r}; expected approved, answered or dismissed")
-    blocks = _card_body(review, language, DRAFT_CHARS_DECIDED)
-    if answer_text and answer_text.strip():
-        blocks += _quoted_sections(f"*{escape(phrase('posted_answer', language))}*", answer_text, POSTED_ANSWER_CHARS)
-    when = slack_date(decided_at) or "?"
-    decided = phrase(key, language, user=mention(reviewer_id), time=when)
+        raise ValueError(f"review {review.review_id} is {review.status}, not decided")
+    language = review.language
+    blocks = _card_body(review, DRAFT_CHARS_DECIDED)
+    if review.final_answer and review.final_answer.strip():
+        heading = f"*{escape(phrase('posted_answer', language))}*"
+        blocks += _quoted_sections(heading, review.final_answer, POSTED_ANSWER_CHARS)
+    when = slack_date(review.decided_at) or "?"
+    decided = phrase(key, language, user=mention(review.decided_by), time=when)
     blocks.append(context([decided]))
-    return {"text": f"{_fallback(review, language)}\n{decided}", "blocks": blocks}
+    return {"text": f"{_fallback(review)}\n{decided}", "blocks": blocks}
 
 
 # -- the reviewer's answer
