@@ -252,28 +252,3 @@ def test_format_text_answer_in_german_and_without_sources():
     answer = answer_for("ATZ [lb-min-01].")
     assert "\nQuellen:\n" in format_text_answer(answer, "de")
     assert format_text_answer(refusal_answer("q", "de")) == REFUSAL_DE
-
-
-# ------------------------------------------------------------------ the bot's own sentences
-
-
-def test_refusal_sentences_are_the_documented_ones():
-    assert message("refusal", "en") == "The knowledge base does not cover this question."
-    assert message("refusal", "de") == "Dazu enthält die Wissensbasis keine Aussage."
-
-
-def test_every_message_exists_in_both_languages_and_differs():
-    for key in ("refusal", "uncertain", "partial", "truncated", "help", "llm_down"):
-        en, de = message(key, "en", limit=10), message(key, "de", limit=10)
-        assert en and de and en != de, key
-        assert "{" not in en and "{" not in de, key
-
-
-def test_uncertain_message_says_a_reviewer_may_follow_up():
-    assert "reviewer may follow up" in message("uncertain", "en")
-
-
-def test_message_language_falls_back_to_english_and_accepts_regions():
-    assert message("refusal", "de-AT") == REFUSAL_DE
-    assert message("refusal", "fr") == message("refusal", "en")
-    assert message("refusal", None) == message("refusal", "en")

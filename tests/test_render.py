@@ -26,7 +26,6 @@ from bot.slack.render import (
     sources_modal,
     uncertain_message,
 )
-from bot.slack.render_text import phrase_keys, phrase_languages
 from bot.store.records import ReviewRecord, ReviewStatus
 
 HOSTILE = [
@@ -336,12 +335,6 @@ def test_notices_carry_the_bots_sentence_in_the_askers_language(language):
 def test_notices_on_a_truncated_question_add_the_note():
     msg = uncertain_message(language="de", question_limit=4000)
     assert mrkdwn_texts(msg["blocks"]) == [message("uncertain", "de"), message("truncated", "de", limit=4000)]
-
-
-def test_every_interface_phrase_exists_in_every_language():
-    keys = {language: phrase_keys(language) for language in phrase_languages()}
-    assert set(keys) == {"en", "de"}
-    assert keys["en"] == keys["de"]
 
 
 # ------------------------------------------------------------------ the review card

@@ -33,7 +33,6 @@ from bot.slack import render
 from bot.slack.blockkit import escape
 from bot.slack.calls import SlackError, SlackFailed, call
 from bot.slack.posting import Poster
-from bot.slack.render_text import phrase
 from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
 from kb_index import ChunkResult
 
@@ -202,7 +201,7 @@ class ReviewDesk:
         channel = record.card_channel or self.settings.review_channel
         if not channel:
             return
-        text = phrase("decision_failed", record.language, reason=f"`{escape(reason)}`")
+        text = message(Key.DECISION_FAILED, record.language, reason=f"`{escape(reason)}`")
         try:
             await call(self.slack.chat_postEphemeral(channel=channel, user=reviewer, text=text), "tell the reviewer")
         except SlackError as exc:

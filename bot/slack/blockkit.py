@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+from bot.i18n import Key, message
 from bot.models import Source
-from bot.slack.render_text import phrase
 
 # Slack's limits (Block Kit reference; the cumulative one is observed, not documented).
 MAX_MESSAGE_BLOCKS = 50
@@ -308,7 +308,7 @@ def source_lines(sources: list[Source], language: str, max_chars: int, max_block
         left = len(sources) - i
         # Unless this is the last source, keep room for the "…and N more" line after it.
         if left > 1 and (len(lines) + 2 > max_lines or used + len(line) > max_chars - 60):
-            lines.append(escape(phrase("more_sources", language, count=left)))
+            lines.append(escape(message(Key.MORE_SOURCES, language, count=left)))
             break
         lines.append(line)
         used += len(line)

@@ -41,7 +41,6 @@ from bot.slack.blockkit import (
     source_lines,
     split_text,
 )
-from bot.slack.render_text import phrase
 from bot.slack.review_card import (
     ACTION_REVIEW_ANSWER,
     ACTION_REVIEW_APPROVE,
@@ -155,8 +154,8 @@ def _answer_actions(answer: Answer, ref: str, language: str) -> dict[str, Any] |
     if answer.sources:
         elements.append(button(message(Key.SOURCES, language), ACTION_SOURCES, ref, style="primary"))
     if answer.outcome is Outcome.ANSWERED:
-        elements.append(button(phrase("helpful", language), ACTION_FEEDBACK_UP, ref))
-        elements.append(button(phrase("not_helpful", language), ACTION_FEEDBACK_DOWN, ref))
+        elements.append(button(message(Key.HELPFUL, language), ACTION_FEEDBACK_UP, ref))
+        elements.append(button(message(Key.NOT_HELPFUL, language), ACTION_FEEDBACK_DOWN, ref))
     return actions(elements) if elements else None
 
 
@@ -203,7 +202,7 @@ def answer_message(
         tail += contexts(source_lines(answer.sources, language, SOURCES_TEXT_BUDGET, MAX_SOURCE_BLOCKS))
     if (buttons := _answer_actions(answer, ref, language)) is not None:
         tail.append(buttons)
-    shortened = escape(phrase("shortened" if answer.sources else "shortened_no_sources", language))
+    shortened = escape(message(Key.SHORTENED if answer.sources else "shortened_no_sources", language))
     budget = COMPACT_TEXT_BUDGET if compact else MESSAGE_TEXT_BUDGET
     blocks = _body_blocks(
         body,
@@ -229,29 +228,29 @@ def _answer_fallback(answer: Answer, language: str, limit: int = MAX_FALLBACK_CH
 
 def sources_modal(answer_sources: list[Source], *, question: str, language: str) -> dict[str, Any]:
     """The modal behind the Sources button: each footnote with its passage."""
-    blocks = [section(f"*{escape(phrase('question', language))}*\n{clip_escaped(question, QUESTION_CHARS)}"), divider()]
+    blocks = [section(f"*{escape(message(Key.QUESTION, language))}*\n{clip_escaped(question, QUESTION_CHARS)}"), divider()]
     room = MAX_MODAL_BLOCKS - len(blocks) - 1  # one block stays free for "N more are not shown"
     for i, source in enumerate(answer_sources):
         source_blocks = _passage_blocks(source, language)
         if len(source_blocks) > room:
             left = len(answer_sources) - i
-            blocks.append(context([escape(phrase("more_passages", language, count=left))]))
+            blocks.append(context([escape(message(Key.MORE_PASSAGES, language, count=left))]))
             break
         blocks += source_blocks
         room -= len(source_blocks)
-    return modal(message(Key.SOURCES, language), blocks, close=phrase("close", language))
+    return modal(message(Key.SOURCES, language), blocks, close=message(Key.CLOSE, language))
 
 
 def _passage_blocks(source: Source, language: str) -> list[dict[str, Any]]:
     heading = f"*{source_line(source)}*"
     passage = escaped_mrkdwn(source.passage)
     if not passage.strip():
-        return [section(heading), context([escape(phrase("no_passage", language))]), divider()]
+        return [section(heading), context([escape(message(Key.NO_PASSAGE, language))]), divider()]
     shortened = len(passage) > MAX_PASSAGE_CHARS
     pieces = split_text(clip(passage, MAX_PASSAGE_CHARS), MAX_SECTION_CHARS)
     blocks = [section(heading)] + [section(p) for p in pieces]
     if shortened:
-        blocks.append(context([escape(phrase("passage_shortened", language))]))
+        blocks.append(context([escape(message(Key.PASSAGE_SHORTENED, language))]))
     return blocks + [divider()]
 
 
@@ -308,20 +307,20 @@ def feedback_reason_modal(answer_ref: str, *, language: str = "en") -> dict[str,
         "action_id": FEEDBACK_REASON_ACTION,
         "multiline": True,
         "max_length": MAX_INPUT_CHARS,
-        "placeholder": plain_text(phrase("feedback_placeholder", language), 150),
+        "placeholder": plain_text(message(Key.FEEDBACK_PLACEHOLDER, language), 150),
     }
     block = {
         "type": "input",
         "block_id": FEEDBACK_REASON_BLOCK,
         "optional": True,  # a thumbs-down alone is already worth recording
-        "label": plain_text(phrase("feedback_label", language), 2000),
+        "label": plain_text(message(Key.FEEDBACK_LABEL, language), 2000),
         "element": field,
     }
     return modal(
-        phrase("feedback_title", language),
+        message(Key.FEEDBACK_TITLE, language),
         [block],
-        close=phrase("cancel", language),
-        submit=phrase("feedback_submit", language),
+        close=message(Key.CANCEL, language),
+        submit=message(Key.FEEDBACK_SUBMIT, language),
         callback_id=CALLBACK_FEEDBACK_REASON,
         private_metadata=answer_ref,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.i18n import Key, message
 from bot.models import Source, Violation
 from bot.slack.blockkit import (
     MAX_INPUT_CHARS,
@@ -34,7 +35,6 @@ from bot.slack.blockkit import (
     source_lines,
     split_text,
 )
-from bot.slack.render_text import phrase
 from bot.store.records import ReviewRecord, ReviewStatus
 
 ACTION_REVIEW_APPROVE = "citebot_review_approve"
@@ -57,9 +57,9 @@ SOURCES_CHARS = 1500
 MAX_SOURCE_BLOCKS = 2
 
 _DECIDED_LINE = {
-    ReviewStatus.APPROVED: "approved_by",
-    ReviewStatus.ANSWERED: "answered_by",
-    ReviewStatus.DISMISSED: "dismissed_by",
+    ReviewStatus.APPROVED: Key.APPROVED_BY,
+    ReviewStatus.ANSWERED: Key.ANSWERED_BY,
+    ReviewStatus.DISMISSED: Key.DISMISSED_BY,
 }
 
 
@@ -76,7 +76,7 @@ def _asked_line(review: ReviewRecord, language: str) -> str:
     # A 👎 card names who flagged the answer apart from who asked: often not the same person.
     flagger = None if _is_dm(review) else review.flagged_by
     if flagger:
-        parts.append(phrase("flagged_by", language, user=mention(flagger)))
+        parts.append(message(Key.FLAGGED_BY, language, user=mention(flagger)))
     created = slack_date(review.created_at)
     if created:
         parts.append(created)
@@ -85,12 +85,12 @@ def _asked_line(review: ReviewRecord, language: str) -> str:
 
 def _asked_by(review: ReviewRecord, language: str) -> str:
     if _is_dm(review):
-        return escape(phrase("asked_in_dm", language))
+        return escape(message(Key.ASKED_IN_DM, language))
     if review.asker and review.channel:
-        return phrase("asked_by", language, user=mention(review.asker), channel=channel_link(review.channel))
+        return message(Key.ASKED_BY, language, user=mention(review.asker), channel=channel_link(review.channel))
     if review.asker:
-        return phrase("asked_by_user", language, user=mention(review.asker))
-    return escape(phrase("asked_by_user", language, user="?"))
+        return message(Key.ASKED_BY_USER, language, user=mention(review.asker))
+    return escape(message(Key.ASKED_BY_USER, language, user="?"))
 
 
 def _quoted_sections(heading: str, text: str, limit: int) -> list[dict[str, Any]]:
@@ -106,12 +106,12 @@ def _quoted_sections(heading: str, text: str, limit: int) -> list[dict[str, Any]
 
 def _violation_lines(violations: list[Violation], language: str) -> str:
     if not violations:
-        return escape(phrase("no_violations", language))
+        return escape(message(Key.NO_VIOLATIONS, language))
     lines = [
         f"• *{escape(v.kind)}*: {clip_escaped(v.detail, VIOLATION_DETAIL_CHARS)}" for v in violations[:MAX_VIOLATIONS]
     ]
     if len(violations) > MAX_VIOLATIONS:
-        lines.append(escape(phrase("more_violations", language, count=len(violations) - MAX_VIOLATIONS)))
+        lines.append(escape(message(Key.MORE_VIOLATIONS, language, count=len(violations) - MAX_VIOLATIONS)))
     return "\n".join(lines)
 
 
@@ -122,15 +122,15 @@ def _card_body(review: ReviewRecord, draft_chars: int) -> list[dict[str, Any]]:
     language = review.language
     feedback = review.kind == "feedback"
     blocks = [
-        header(phrase("feedback_heading" if feedback else "review_heading", language)),
+        header(message(Key.FEEDBACK_HEADING if feedback else "review_heading", language)),
         context([_asked_line(review, language)]),
-        section(f"*{escape(phrase('question', language))}*\n{clip_escaped(review.question, QUESTION_CHARS)}"),
+        section(f"*{escape(message(Key.QUESTION, language))}*\n{clip_escaped(review.question, QUESTION_CHARS)}"),
     ]
-    draft_heading = f"*{escape(phrase('flagged_answer' if feedback else 'rejected_draft', language))}*"
+    draft_heading = f"*{escape(message(Key.FLAGGED_ANSWER if feedback else 'rejected_draft', language))}*"
     if review.draft.strip():
         blocks += _quoted_sections(draft_heading, review.draft, draft_chars)
     else:
-        blocks.append(section(f"{draft_heading}\n{escape(phrase('no_draft', language))}"))
+        blocks.append(section(f"{draft_heading}\n{escape(message(Key.NO_DRAFT, language))}"))
     blocks.append(_why_section(review, feedback))
     blocks += _sources_blocks(review.sources, language)
     return blocks
@@ -141,20 +141,20 @@ def _why_section(review: ReviewRecord, feedback: bool) -> dict[str, Any]:
     if feedback:
         reason = (review.feedback_reason or "").strip()
         text = clip_escaped(reason, VIOLATION_DETAIL_CHARS * MAX_VIOLATIONS) if reason else None
-        return section(f"*{escape(phrase('feedback_reason', language))}*\n{text or escape(phrase('no_reason', language))}")
+        return section(f"*{escape(message(Key.FEEDBACK_REASON, language))}*\n{text or escape(message(Key.NO_REASON, language))}")
     violations = _violation_lines(review.violations, language)
-    return section(f"*{escape(phrase('violations', language))}*\n{violations}")
+    return section(f"*{escape(message(Key.VIOLATIONS, language))}*\n{violations}")
 
 
 def _sources_blocks(sources: list[Source], language: str) -> list[dict[str, Any]]:
-    heading = f"*{escape(phrase('retrieved_sources', language))}*"
+    heading = f"*{escape(message(Key.RETRIEVED_SOURCES, language))}*"
     if not sources:
-        return [context([heading, escape(phrase("no_sources", language))])]
+        return [context([heading, escape(message(Key.NO_SOURCES, language))])]
     return contexts([heading, *source_lines(sources, language, SOURCES_CHARS, MAX_SOURCE_BLOCKS)])
 
 
 def _fallback(review: ReviewRecord) -> str:
-    return escape(phrase("review_fallback", review.language, question=clip(review.question, 200)))
+    return escape(message(Key.REVIEW_FALLBACK, review.language, question=clip(review.question, 200)))
 
 
 def review_card(review: ReviewRecord) -> dict[str, Any]:
@@ -165,9 +165,9 @@ def review_card(review: ReviewRecord) -> dict[str, Any]:
     review_id = checked_value(review.review_id)
     buttons = actions(
         [
-            button(phrase("approve", language), ACTION_REVIEW_APPROVE, review_id, style="primary"),
-            button(phrase("write_answer", language), ACTION_REVIEW_ANSWER, review_id),
-            button(phrase("dismiss", language), ACTION_REVIEW_DISMISS, review_id, style="danger"),
+            button(message(Key.APPROVE, language), ACTION_REVIEW_APPROVE, review_id, style="primary"),
+            button(message(Key.WRITE_ANSWER, language), ACTION_REVIEW_ANSWER, review_id),
+            button(message(Key.DISMISS, language), ACTION_REVIEW_DISMISS, review_id, style="danger"),
         ],
         block_id=REVIEW_ACTIONS_BLOCK,
     )
@@ -183,10 +183,10 @@ def review_card_decided(review: ReviewRecord) -> dict[str, Any]:
     language = review.language
     blocks = _card_body(review, DRAFT_CHARS_DECIDED)
     if review.final_answer and review.final_answer.strip():
-        heading = f"*{escape(phrase('posted_answer', language))}*"
+        heading = f"*{escape(message(Key.POSTED_ANSWER, language))}*"
         blocks += _quoted_sections(heading, review.final_answer, POSTED_ANSWER_CHARS)
     when = slack_date(review.decided_at) or "?"
-    decided = phrase(key, language, user=mention(review.decided_by), time=when)
+    decided = message(key, language, user=mention(review.decided_by), time=when)
     blocks.append(context([decided]))
     return {"text": f"{_fallback(review)}\n{decided}", "blocks": blocks}
 
@@ -197,30 +197,30 @@ def review_card_decided(review: ReviewRecord) -> dict[str, Any]:
 def review_answer_modal(review_id: str, question: str, draft: str | None, *, language: str = "en") -> dict[str, Any]:
     """Opened by the write-answer button; `private_metadata` is the review id, so the
     submission handler finds the record without trusting anything else in the view."""
-    blocks = [section(f"*{escape(phrase('question', language))}*\n{clip_escaped(question, QUESTION_CHARS)}")]
+    blocks = [section(f"*{escape(message(Key.QUESTION, language))}*\n{clip_escaped(question, QUESTION_CHARS)}")]
     if draft and draft.strip():
-        blocks += _quoted_sections(f"*{escape(phrase('rejected_draft', language))}*", draft, DRAFT_CHARS_DECIDED)
+        blocks += _quoted_sections(f"*{escape(message(Key.REJECTED_DRAFT, language))}*", draft, DRAFT_CHARS_DECIDED)
     blocks.append(
         {
             "type": "input",
             "block_id": REVIEW_ANSWER_BLOCK,
-            "label": plain_text(phrase("your_answer", language), 2000),
-            "hint": plain_text(phrase("answer_hint", language), 2000),
+            "label": plain_text(message(Key.YOUR_ANSWER, language), 2000),
+            "hint": plain_text(message(Key.ANSWER_HINT, language), 2000),
             "element": {
                 "type": "plain_text_input",
                 "action_id": REVIEW_ANSWER_ACTION,
                 "multiline": True,
                 "min_length": 1,
                 "max_length": MAX_INPUT_CHARS,
-                "placeholder": plain_text(phrase("answer_placeholder", language), 150),
+                "placeholder": plain_text(message(Key.ANSWER_PLACEHOLDER, language), 150),
             },
         }
     )
     return modal(
-        phrase("review_modal_title", language),
+        message(Key.REVIEW_MODAL_TITLE, language),
         blocks,
-        close=phrase("cancel", language),
-        submit=phrase("review_modal_submit", language),
+        close=message(Key.CANCEL, language),
+        submit=message(Key.REVIEW_MODAL_SUBMIT, language),
         callback_id=CALLBACK_REVIEW_ANSWER_SUBMIT,
         private_metadata=checked_value(review_id),
     )
