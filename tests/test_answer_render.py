@@ -7,6 +7,7 @@ import json
 from bot.answer.assemble import (
     build_answer,
     error_answer,
+    footnote,
     format_text_answer,
     refusal_answer,
     render_citations_text,
@@ -18,6 +19,7 @@ from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import verify_claims
 from bot.i18n import message
 from bot.models import AnswerMode, AuditMode, Claim, Outcome, Question
+from bot.slack.footnotes import source_line
 from kb_index import ChunkResult
 
 UNCERTAIN_DE = message("uncertain", "de")
@@ -246,6 +248,12 @@ def test_format_text_answer():
         "[1] Titel lb-min-01 · Zusammenfassung · Stand 2026-01 · https://wiki.example.com/atz\n"
         "[2] Titel lb-min-02 · Zusammenfassung · Stand 2026-01"
     )
+
+
+def test_a_footnote_without_a_title_shows_its_kb_id_in_the_terminal_and_in_slack():
+    source = answer_for("ATZ [lb-min-01].").sources[0].model_copy(update={"title": "", "url": None})
+    assert footnote(source) == "[1] lb-min-01 · Zusammenfassung · Stand 2026-01"
+    assert source_line(source) == footnote(source)
 
 
 def test_format_text_answer_in_german_and_without_sources():

@@ -10,22 +10,18 @@ import pytest
 
 from bot.i18n import message
 from bot.models import Answer, Outcome, Source, Violation
-from bot.slack import render
 from bot.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, clip, escape, split_text
-from bot.slack.render import (
+from bot.slack.replies import (
     answer_message,
     error_message,
     feedback_reason_from,
     feedback_reason_modal,
     help_message,
     refusal_message,
-    review_answer_from,
-    review_answer_modal,
-    review_card,
-    review_card_decided,
     sources_modal,
     uncertain_message,
 )
+from bot.slack.review_card import review_answer_from, review_answer_modal, review_card, review_card_decided
 from bot.store.records import ReviewRecord, ReviewStatus
 
 HOSTILE = [
@@ -494,7 +490,3 @@ def test_feedback_reason_modal_asks_for_an_optional_reason():
     assert feedback_reason_from(view) == ""
     state = {"values": {field["block_id"]: {field["element"]["action_id"]: {"value": "veraltet"}}}}
     assert feedback_reason_from({**view, "state": state}) == "veraltet"
-
-
-def test_public_names_are_exported():
-    assert set(render.__all__) <= set(dir(render))

@@ -15,9 +15,6 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from bot.i18n import Key, message
-from bot.models import Source
-
 # Slack's limits (Block Kit reference; the cumulative one is observed, not documented).
 MAX_MESSAGE_BLOCKS = 50
 MAX_MODAL_BLOCKS = 100
@@ -34,9 +31,6 @@ MAX_FALLBACK_CHARS = 40000  # chat.postMessage truncates `text` past this
 # together passes roughly 12,000 characters, well before 50 full sections;
 # 10,000 leaves room for the JSON around the text.
 MESSAGE_TEXT_BUDGET = 10000
-
-TITLE_CHARS = 120
-SECTION_NAME_CHARS = 80
 
 _SLACK_ID = re.compile(r"^[A-Z0-9]{2,30}$")  # U…, W…, C…, G…, D…: upper-case letters and digits only
 _SENTENCE_END = re.compile(r"[.!?…:;][\"'”’)\]]*\s+")
@@ -192,6 +186,16 @@ def section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
+def heading(text: str) -> str:
+    """A heading line of our own words in mrkdwn: escaped, bold."""
+    return f"*{escape(text)}*"
+
+
+def headed_section(title: str, body: str) -> dict[str, Any]:
+    """The one way a section with a heading is written: `title` in bold, then `body` (mrkdwn, escaped already)."""
+    return section(f"{heading(title)}\n{body}")
+
+
 def context(texts: Iterable[str]) -> dict[str, Any]:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": t} for t in texts]}
 
@@ -281,35 +285,3 @@ def block_text_length(blocks: list[dict[str, Any]]) -> int:
         elif isinstance(item, list):
             stack.extend(item)
     return total
-
-
-# -- footnotes
-
-
-def source_line(source: Source, *, linked: bool = True) -> str:
-    """`[n] title · section · Stand YYYY-MM`, the title linked when the entry has a url."""
-    title = clip(source.title or source.id, TITLE_CHARS)
-    parts = [link(source.url, title) if linked else escape(title)]
-    if source.section:
-        parts.append(clip_escaped(source.section, SECTION_NAME_CHARS))
-    if source.stand:
-        parts.append(f"Stand {escape(source.stand)}")
-    return f"[{source.n}] " + " · ".join(parts)
-
-
-def source_lines(sources: list[Source], language: str, max_chars: int, max_blocks: int) -> list[str]:
-    """One line per footnote, for `contexts`; past `max_chars` or `max_blocks` context
-    blocks the list ends with "…and N more sources"."""
-    lines: list[str] = []
-    used = 0
-    max_lines = max_blocks * MAX_CONTEXT_ELEMENTS
-    for i, source in enumerate(sources):
-        line = source_line(source)
-        left = len(sources) - i
-        # Unless this is the last source, keep room for the "…and N more" line after it.
-        if left > 1 and (len(lines) + 2 > max_lines or used + len(line) > max_chars - 60):
-            lines.append(escape(message(Key.MORE_SOURCES, language, count=left)))
-            break
-        lines.append(line)
-        used += len(line)
-    return lines

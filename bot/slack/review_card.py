@@ -26,15 +26,17 @@ from bot.slack.blockkit import (
     contexts,
     escape,
     escaped_mrkdwn,
+    headed_section,
     header,
+    heading,
     mention,
     modal,
     plain_text,
     section,
     slack_date,
-    source_lines,
     split_text,
 )
+from bot.slack.footnotes import source_lines
 from bot.store.records import ReviewRecord, ReviewStatus
 
 ACTION_REVIEW_APPROVE = "citebot_review_approve"
@@ -46,7 +48,7 @@ REVIEW_ANSWER_ACTION = "answer"
 REVIEW_ACTIONS_BLOCK = "citebot_review_actions"
 
 # Character budgets that keep a card under Slack's cumulative block-text limit
-# (render_blocks.MESSAGE_TEXT_BUDGET) whatever the record holds.
+# (blockkit.MESSAGE_TEXT_BUDGET) whatever the record holds.
 QUESTION_CHARS = 1500
 DRAFT_CHARS = 4000
 DRAFT_CHARS_DECIDED = 2000  # a decided card also shows the posted answer
@@ -93,15 +95,15 @@ def _asked_by(review: ReviewRecord, language: str) -> str:
     return escape(message(Key.ASKED_BY_USER, language, user="?"))
 
 
-def _quoted_sections(heading: str, text: str, limit: int) -> list[dict[str, Any]]:
-    """`heading` then `text` as a mrkdwn quote, escaped, over as many sections as it needs."""
+def _quoted_sections(title: str, text: str, limit: int) -> list[dict[str, Any]]:
+    """`title` as the heading, then `text` as a mrkdwn quote, escaped, over as many sections as it needs."""
     lines = escaped_mrkdwn(text.strip()).split("\n")
     # Clipped after escaping and quoting: both add characters, a draft of short lines nearly doubles.
     quoted = clip("\n".join(f">{line}" for line in lines), limit)
-    pieces = split_text(quoted, MAX_SECTION_CHARS - len(heading) - 2)  # room for the newline and a re-added ">"
+    pieces = split_text(quoted, MAX_SECTION_CHARS - len(heading(title)) - 2)  # room for the newline and a re-added ">"
     # A piece cut inside a paragraph starts without the quote mark.
     pieces = [p if p.startswith(">") else f">{p}" for p in pieces] or [">"]
-    return [section(f"{heading}\n{pieces[0]}")] + [section(p) for p in pieces[1:]]
+    return [headed_section(title, pieces[0])] + [section(p) for p in pieces[1:]]
 
 
 def _violation_lines(violations: list[Violation], language: str) -> str:
@@ -122,15 +124,15 @@ def _card_body(review: ReviewRecord, draft_chars: int) -> list[dict[str, Any]]:
     language = review.language
     feedback = review.kind == "feedback"
     blocks = [
-        header(message(Key.FEEDBACK_HEADING if feedback else "review_heading", language)),
+        header(message(Key.FEEDBACK_HEADING if feedback else Key.REVIEW_HEADING, language)),
         context([_asked_line(review, language)]),
-        section(f"*{escape(message(Key.QUESTION, language))}*\n{clip_escaped(review.question, QUESTION_CHARS)}"),
+        headed_section(message(Key.QUESTION, language), clip_escaped(review.question, QUESTION_CHARS)),
     ]
-    draft_heading = f"*{escape(message(Key.FLAGGED_ANSWER if feedback else 'rejected_draft', language))}*"
+    draft_title = message(Key.FLAGGED_ANSWER if feedback else Key.REJECTED_DRAFT, language)
     if review.draft.strip():
-        blocks += _quoted_sections(draft_heading, review.draft, draft_chars)
+        blocks += _quoted_sections(draft_title, review.draft, draft_chars)
     else:
-        blocks.append(section(f"{draft_heading}\n{escape(message(Key.NO_DRAFT, language))}"))
+        blocks.append(headed_section(draft_title, escape(message(Key.NO_DRAFT, language))))
     blocks.append(_why_section(review, feedback))
     blocks += _sources_blocks(review.sources, language)
     return blocks
@@ -141,16 +143,15 @@ def _why_section(review: ReviewRecord, feedback: bool) -> dict[str, Any]:
     if feedback:
         reason = (review.feedback_reason or "").strip()
         text = clip_escaped(reason, VIOLATION_DETAIL_CHARS * MAX_VIOLATIONS) if reason else None
-        return section(f"*{escape(message(Key.FEEDBACK_REASON, language))}*\n{text or escape(message(Key.NO_REASON, language))}")
-    violations = _violation_lines(review.violations, language)
-    return section(f"*{escape(message(Key.VIOLATIONS, language))}*\n{violations}")
+        return headed_section(message(Key.FEEDBACK_REASON, language), text or escape(message(Key.NO_REASON, language)))
+    return headed_section(message(Key.VIOLATIONS, language), _violation_lines(review.violations, language))
 
 
 def _sources_blocks(sources: list[Source], language: str) -> list[dict[str, Any]]:
-    heading = f"*{escape(message(Key.RETRIEVED_SOURCES, language))}*"
+    title = heading(message(Key.RETRIEVED_SOURCES, language))
     if not sources:
-        return [context([heading, escape(message(Key.NO_SOURCES, language))])]
-    return contexts([heading, *source_lines(sources, language, SOURCES_CHARS, MAX_SOURCE_BLOCKS)])
+        return [context([title, escape(message(Key.NO_SOURCES, language))])]
+    return contexts([title, *source_lines(sources, language, SOURCES_CHARS, MAX_SOURCE_BLOCKS)])
 
 
 def _fallback(review: ReviewRecord) -> str:
@@ -183,8 +184,7 @@ def review_card_decided(review: ReviewRecord) -> dict[str, Any]:
     language = review.language
     blocks = _card_body(review, DRAFT_CHARS_DECIDED)
     if review.final_answer and review.final_answer.strip():
-        heading = f"*{escape(message(Key.POSTED_ANSWER, language))}*"
-        blocks += _quoted_sections(heading, review.final_answer, POSTED_ANSWER_CHARS)
+        blocks += _quoted_sections(message(Key.POSTED_ANSWER, language), review.final_answer, POSTED_ANSWER_CHARS)
     when = slack_date(review.decided_at) or "?"
     decided = message(key, language, user=mention(review.decided_by), time=when)
     blocks.append(context([decided]))
@@ -197,9 +197,9 @@ def review_card_decided(review: ReviewRecord) -> dict[str, Any]:
 def review_answer_modal(review_id: str, question: str, draft: str | None, *, language: str = "en") -> dict[str, Any]:
     """Opened by the write-answer button; `private_metadata` is the review id, so the
     submission handler finds the record without trusting anything else in the view."""
-    blocks = [section(f"*{escape(message(Key.QUESTION, language))}*\n{clip_escaped(question, QUESTION_CHARS)}")]
+    blocks = [headed_section(message(Key.QUESTION, language), clip_escaped(question, QUESTION_CHARS))]
     if draft and draft.strip():
-        blocks += _quoted_sections(f"*{escape(message(Key.REJECTED_DRAFT, language))}*", draft, DRAFT_CHARS_DECIDED)
+        blocks += _quoted_sections(message(Key.REJECTED_DRAFT, language), draft, DRAFT_CHARS_DECIDED)
     blocks.append(
         {
             "type": "input",

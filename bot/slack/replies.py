@@ -1,11 +1,12 @@
-"""What Slack sees: Answers and the bot's own messages as Block Kit, as plain dicts.
+"""What the asker sees: the answer in their thread, the modals behind its
+buttons, and the bot's own messages (refusal, uncertain, apology, help).
 
 Pure functions, no I/O: a message is `{"text": fallback, "blocks": [...]}`, ready
 for `chat.postMessage(channel=..., thread_ts=..., **message)` or `chat.update`;
 a modal is a view for `views.open(trigger_id=..., view=...)`. Every piece of
 model or KB text is escaped for mrkdwn before our own links and mentions are
-added (see render_blocks). The review channel's card lives in render_review and
-is re-exported here, so callers import one module.
+added (see bot.slack.blockkit). The review channel's card is in
+bot.slack.review_card.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bot.answer.assemble import with_truncated_note
 from bot.i18n import LANGUAGES, Key, message
 from bot.models import Answer, Outcome, Source
 from bot.slack.blockkit import (
@@ -33,55 +35,14 @@ from bot.slack.blockkit import (
     divider,
     escape,
     escaped_mrkdwn,
+    headed_section,
     mention,
     modal,
     plain_text,
     section,
-    source_line,
-    source_lines,
     split_text,
 )
-from bot.slack.review_card import (
-    ACTION_REVIEW_ANSWER,
-    ACTION_REVIEW_APPROVE,
-    ACTION_REVIEW_DISMISS,
-    CALLBACK_REVIEW_ANSWER_SUBMIT,
-    REVIEW_ANSWER_ACTION,
-    REVIEW_ANSWER_BLOCK,
-    review_answer_from,
-    review_answer_modal,
-    review_card,
-    review_card_decided,
-)
-
-__all__ = [
-    "ACTION_FEEDBACK_DOWN",
-    "ACTION_FEEDBACK_UP",
-    "ACTION_REVIEW_ANSWER",
-    "ACTION_REVIEW_APPROVE",
-    "ACTION_REVIEW_DISMISS",
-    "ACTION_SOURCES",
-    "CALLBACK_FEEDBACK_REASON",
-    "CALLBACK_REVIEW_ANSWER_SUBMIT",
-    "FEEDBACK_REASON_ACTION",
-    "FEEDBACK_REASON_BLOCK",
-    "REVIEW_ANSWER_ACTION",
-    "REVIEW_ANSWER_BLOCK",
-    "answer_message",
-    "error_message",
-    "failure_message",
-    "feedback_reason_from",
-    "feedback_reason_modal",
-    "help_message",
-    "refusal_message",
-    "review_answer_from",
-    "review_answer_modal",
-    "review_card",
-    "review_card_decided",
-    "source_line",
-    "sources_modal",
-    "uncertain_message",
-]
+from bot.slack.footnotes import answer_text, source_line, source_lines
 
 ACTION_SOURCES = "citebot_sources"
 ACTION_FEEDBACK_UP = "citebot_feedback_up"
@@ -202,7 +163,7 @@ def answer_message(
         tail += contexts(source_lines(answer.sources, language, SOURCES_TEXT_BUDGET, MAX_SOURCE_BLOCKS))
     if (buttons := _answer_actions(answer, ref, language)) is not None:
         tail.append(buttons)
-    shortened = escape(message(Key.SHORTENED if answer.sources else "shortened_no_sources", language))
+    shortened = escape(message(Key.SHORTENED if answer.sources else Key.SHORTENED_NO_SOURCES, language))
     budget = COMPACT_TEXT_BUDGET if compact else MESSAGE_TEXT_BUDGET
     blocks = _body_blocks(
         body,
@@ -210,17 +171,8 @@ def answer_message(
         max_blocks=COMPACT_BODY_BLOCKS if compact else MAX_MESSAGE_BLOCKS - len(tail),
         shortened=shortened,
     )
-    fallback = _answer_fallback(answer, language, COMPACT_FALLBACK_CHARS if compact else MAX_FALLBACK_CHARS)
+    fallback = answer_text(answer, language, COMPACT_FALLBACK_CHARS if compact else MAX_FALLBACK_CHARS)
     return {"text": fallback, "blocks": blocks + tail}
-
-
-def _answer_fallback(answer: Answer, language: str, limit: int = MAX_FALLBACK_CHARS) -> str:
-    """Notifications and clients without blocks show `text`; it is mrkdwn too, so escaped."""
-    lines = [escape(answer.answer)]
-    if answer.sources:
-        lines += ["", f"{escape(message(Key.SOURCES, language))}:"]
-        lines += [source_line(s, linked=False) + (f" {escape(s.url)}" if s.url else "") for s in answer.sources]
-    return clip("\n".join(lines), limit)
 
 
 # -- the Sources modal
@@ -228,7 +180,7 @@ def _answer_fallback(answer: Answer, language: str, limit: int = MAX_FALLBACK_CH
 
 def sources_modal(answer_sources: list[Source], *, question: str, language: str) -> dict[str, Any]:
     """The modal behind the Sources button: each footnote with its passage."""
-    blocks = [section(f"*{escape(message(Key.QUESTION, language))}*\n{clip_escaped(question, QUESTION_CHARS)}"), divider()]
+    blocks = [headed_section(message(Key.QUESTION, language), clip_escaped(question, QUESTION_CHARS)), divider()]
     room = MAX_MODAL_BLOCKS - len(blocks) - 1  # one block stays free for "N more are not shown"
     for i, source in enumerate(answer_sources):
         source_blocks = _passage_blocks(source, language)
@@ -266,20 +218,14 @@ def _notice(text: str) -> dict[str, Any]:
     return {"text": escape(text), "blocks": blocks}
 
 
-def _with_truncated(text: str, language: str, question_limit: int | None) -> str:
-    if question_limit is None:
-        return text
-    return f"{text}\n\n{message(Key.TRUNCATED, language, limit=question_limit)}"
-
-
 def refusal_message(*, language: str, question_limit: int | None = None) -> dict[str, Any]:
     """The KB has nothing on the question. `question_limit`: the question was cut to that length."""
-    return _notice(_with_truncated(message(Key.REFUSAL, language), language, question_limit))
+    return _notice(with_truncated_note(message(Key.REFUSAL, language), language, question_limit))
 
 
 def uncertain_message(*, language: str, question_limit: int | None = None) -> dict[str, Any]:
     """No answer could be backed by the KB; a reviewer may follow up in the thread."""
-    return _notice(_with_truncated(message(Key.UNCERTAIN, language), language, question_limit))
+    return _notice(with_truncated_note(message(Key.UNCERTAIN, language), language, question_limit))
 
 
 def error_message(*, language: str) -> dict[str, Any]:
