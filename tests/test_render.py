@@ -7,10 +7,12 @@ import re
 from datetime import UTC, datetime
 
 import pytest
+from slack_sdk.errors import SlackObjectFormationError
 
 from bot.i18n import message
 from bot.models import Answer, Outcome, Source, Violation
-from bot.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, clip, escape, split_text
+from bot.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, context, section, to_message
+from bot.slack.mrkdwn import clip, escape, split_text
 from bot.slack.replies import (
     answer_message,
     error_message,
@@ -469,7 +471,7 @@ def test_an_open_review_has_no_decided_card():
 
 
 def test_review_answer_modal_carries_the_review_id_and_a_multiline_input():
-    view = review_answer_modal("rv-123", "Frage <!here>?", "Entwurf <@U1>", language="en")
+    view = review_answer_modal(review(question="Frage <!here>?", draft="Entwurf <@U1>", language="en"))
     assert_modal(view)
     assert view["callback_id"] == "citebot_review_answer_submit"
     assert view["private_metadata"] == "rv-123"
@@ -490,3 +492,70 @@ def test_feedback_reason_modal_asks_for_an_optional_reason():
     assert feedback_reason_from(view) == ""
     state = {"values": {field["block_id"]: {field["element"]["action_id"]: {"value": "veraltet"}}}}
     assert feedback_reason_from({**view, "state": state}) == "veraltet"
+
+
+# ------------------------------------------------------------------ slack_sdk's validation
+
+
+def oversized_source(n: int) -> Source:
+    """Every field of a KB entry far past what a footnote or a block can show."""
+    return src(
+        n,
+        title="Titel & <Kapitel> " * 400,
+        section="Abschnitt " * 800,
+        stand="2026-" * 2000,
+        url="https://wiki.example.com/" + "a" * 5000,
+        passage="Satz mit & und <tags>. " * 3000 + "x" * 9000,
+    )
+
+
+def oversized_answer() -> Answer:
+    long_word = "Wort" * 2000  # no place to cut it but inside
+    notes = "\n\n".join([message("partial", "en")] * 12)  # a model that repeats a note
+    text = "\n\n".join([f"Absatz & <b> [1] {long_word}"] * 20) + f"\n\n{notes}"
+    return answer(text, sources=[oversized_source(i) for i in range(1, 80)], partial=True)
+
+
+def built_from_oversized_text() -> list[tuple[str, dict, int]]:
+    """(what, message or view, its block limit) for everything the bot posts or opens."""
+    record = review(
+        question="Frage & " * 5000,
+        draft="Entwurf <x>\n" * 5000,
+        violations=[Violation(kind="UNSUPPORTED_CLAIM " * 300, detail="<d> " * 5000)] * 50,
+        sources=[oversized_source(i) for i in range(1, 80)],
+        feedback_reason="veraltet " * 3000,
+    )
+    ans = oversized_answer()
+    return [
+        ("answer", answer_message(ans, language="de", ref="a", reviewed_by="U0REV"), 50),
+        ("compact answer", answer_message(ans, language="de", ref="a", compact=True), 50),
+        ("sources modal", sources_modal(ans.sources, question="Frage " * 10000, language="de"), 100),
+        ("refusal", refusal_message(language="de", question_limit=4000), 50),
+        ("review card", review_card(record), 50),
+        ("feedback card", review_card(record.model_copy(update={"kind": "feedback"})), 50),
+        ("decided card", review_card_decided(decided(record, ReviewStatus.ANSWERED, answer="Antwort & " * 9000)), 50),
+        ("review modal", review_answer_modal(record), 100),
+        ("feedback modal", feedback_reason_modal("a" * 2000, language="de"), 100),
+    ]
+
+
+def test_oversized_kb_and_model_text_is_cut_to_fit_before_slack_sdk_checks_it():
+    # Building at all is the first half of the proof: every block goes through
+    # slack_sdk's to_dict(), which raises on anything over Slack's limits.
+    for what, built, max_blocks in built_from_oversized_text():
+        blocks = built["blocks"]
+        assert_within_slack_limits(blocks, max_blocks)
+        if "type" in built:
+            assert_modal(built)
+        else:
+            assert block_text_length(blocks) <= MESSAGE_TEXT_BUDGET, what
+            assert len(built["text"]) <= 40000, what
+        footnotes = [t for t in mrkdwn_texts(blocks) if t.startswith("[1] ") or t.startswith("*[1] ")]
+        assert all(len(t) < 1000 for t in footnotes), what
+
+
+def test_slack_sdk_raises_on_what_we_did_not_cut_so_the_cutting_is_ours():
+    with pytest.raises(SlackObjectFormationError):
+        to_message("x", [section("x" * 3001)])
+    with pytest.raises(SlackObjectFormationError):
+        to_message("x", [context(["x"] * 11)])

@@ -233,6 +233,9 @@ class FootnoteMarkup:
     def section(self, value: str) -> str:
         return self.text(value)
 
+    def stand(self, value: str) -> str:
+        return self.text(value)
+
     def url(self, source: Source) -> str | None:
         """The url written after the line; None when there is none or the title links to it."""
         return source.url
@@ -247,7 +250,7 @@ def footnote(source: Source, markup: FootnoteMarkup = PLAIN) -> str:
     if source.section:
         parts.append(markup.section(source.section))
     if source.stand:
-        parts.append(f"Stand {markup.text(source.stand)}")
+        parts.append(f"Stand {markup.stand(source.stand)}")
     line = f"[{source.n}] " + " · ".join(parts)
     url = markup.url(source)
     return f"{line}{markup.url_separator}{url}" if url else line

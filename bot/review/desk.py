@@ -29,8 +29,8 @@ from bot.config import Settings
 from bot.i18n import Key, message
 from bot.jobs.queue import Job, PostLedger
 from bot.models import Answer, Claim, Evidence, Outcome, Question, Source
-from bot.slack.blockkit import escape
 from bot.slack.calls import SlackError, SlackFailed, call
+from bot.slack.mrkdwn import escape
 from bot.slack.posting import Poster
 from bot.slack.replies import answer_message
 from bot.slack.review_card import review_card, review_card_decided

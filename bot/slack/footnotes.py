@@ -12,10 +12,12 @@ from __future__ import annotations
 from bot.answer.assemble import FootnoteMarkup, footnote, format_text_answer
 from bot.i18n import Key, message
 from bot.models import Answer, Source
-from bot.slack.blockkit import MAX_CONTEXT_ELEMENTS, clip, clip_escaped, escape, link
+from bot.slack.blockkit import MAX_CONTEXT_ELEMENTS
+from bot.slack.mrkdwn import clip, clip_escaped, escape, link
 
 TITLE_CHARS = 120
 SECTION_NAME_CHARS = 80
+STAND_CHARS = 80  # a date, as the KB writes it; longer is a mistake in the entry
 # Keeps room after a cut footnote list for its "…and N more sources" line.
 MORE_LINE_CHARS = 60
 
@@ -35,6 +37,9 @@ class Mrkdwn(FootnoteMarkup):
 
     def section(self, value: str) -> str:
         return clip_escaped(value, SECTION_NAME_CHARS)
+
+    def stand(self, value: str) -> str:
+        return clip_escaped(value, STAND_CHARS)
 
     def url(self, source: Source) -> str | None:
         return escape(source.url) if source.url and not self.linked else None

@@ -237,7 +237,7 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         record = await records.review(body["actions"][0]["value"])
         if record is None:
             return
-        view = review_card.review_answer_modal(record.review_id, record.question, record.draft, language=record.language)
+        view = review_card.review_answer_modal(record)
         # The modal remembers the channel it was opened from: the submission has none.
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 

@@ -5,7 +5,7 @@ Pure functions, no I/O: a message is `{"text": fallback, "blocks": [...]}`, read
 for `chat.postMessage(channel=..., thread_ts=..., **message)` or `chat.update`;
 a modal is a view for `views.open(trigger_id=..., view=...)`. Every piece of
 model or KB text is escaped for mrkdwn before our own links and mentions are
-added (see bot.slack.blockkit). The review channel's card is in
+added (see bot.slack.mrkdwn). The review channel's card is in
 bot.slack.review_card.
 """
 
@@ -14,35 +14,30 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from slack_sdk.models.blocks import ActionsBlock, Block, DividerBlock
+
 from bot.answer.assemble import with_truncated_note
 from bot.i18n import LANGUAGES, Key, message
 from bot.models import Answer, Outcome, Source
 from bot.slack.blockkit import (
     MAX_FALLBACK_CHARS,
-    MAX_INPUT_CHARS,
     MAX_MESSAGE_BLOCKS,
     MAX_MODAL_BLOCKS,
     MAX_SECTION_CHARS,
     MESSAGE_TEXT_BUDGET,
-    actions,
     block_text_length,
     button,
     checked_value,
-    clip,
-    clip_escaped,
     context,
     contexts,
-    divider,
-    escape,
-    escaped_mrkdwn,
     headed_section,
-    mention,
     modal,
-    plain_text,
+    multiline_input,
     section,
-    split_text,
+    to_message,
 )
 from bot.slack.footnotes import answer_text, source_line, source_lines
+from bot.slack.mrkdwn import clip, clip_escaped, escape, escaped_mrkdwn, mention, split_text
 
 ACTION_SOURCES = "citebot_sources"
 ACTION_FEEDBACK_UP = "citebot_feedback_up"
@@ -75,12 +70,12 @@ COMPACT_FALLBACK_CHARS = 3000
 
 
 def _note_pattern(key: Key, **fields: str) -> re.Pattern[str]:
-    """Every translation of a note, with its {limit} as any number."""
+    """Every translation of a note, with its {limit} as any number a question limit can be."""
     marker = "\x00"
     variants = []
     for language in LANGUAGES:
         text = message(key, language, **{name: marker for name in fields})
-        variants.append(re.escape(text).replace(re.escape(marker), r"\d+"))
+        variants.append(re.escape(text).replace(re.escape(marker), r"\d{1,9}"))
     return re.compile("|".join(f"(?:{v})" for v in variants))
 
 
@@ -110,17 +105,17 @@ def _notes_for(answer: Answer, notes: list[str], language: str) -> list[str]:
 # -- the answer
 
 
-def _answer_actions(answer: Answer, ref: str, language: str) -> dict[str, Any] | None:
+def _answer_actions(answer: Answer, ref: str, language: str) -> ActionsBlock | None:
     elements = []
     if answer.sources:
         elements.append(button(message(Key.SOURCES, language), ACTION_SOURCES, ref, style="primary"))
     if answer.outcome is Outcome.ANSWERED:
         elements.append(button(message(Key.HELPFUL, language), ACTION_FEEDBACK_UP, ref))
         elements.append(button(message(Key.NOT_HELPFUL, language), ACTION_FEEDBACK_DOWN, ref))
-    return actions(elements) if elements else None
+    return ActionsBlock(elements=elements) if elements else None
 
 
-def _body_blocks(body: str, max_chars: int, max_blocks: int, shortened: str) -> list[dict[str, Any]]:
+def _body_blocks(body: str, max_chars: int, max_blocks: int, shortened: str) -> list[Block]:
     """The answer's sections within the budget; a cut answer ends with a visible note."""
     pieces = split_text(escaped_mrkdwn(body), MAX_SECTION_CHARS)
     if sum(map(len, pieces)) <= max_chars and len(pieces) <= max_blocks:
@@ -135,7 +130,7 @@ def _body_blocks(body: str, max_chars: int, max_blocks: int, shortened: str) -> 
         kept.append(piece)
         room_chars -= len(piece)
         room_blocks -= 1
-    return [section(p) for p in kept] + [context([shortened])]
+    return [*(section(p) for p in kept), context([shortened])]
 
 
 def answer_message(
@@ -152,9 +147,8 @@ def answer_message(
     checked_value(ref)
     body, notes = split_notes(answer.answer)
     notes = _notes_for(answer, notes, language)
-    tail: list[dict[str, Any]] = []
-    if notes:
-        tail.append(context([escape(n) for n in notes]))
+    tail: list[Block] = []
+    tail += contexts([escape(n) for n in notes])
     if reviewed_by:
         tail.append(context([message(Key.REVIEWED_BY, language, reviewer=mention(reviewed_by))]))
     if compact:
@@ -172,7 +166,7 @@ def answer_message(
         shortened=shortened,
     )
     fallback = answer_text(answer, language, COMPACT_FALLBACK_CHARS if compact else MAX_FALLBACK_CHARS)
-    return {"text": fallback, "blocks": blocks + tail}
+    return to_message(fallback, blocks + tail)
 
 
 # -- the Sources modal
@@ -180,7 +174,10 @@ def answer_message(
 
 def sources_modal(answer_sources: list[Source], *, question: str, language: str) -> dict[str, Any]:
     """The modal behind the Sources button: each footnote with its passage."""
-    blocks = [headed_section(message(Key.QUESTION, language), clip_escaped(question, QUESTION_CHARS)), divider()]
+    blocks: list[Block] = [
+        headed_section(message(Key.QUESTION, language), clip_escaped(question, QUESTION_CHARS)),
+        DividerBlock(),
+    ]
     room = MAX_MODAL_BLOCKS - len(blocks) - 1  # one block stays free for "N more are not shown"
     for i, source in enumerate(answer_sources):
         source_blocks = _passage_blocks(source, language)
@@ -193,17 +190,17 @@ def sources_modal(answer_sources: list[Source], *, question: str, language: str)
     return modal(message(Key.SOURCES, language), blocks, close=message(Key.CLOSE, language))
 
 
-def _passage_blocks(source: Source, language: str) -> list[dict[str, Any]]:
+def _passage_blocks(source: Source, language: str) -> list[Block]:
     heading = f"*{source_line(source)}*"
     passage = escaped_mrkdwn(source.passage)
     if not passage.strip():
-        return [section(heading), context([escape(message(Key.NO_PASSAGE, language))]), divider()]
+        return [section(heading), context([escape(message(Key.NO_PASSAGE, language))]), DividerBlock()]
     shortened = len(passage) > MAX_PASSAGE_CHARS
     pieces = split_text(clip(passage, MAX_PASSAGE_CHARS), MAX_SECTION_CHARS)
-    blocks = [section(heading)] + [section(p) for p in pieces]
+    blocks: list[Block] = [section(heading), *(section(p) for p in pieces)]
     if shortened:
         blocks.append(context([escape(message(Key.PASSAGE_SHORTENED, language))]))
-    return blocks + [divider()]
+    return blocks + [DividerBlock()]
 
 
 # -- the bot's own messages
@@ -213,9 +210,7 @@ def _notice(text: str) -> dict[str, Any]:
     """A message in the bot's own words: the sentence, and any notes in smaller print."""
     body, notes = split_notes(text)
     blocks = [section(p) for p in split_text(escape(body), MAX_SECTION_CHARS)]
-    if notes:
-        blocks.append(context([escape(n) for n in notes]))
-    return {"text": escape(text), "blocks": blocks}
+    return to_message(escape(text), [*blocks, *contexts([escape(n) for n in notes])])
 
 
 def refusal_message(*, language: str, question_limit: int | None = None) -> dict[str, Any]:
@@ -248,23 +243,16 @@ def help_message(*, language: str) -> dict[str, Any]:
 
 def feedback_reason_modal(answer_ref: str, *, language: str = "en") -> dict[str, Any]:
     """After 👎: an optional reason. `private_metadata` carries the answer's reference."""
-    field = {
-        "type": "plain_text_input",
-        "action_id": FEEDBACK_REASON_ACTION,
-        "multiline": True,
-        "max_length": MAX_INPUT_CHARS,
-        "placeholder": plain_text(message(Key.FEEDBACK_PLACEHOLDER, language), 150),
-    }
-    block = {
-        "type": "input",
-        "block_id": FEEDBACK_REASON_BLOCK,
-        "optional": True,  # a thumbs-down alone is already worth recording
-        "label": plain_text(message(Key.FEEDBACK_LABEL, language), 2000),
-        "element": field,
-    }
+    field = multiline_input(
+        FEEDBACK_REASON_BLOCK,
+        FEEDBACK_REASON_ACTION,
+        label=message(Key.FEEDBACK_LABEL, language),
+        placeholder=message(Key.FEEDBACK_PLACEHOLDER, language),
+        optional=True,  # a thumbs-down alone is already worth recording
+    )
     return modal(
         message(Key.FEEDBACK_TITLE, language),
-        [block],
+        [field],
         close=message(Key.CANCEL, language),
         submit=message(Key.FEEDBACK_SUBMIT, language),
         callback_id=CALLBACK_FEEDBACK_REASON,

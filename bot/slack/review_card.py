@@ -9,34 +9,38 @@ the review channel is the one place besides the DM that sees its text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from slack_sdk.models.blocks import ActionsBlock, Block
 
 from bot.i18n import Key, message
 from bot.models import Source, Violation
 from bot.slack.blockkit import (
-    MAX_INPUT_CHARS,
     MAX_SECTION_CHARS,
-    actions,
     button,
-    channel_link,
     checked_value,
-    clip,
-    clip_escaped,
     context,
     contexts,
-    escape,
-    escaped_mrkdwn,
     headed_section,
     header,
+    modal,
+    multiline_input,
+    section,
+    to_message,
+)
+from bot.slack.footnotes import source_lines
+from bot.slack.mrkdwn import (
+    channel_link,
+    clip,
+    clip_escaped,
+    escape,
+    escaped_mrkdwn,
     heading,
     mention,
-    modal,
-    plain_text,
-    section,
     slack_date,
     split_text,
 )
-from bot.slack.footnotes import source_lines
 from bot.store.records import ReviewRecord, ReviewStatus
 
 ACTION_REVIEW_APPROVE = "citebot_review_approve"
@@ -55,6 +59,7 @@ DRAFT_CHARS_DECIDED = 2000  # a decided card also shows the posted answer
 POSTED_ANSWER_CHARS = 2000
 MAX_VIOLATIONS = 10
 VIOLATION_DETAIL_CHARS = 200
+VIOLATION_KIND_CHARS = 40  # the verifier's names are short; a record is not trusted to keep them so
 SOURCES_CHARS = 1500
 MAX_SOURCE_BLOCKS = 2
 
@@ -95,7 +100,7 @@ def _asked_by(review: ReviewRecord, language: str) -> str:
     return escape(message(Key.ASKED_BY_USER, language, user="?"))
 
 
-def _quoted_sections(title: str, text: str, limit: int) -> list[dict[str, Any]]:
+def _quoted_sections(title: str, text: str, limit: int) -> list[Block]:
     """`title` as the heading, then `text` as a mrkdwn quote, escaped, over as many sections as it needs."""
     lines = escaped_mrkdwn(text.strip()).split("\n")
     # Clipped after escaping and quoting: both add characters, a draft of short lines nearly doubles.
@@ -103,27 +108,28 @@ def _quoted_sections(title: str, text: str, limit: int) -> list[dict[str, Any]]:
     pieces = split_text(quoted, MAX_SECTION_CHARS - len(heading(title)) - 2)  # room for the newline and a re-added ">"
     # A piece cut inside a paragraph starts without the quote mark.
     pieces = [p if p.startswith(">") else f">{p}" for p in pieces] or [">"]
-    return [headed_section(title, pieces[0])] + [section(p) for p in pieces[1:]]
+    return [headed_section(title, pieces[0]), *(section(p) for p in pieces[1:])]
 
 
 def _violation_lines(violations: list[Violation], language: str) -> str:
     if not violations:
         return escape(message(Key.NO_VIOLATIONS, language))
     lines = [
-        f"• *{escape(v.kind)}*: {clip_escaped(v.detail, VIOLATION_DETAIL_CHARS)}" for v in violations[:MAX_VIOLATIONS]
+        f"• *{clip_escaped(v.kind, VIOLATION_KIND_CHARS)}*: {clip_escaped(v.detail, VIOLATION_DETAIL_CHARS)}"
+        for v in violations[:MAX_VIOLATIONS]
     ]
     if len(violations) > MAX_VIOLATIONS:
         lines.append(escape(message(Key.MORE_VIOLATIONS, language, count=len(violations) - MAX_VIOLATIONS)))
     return "\n".join(lines)
 
 
-def _card_body(review: ReviewRecord, draft_chars: int) -> list[dict[str, Any]]:
+def _card_body(review: ReviewRecord, draft_chars: int) -> list[Block]:
     """Question, draft and why it is here, sources. A feedback record (a 👎 with a
     reason) shows the posted answer and the reason where a rejection shows the
     rejected draft and its violations."""
     language = review.language
     feedback = review.kind == "feedback"
-    blocks = [
+    blocks: list[Block] = [
         header(message(Key.FEEDBACK_HEADING if feedback else Key.REVIEW_HEADING, language)),
         context([_asked_line(review, language)]),
         headed_section(message(Key.QUESTION, language), clip_escaped(review.question, QUESTION_CHARS)),
@@ -138,7 +144,7 @@ def _card_body(review: ReviewRecord, draft_chars: int) -> list[dict[str, Any]]:
     return blocks
 
 
-def _why_section(review: ReviewRecord, feedback: bool) -> dict[str, Any]:
+def _why_section(review: ReviewRecord, feedback: bool) -> Block:
     language = review.language
     if feedback:
         reason = (review.feedback_reason or "").strip()
@@ -147,7 +153,7 @@ def _why_section(review: ReviewRecord, feedback: bool) -> dict[str, Any]:
     return headed_section(message(Key.VIOLATIONS, language), _violation_lines(review.violations, language))
 
 
-def _sources_blocks(sources: list[Source], language: str) -> list[dict[str, Any]]:
+def _sources_blocks(sources: list[Source], language: str) -> Sequence[Block]:
     title = heading(message(Key.RETRIEVED_SOURCES, language))
     if not sources:
         return [context([title, escape(message(Key.NO_SOURCES, language))])]
@@ -164,15 +170,15 @@ def review_card(review: ReviewRecord) -> dict[str, Any]:
     dismiss buttons."""
     language = review.language
     review_id = checked_value(review.review_id)
-    buttons = actions(
-        [
+    buttons = ActionsBlock(
+        elements=[
             button(message(Key.APPROVE, language), ACTION_REVIEW_APPROVE, review_id, style="primary"),
             button(message(Key.WRITE_ANSWER, language), ACTION_REVIEW_ANSWER, review_id),
             button(message(Key.DISMISS, language), ACTION_REVIEW_DISMISS, review_id, style="danger"),
         ],
         block_id=REVIEW_ACTIONS_BLOCK,
     )
-    return {"text": _fallback(review), "blocks": _card_body(review, DRAFT_CHARS) + [buttons]}
+    return to_message(_fallback(review), _card_body(review, DRAFT_CHARS) + [buttons])
 
 
 def review_card_decided(review: ReviewRecord) -> dict[str, Any]:
@@ -188,33 +194,28 @@ def review_card_decided(review: ReviewRecord) -> dict[str, Any]:
     when = slack_date(review.decided_at) or "?"
     decided = message(key, language, user=mention(review.decided_by), time=when)
     blocks.append(context([decided]))
-    return {"text": f"{_fallback(review)}\n{decided}", "blocks": blocks}
+    return to_message(f"{_fallback(review)}\n{decided}", blocks)
 
 
 # -- the reviewer's answer
 
 
-def review_answer_modal(review_id: str, question: str, draft: str | None, *, language: str = "en") -> dict[str, Any]:
+def review_answer_modal(review: ReviewRecord) -> dict[str, Any]:
     """Opened by the write-answer button; `private_metadata` is the review id, so the
     submission handler finds the record without trusting anything else in the view."""
-    blocks = [headed_section(message(Key.QUESTION, language), clip_escaped(question, QUESTION_CHARS))]
-    if draft and draft.strip():
-        blocks += _quoted_sections(message(Key.REJECTED_DRAFT, language), draft, DRAFT_CHARS_DECIDED)
+    language = review.language
+    blocks: list[Block] = [headed_section(message(Key.QUESTION, language), clip_escaped(review.question, QUESTION_CHARS))]
+    if review.draft.strip():
+        blocks += _quoted_sections(message(Key.REJECTED_DRAFT, language), review.draft, DRAFT_CHARS_DECIDED)
     blocks.append(
-        {
-            "type": "input",
-            "block_id": REVIEW_ANSWER_BLOCK,
-            "label": plain_text(message(Key.YOUR_ANSWER, language), 2000),
-            "hint": plain_text(message(Key.ANSWER_HINT, language), 2000),
-            "element": {
-                "type": "plain_text_input",
-                "action_id": REVIEW_ANSWER_ACTION,
-                "multiline": True,
-                "min_length": 1,
-                "max_length": MAX_INPUT_CHARS,
-                "placeholder": plain_text(message(Key.ANSWER_PLACEHOLDER, language), 150),
-            },
-        }
+        multiline_input(
+            REVIEW_ANSWER_BLOCK,
+            REVIEW_ANSWER_ACTION,
+            label=message(Key.YOUR_ANSWER, language),
+            hint=message(Key.ANSWER_HINT, language),
+            placeholder=message(Key.ANSWER_PLACEHOLDER, language),
+            min_length=1,
+        )
     )
     return modal(
         message(Key.REVIEW_MODAL_TITLE, language),
@@ -222,7 +223,7 @@ def review_answer_modal(review_id: str, question: str, draft: str | None, *, lan
         close=message(Key.CANCEL, language),
         submit=message(Key.REVIEW_MODAL_SUBMIT, language),
         callback_id=CALLBACK_REVIEW_ANSWER_SUBMIT,
-        private_metadata=checked_value(review_id),
+        private_metadata=checked_value(review.review_id),
     )
 
 
