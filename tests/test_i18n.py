@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import string
 
+from bot.answer.prompt import system_rules
+from bot.answer.verify.text import is_refusal
 from bot.i18n import LANGUAGES, Key, all_translations, message
+from bot.models import AnswerMode
 
 REFUSAL_DE = message("refusal", "de")
 
@@ -41,3 +44,10 @@ def test_message_language_falls_back_to_english_and_accepts_regions():
     assert message("refusal", "de-AT") == REFUSAL_DE
     assert message("refusal", "fr") == message("refusal", "en")
     assert message("refusal", None) == message("refusal", "en")
+
+
+def test_the_refusal_the_prompt_asks_for_is_the_one_the_verifier_recognises():
+    for language in LANGUAGES:
+        refusal = message(Key.REFUSAL, language)
+        assert refusal in system_rules(AnswerMode.CITATIONS, language)
+        assert is_refusal(refusal)

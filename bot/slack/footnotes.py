@@ -23,7 +23,9 @@ MORE_LINE_CHARS = 60
 
 
 class Mrkdwn(FootnoteMarkup):
-    url_separator = " "
+    """`linked`: in blocks the title is the link; in `text` (linked=False) the url follows the line."""
+
+    url_separator = " "  # right after the line, so that a client which links bare urls shows it as the line's link
 
     def __init__(self, *, linked: bool):
         self.linked = linked
