@@ -4,7 +4,7 @@ The extractive backend answers from the bundled sample KB (indexed into a temp
 dir); the questions of tests/data/sample_questions.yaml are cycled to --n (200).
 Time per question = wall time of Pipeline.answer minus its `generate` timing
 (retrieve, budget, prompt, verify, answer building), plus Slack rendering when
-bot/slack/render.py provides `answer_message`. Printed: median and p95 per
+bot/slack/replies.py provides `answer_message`. Printed: median and p95 per
 stage and in total, for each answer mode. Goal: median total <= 15 ms.
 
     python bench/pipeline.py [--n 200] [--mode citations|claims|both]
@@ -42,9 +42,9 @@ def load_questions(path: Path, n: int) -> list[Question]:
 
 
 def renderer() -> Callable[[Answer, Question], object] | None:
-    """bot.slack.render.answer_message, if it exists, called with what it asks for."""
+    """bot.slack.replies.answer_message, if it exists, called with what it asks for."""
     try:
-        from bot.slack.render import answer_message  # type: ignore[attr-defined]
+        from bot.slack.replies import answer_message
     except ImportError:
         return None
     values = {"language": lambda q: q.language, "lang": lambda q: q.language, "ref": lambda q: "bench-ref",
@@ -100,7 +100,7 @@ async def run(args) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         report = build_index(BUNDLED_KB_DIR, Path(tmp) / "index")
         print(f"sample KB: {report.chunks} chunks; {len(questions)} questions (+{WARMUP} warm-up); "
-              f"Slack rendering: {'bot.slack.render.answer_message' if render else 'not available, left out'}")
+              f"Slack rendering: {'bot.slack.replies.answer_message' if render else 'not available, left out'}")
         with Retriever(Path(tmp) / "index") as retriever:
             pipeline = Pipeline(retriever, ExtractiveBackend())
             for mode in modes:

@@ -1,8 +1,14 @@
-"""The bot's own sentences, in every language it speaks.
+"""Every sentence the bot writes, in every language it speaks: one table, one lookup.
 
-Everything the bot says in its own voice (not quoting the knowledge base) lives
-here, so a translation is one edit and the refusal sentence the prompt asks the
-model for is the same string the verifier looks for.
+Three readers share the table: the asker (the bot's own messages and the notes
+under an answer), the Slack interface (buttons, modal titles, card headings)
+and the model (the prompt's rules, block labels and retry feedback). A
+translation is one edit here, and the refusal sentence the prompt asks the
+model for is the string the verifier looks for: both read Key.REFUSAL.
+
+One fallback rule: a language the bot does not speak gets English, whole
+(`normalize_language`). Within a language every key is present (the tests check
+it), so no single sentence ever falls back on its own.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ DEFAULT_LANGUAGE = "en"
 
 
 class Key(StrEnum):
+    # -- the asker: the bot's own messages and the notes under an answer
     REFUSAL = "refusal"  # the KB has nothing on the question
     UNCERTAIN = "uncertain"  # a draft existed but could not be backed by the KB
     PARTIAL = "partial"  # only some statements of the answer could be verified
@@ -21,25 +28,80 @@ class Key(StrEnum):
     LLM_DOWN = "llm_down"  # the model failed past all retries, or took the question's whole time budget
     FAILED = "failed"  # anything else failed past all retries (never Slack: it cannot carry the news)
     REVIEWED_BY = "reviewed_by"  # a reviewer's answer posted into the asker's thread
-    SOURCES = "sources"  # heading of the sources list
+    SOURCES = "sources"  # heading of the sources list, title of the Sources modal
     REVIEW_DISMISSED = "review_dismissed"  # a reviewer closed a rejected draft without an answer
     SOURCE_CHANGED = "source_changed"  # a cited entry changed after the answer was posted
     SOURCE_REMOVED = "source_removed"  # a cited entry left the knowledge base after the answer was posted
+    SHORTENED = "shortened"  # an answer too long for Slack, cut
+    SHORTENED_NO_SOURCES = "shortened_no_sources"
+    MORE_SOURCES = "more_sources"  # the footnote list, cut
+    # -- the Slack interface: buttons, modals, the review card
+    HELPFUL = "helpful"
+    NOT_HELPFUL = "not_helpful"
+    CLOSE = "close"
+    CANCEL = "cancel"
+    QUESTION = "question"
+    PASSAGE_SHORTENED = "passage_shortened"
+    MORE_PASSAGES = "more_passages"
+    NO_PASSAGE = "no_passage"
+    REVIEW_HEADING = "review_heading"
+    FEEDBACK_HEADING = "feedback_heading"
+    FEEDBACK_REASON = "feedback_reason"
+    NO_REASON = "no_reason"
+    FLAGGED_ANSWER = "flagged_answer"
+    ASKED_BY = "asked_by"
+    ASKED_BY_USER = "asked_by_user"
+    ASKED_IN_DM = "asked_in_dm"
+    FLAGGED_BY = "flagged_by"
+    DECISION_FAILED = "decision_failed"  # to the reviewer whose decision Slack refused
+    REJECTED_DRAFT = "rejected_draft"
+    NO_DRAFT = "no_draft"
+    VIOLATIONS = "violations"
+    NO_VIOLATIONS = "no_violations"
+    MORE_VIOLATIONS = "more_violations"
+    RETRIEVED_SOURCES = "retrieved_sources"
+    NO_SOURCES = "no_sources"
+    APPROVE = "approve"
+    WRITE_ANSWER = "write_answer"
+    DISMISS = "dismiss"
+    APPROVED_BY = "approved_by"
+    ANSWERED_BY = "answered_by"
+    DISMISSED_BY = "dismissed_by"
+    POSTED_ANSWER = "posted_answer"
+    REVIEW_FALLBACK = "review_fallback"
+    REVIEW_MODAL_TITLE = "review_modal_title"
+    REVIEW_MODAL_SUBMIT = "review_modal_submit"
+    YOUR_ANSWER = "your_answer"
+    ANSWER_HINT = "answer_hint"
+    ANSWER_PLACEHOLDER = "answer_placeholder"
+    FEEDBACK_TITLE = "feedback_title"
+    FEEDBACK_SUBMIT = "feedback_submit"
+    FEEDBACK_LABEL = "feedback_label"
+    FEEDBACK_PLACEHOLDER = "feedback_placeholder"
+    # -- the model (bot.answer.prompt). Apart from the interface keys even where the
+    # words agree today: a new label in the modal must not change what the model reads.
+    PROMPT_RULES_CITATIONS = "prompt_rules_citations"  # {refusal}: Key.REFUSAL, word for word
+    PROMPT_RULES_CLAIMS = "prompt_rules_claims"  # {max_claims}; JSON braces doubled for str.format
+    PROMPT_BLOCKS = "prompt_blocks"
+    PROMPT_TITLE = "prompt_title"
+    PROMPT_SECTION = "prompt_section"
+    PROMPT_LEGAL = "prompt_legal"
+    PROMPT_XREF = "prompt_xref"
+    PROMPT_HISTORY = "prompt_history"
+    PROMPT_QUESTION = "prompt_question"
+    PROMPT_RETRY_INTRO = "prompt_retry_intro"
+    PROMPT_RETRY_OUTRO = "prompt_retry_outro"
 
 
-_MESSAGES: dict[str, dict[Key, str]] = {
+_TEXT: dict[str, dict[Key, str]] = {
     "en": {
         Key.REFUSAL: "The knowledge base does not cover this question.",
         Key.UNCERTAIN: (
             "I'm not sure about this one: I could not back an answer with the knowledge base. "
             "A reviewer may follow up in this thread."
         ),
-        Key.PARTIAL: (
-            "Partial answer: only the statements above could be verified against the knowledge base."
-        ),
-        Key.TRUNCATED: (
-            "Your question was longer than {limit} characters, so I answered its first {limit} characters."
-        ),
+        Key.PARTIAL: "Partial answer: only the statements above could be verified against the knowledge base.",
+        Key.TRUNCATED: "Your question was longer than {limit} characters, so I answered its first {limit} characters.",
         Key.HELP: (
             "Ask me a question and I will answer it from the company knowledge base, "
             "with a source for every statement. For example: @citebot How many vacation days do I get?"
@@ -54,11 +116,88 @@ _MESSAGES: dict[str, dict[Key, str]] = {
         ),
         Key.REVIEWED_BY: "Reviewed by {reviewer}.",
         Key.SOURCES: "Sources",
-        Key.REVIEW_DISMISSED: (
-            "A reviewer looked at your question: the knowledge base has no answer to it yet."
-        ),
+        Key.REVIEW_DISMISSED: "A reviewer looked at your question: the knowledge base has no answer to it yet.",
         Key.SOURCE_CHANGED: "⚠️ Source [{n}] has changed since this answer — ask again.",
         Key.SOURCE_REMOVED: "⚠️ Source [{n}] has been removed from the knowledge base since this answer — ask again.",
+        Key.SHORTENED: "…answer shortened, see Sources for the passages.",
+        Key.SHORTENED_NO_SOURCES: "…answer shortened.",
+        Key.MORE_SOURCES: "…and {count} more sources.",
+        Key.HELPFUL: "👍 Helpful",
+        Key.NOT_HELPFUL: "👎 Not helpful",
+        Key.CLOSE: "Close",
+        Key.CANCEL: "Cancel",
+        Key.QUESTION: "Question",
+        Key.PASSAGE_SHORTENED: "…passage shortened.",
+        Key.MORE_PASSAGES: "{count} more sources are not shown.",
+        Key.NO_PASSAGE: "(no passage text stored)",
+        Key.REVIEW_HEADING: "Answer needs review",
+        Key.FEEDBACK_HEADING: "Answer marked as not helpful",
+        Key.FEEDBACK_REASON: "Reason given",
+        Key.NO_REASON: "(no reason given)",
+        Key.FLAGGED_ANSWER: "The answer that was posted",
+        Key.ASKED_BY: "Asked by {user} in {channel}",
+        Key.ASKED_BY_USER: "Asked by {user}",
+        Key.ASKED_IN_DM: "Asked in a direct message",
+        Key.FLAGGED_BY: "flagged by {user}",
+        Key.DECISION_FAILED: (
+            "Your decision was not posted in the asker's thread: Slack said {reason}. "
+            "The review is open again; click again once that is fixed."
+        ),
+        Key.REJECTED_DRAFT: "Rejected draft",
+        Key.NO_DRAFT: "(no draft)",
+        Key.VIOLATIONS: "Why it was rejected",
+        Key.NO_VIOLATIONS: "No violations recorded.",
+        Key.MORE_VIOLATIONS: "…and {count} more.",
+        Key.RETRIEVED_SOURCES: "Retrieved sources",
+        Key.NO_SOURCES: "No sources were retrieved.",
+        Key.APPROVE: "Approve draft",
+        Key.WRITE_ANSWER: "Write answer",
+        Key.DISMISS: "Dismiss",
+        Key.APPROVED_BY: "✅ Approved by {user} at {time}",
+        Key.ANSWERED_BY: "✍️ Answered by {user} at {time}",
+        Key.DISMISSED_BY: "🚫 Dismissed by {user} at {time}",
+        Key.POSTED_ANSWER: "Posted answer",
+        Key.REVIEW_FALLBACK: "Answer needs review: {question}",
+        Key.REVIEW_MODAL_TITLE: "Write the answer",
+        Key.REVIEW_MODAL_SUBMIT: "Post answer",
+        Key.YOUR_ANSWER: "Your answer",
+        Key.ANSWER_HINT: "Posted in the asker's thread, marked as reviewed by you.",
+        Key.ANSWER_PLACEHOLDER: "Answer from the knowledge base…",
+        Key.FEEDBACK_TITLE: "Feedback",
+        Key.FEEDBACK_SUBMIT: "Send",
+        Key.FEEDBACK_LABEL: "What was wrong with the answer? (optional)",
+        Key.FEEDBACK_PLACEHOLDER: "e.g. outdated, wrong source, did not answer my question",
+        Key.PROMPT_RULES_CITATIONS: """You answer employees' questions from the company knowledge base, and only from it.
+Rules:
+1. Use only what the knowledge-base blocks below state. Add nothing from your own knowledge.
+2. After every statement, write the KB-ID of the block it comes from in square brackets, as shown in the block header, e.g. [hr-travel-01]. Several sources: [hr-travel-01, hr-travel-02].
+3. If the blocks do not answer the question, reply with exactly this sentence and nothing else: {refusal}
+4. Write numbers, dates and amounts exactly as the cited block states them.
+5. Use double quotes only for text copied word for word from a cited block.
+6. Each block has a Stand (the date its content is valid for). If blocks disagree, follow the most recent Stand and say which Stand the answer is based on.
+7. Answer in English, briefly and plainly.""",
+        Key.PROMPT_RULES_CLAIMS: """You answer employees' questions from the company knowledge base, and only from it.
+Reply with JSON only, in this form: {{"claims": [{{"text": "...", "evidence_ids": ["E1"]}}]}}
+Rules:
+1. Each claim is one short statement that the knowledge-base blocks below state. Add nothing from your own knowledge.
+2. Keep to the wording of the block. evidence_ids lists the E-numbers of the blocks that state the claim (see the block headers).
+3. Write numbers, dates and amounts exactly as the block states them.
+4. No quotation marks inside a claim's text.
+5. At most {max_claims} claims.
+6. If the blocks do not answer the question, reply with {{"claims": []}}.
+7. Each block has a Stand (the date its content is valid for). If blocks disagree, follow the most recent Stand.
+8. Write the claims in English.""",
+        Key.PROMPT_BLOCKS: "Knowledge-base blocks:",
+        Key.PROMPT_TITLE: "Title",
+        Key.PROMPT_SECTION: "Section",
+        Key.PROMPT_LEGAL: "Legal bases",
+        Key.PROMPT_XREF: "cross-reference",
+        Key.PROMPT_HISTORY: "Earlier in this thread:",
+        Key.PROMPT_QUESTION: "Question",
+        Key.PROMPT_RETRY_INTRO: "Your answer could not be verified against the knowledge-base blocks:",
+        Key.PROMPT_RETRY_OUTRO: (
+            "Answer again and follow the rules. If the blocks do not answer the question, say so as the rules ask."
+        ),
     },
     "de": {
         Key.REFUSAL: "Dazu enthält die Wissensbasis keine Aussage.",
@@ -66,12 +205,8 @@ _MESSAGES: dict[str, dict[Key, str]] = {
             "Da bin ich mir nicht sicher: Ich konnte keine Antwort mit der Wissensbasis belegen. "
             "Eine Prüferin oder ein Prüfer meldet sich eventuell in diesem Thread."
         ),
-        Key.PARTIAL: (
-            "Teilantwort: Nur die Aussagen oben ließen sich anhand der Wissensbasis belegen."
-        ),
-        Key.TRUNCATED: (
-            "Deine Frage war länger als {limit} Zeichen; ich habe die ersten {limit} Zeichen beantwortet."
-        ),
+        Key.PARTIAL: "Teilantwort: Nur die Aussagen oben ließen sich anhand der Wissensbasis belegen.",
+        Key.TRUNCATED: "Deine Frage war länger als {limit} Zeichen; ich habe die ersten {limit} Zeichen beantwortet.",
         Key.HELP: (
             "Stell mir eine Frage, und ich beantworte sie aus der Wissensbasis des Unternehmens, "
             "mit einer Quelle für jede Aussage. Zum Beispiel: @citebot Wie viele Urlaubstage habe ich?"
@@ -86,30 +221,110 @@ _MESSAGES: dict[str, dict[Key, str]] = {
         ),
         Key.REVIEWED_BY: "Geprüft von {reviewer}.",
         Key.SOURCES: "Quellen",
-        Key.REVIEW_DISMISSED: (
-            "Deine Frage wurde geprüft: Die Wissensbasis enthält dazu noch keine Antwort."
-        ),
+        Key.REVIEW_DISMISSED: "Deine Frage wurde geprüft: Die Wissensbasis enthält dazu noch keine Antwort.",
         Key.SOURCE_CHANGED: "⚠️ Quelle [{n}] hat sich seit dieser Antwort geändert – bitte frag noch einmal.",
-        Key.SOURCE_REMOVED: "⚠️ Quelle [{n}] wurde seit dieser Antwort aus der Wissensbasis entfernt – bitte frag noch einmal.",
+        Key.SOURCE_REMOVED: (
+            "⚠️ Quelle [{n}] wurde seit dieser Antwort aus der Wissensbasis entfernt – bitte frag noch einmal."
+        ),
+        Key.SHORTENED: "…Antwort gekürzt, die Fundstellen stehen unter Quellen.",
+        Key.SHORTENED_NO_SOURCES: "…Antwort gekürzt.",
+        Key.MORE_SOURCES: "…und {count} weitere Quellen.",
+        Key.HELPFUL: "👍 Hilfreich",
+        Key.NOT_HELPFUL: "👎 Nicht hilfreich",
+        Key.CLOSE: "Schließen",
+        Key.CANCEL: "Abbrechen",
+        Key.QUESTION: "Frage",
+        Key.PASSAGE_SHORTENED: "…Fundstelle gekürzt.",
+        Key.MORE_PASSAGES: "{count} weitere Quellen werden nicht angezeigt.",
+        Key.NO_PASSAGE: "(kein Text der Fundstelle gespeichert)",
+        Key.REVIEW_HEADING: "Antwort muss geprüft werden",
+        Key.FEEDBACK_HEADING: "Antwort als nicht hilfreich markiert",
+        Key.FEEDBACK_REASON: "Angegebener Grund",
+        Key.NO_REASON: "(kein Grund angegeben)",
+        Key.FLAGGED_ANSWER: "Die gepostete Antwort",
+        Key.ASKED_BY: "Gefragt von {user} in {channel}",
+        Key.ASKED_BY_USER: "Gefragt von {user}",
+        Key.ASKED_IN_DM: "In einer Direktnachricht gefragt",
+        Key.FLAGGED_BY: "gemeldet von {user}",
+        Key.DECISION_FAILED: (
+            "Deine Entscheidung wurde nicht im Thread der fragenden Person gepostet: Slack meldete {reason}. "
+            "Die Prüfung ist wieder offen; klick noch einmal, sobald das behoben ist."
+        ),
+        Key.REJECTED_DRAFT: "Abgelehnter Entwurf",
+        Key.NO_DRAFT: "(kein Entwurf)",
+        Key.VIOLATIONS: "Warum er abgelehnt wurde",
+        Key.NO_VIOLATIONS: "Keine Verstöße festgehalten.",
+        Key.MORE_VIOLATIONS: "…und {count} weitere.",
+        Key.RETRIEVED_SOURCES: "Gefundene Quellen",
+        Key.NO_SOURCES: "Es wurden keine Quellen gefunden.",
+        Key.APPROVE: "Entwurf freigeben",
+        Key.WRITE_ANSWER: "Antwort schreiben",
+        Key.DISMISS: "Verwerfen",
+        Key.APPROVED_BY: "✅ Freigegeben von {user} am {time}",
+        Key.ANSWERED_BY: "✍️ Beantwortet von {user} am {time}",
+        Key.DISMISSED_BY: "🚫 Verworfen von {user} am {time}",
+        Key.POSTED_ANSWER: "Gepostete Antwort",
+        Key.REVIEW_FALLBACK: "Antwort muss geprüft werden: {question}",
+        Key.REVIEW_MODAL_TITLE: "Antwort schreiben",
+        Key.REVIEW_MODAL_SUBMIT: "Antwort posten",
+        Key.YOUR_ANSWER: "Deine Antwort",
+        Key.ANSWER_HINT: "Wird im Thread der fragenden Person gepostet, als von dir geprüft markiert.",
+        Key.ANSWER_PLACEHOLDER: "Antwort aus der Wissensbasis…",
+        Key.FEEDBACK_TITLE: "Rückmeldung",
+        Key.FEEDBACK_SUBMIT: "Senden",
+        Key.FEEDBACK_LABEL: "Was war an der Antwort falsch? (optional)",
+        Key.FEEDBACK_PLACEHOLDER: "z. B. veraltet, falsche Quelle, Frage nicht beantwortet",
+        Key.PROMPT_RULES_CITATIONS: """Du beantwortest Fragen von Mitarbeitenden aus der Wissensbasis des Unternehmens, und nur aus ihr.
+Regeln:
+1. Verwende nur, was die Blöcke aus der Wissensbasis unten aussagen. Ergänze nichts aus eigenem Wissen.
+2. Schreibe nach jeder Aussage die KB-ID des Blocks, aus dem sie stammt, in eckigen Klammern, wie im Blockkopf angegeben, z. B. [lb-atz-01]. Mehrere Quellen: [lb-atz-01, lb-atz-02].
+3. Wenn die Blöcke die Frage nicht beantworten, antworte genau mit diesem Satz und sonst nichts: {refusal}
+4. Gib Zahlen, Daten und Beträge genau so wieder, wie der zitierte Block sie nennt.
+5. Setze nur wörtlich aus einem zitierten Block übernommenen Text in doppelte Anführungszeichen.
+6. Jeder Block hat einen Stand (das Datum, für das sein Inhalt gilt). Widersprechen sich Blöcke, richte dich nach dem neuesten Stand und nenne den Stand, auf dem die Antwort beruht.
+7. Antworte auf Deutsch, knapp und verständlich.""",
+        Key.PROMPT_RULES_CLAIMS: """Du beantwortest Fragen von Mitarbeitenden aus der Wissensbasis des Unternehmens, und nur aus ihr.
+Antworte nur mit JSON in dieser Form: {{"claims": [{{"text": "...", "evidence_ids": ["E1"]}}]}}
+Regeln:
+1. Jede Aussage (claim) ist ein kurzer Satz, den die Blöcke aus der Wissensbasis unten aussagen. Ergänze nichts aus eigenem Wissen.
+2. Bleib beim Wortlaut des Blocks. evidence_ids nennt die E-Nummern der Blöcke, die die Aussage treffen (siehe Blockkopf).
+3. Gib Zahlen, Daten und Beträge genau so wieder, wie der Block sie nennt.
+4. Keine Anführungszeichen im Text einer Aussage.
+5. Höchstens {max_claims} Aussagen.
+6. Wenn die Blöcke die Frage nicht beantworten, antworte mit {{"claims": []}}.
+7. Jeder Block hat einen Stand (das Datum, für das sein Inhalt gilt). Widersprechen sich Blöcke, richte dich nach dem neuesten Stand.
+8. Schreibe die Aussagen auf Deutsch.""",
+        Key.PROMPT_BLOCKS: "Blöcke aus der Wissensbasis:",
+        Key.PROMPT_TITLE: "Titel",
+        Key.PROMPT_SECTION: "Abschnitt",
+        Key.PROMPT_LEGAL: "Rechtsgrundlagen",
+        Key.PROMPT_XREF: "Querverweis",
+        Key.PROMPT_HISTORY: "Bisher in diesem Thread:",
+        Key.PROMPT_QUESTION: "Frage",
+        Key.PROMPT_RETRY_INTRO: "Deine Antwort ließ sich nicht anhand der Blöcke aus der Wissensbasis belegen:",
+        Key.PROMPT_RETRY_OUTRO: (
+            "Antworte noch einmal und halte dich an die Regeln. Wenn die Blöcke die Frage nicht beantworten, "
+            "sag das so, wie die Regeln es verlangen."
+        ),
     },
 }
 
-LANGUAGES = tuple(_MESSAGES)
+LANGUAGES = tuple(_TEXT)
 
 
 def normalize_language(language: str | None) -> str:
     """'de-AT' -> 'de'; anything the bot does not speak -> English, never an error,
     because a channel setting with an odd language must not stop an answer."""
     code = (language or "").strip().lower().replace("_", "-").split("-")[0]
-    return code if code in _MESSAGES else DEFAULT_LANGUAGE
+    return code if code in _TEXT else DEFAULT_LANGUAGE
 
 
 def message(key: str, language: str | None = DEFAULT_LANGUAGE, **fields: object) -> str:
     """The sentence `key` in `language`; `fields` fill placeholders such as {limit}."""
-    text = _MESSAGES[normalize_language(language)][Key(key)]
+    text = _TEXT[normalize_language(language)][Key(key)]
     return text.format(**fields) if fields else text
 
 
 def all_translations(key: str) -> list[str]:
     """The sentence in every language: a model may reply in another language than asked."""
-    return [table[Key(key)] for table in _MESSAGES.values()]
+    return [table[Key(key)] for table in _TEXT.values()]

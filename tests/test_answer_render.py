@@ -7,6 +7,7 @@ import json
 from bot.answer.assemble import (
     build_answer,
     error_answer,
+    footnote,
     format_text_answer,
     refusal_answer,
     render_citations_text,
@@ -18,6 +19,7 @@ from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import verify_claims
 from bot.i18n import message
 from bot.models import AnswerMode, AuditMode, Claim, Outcome, Question
+from bot.slack.footnotes import source_line
 from kb_index import ChunkResult
 
 UNCERTAIN_DE = message("uncertain", "de")
@@ -248,32 +250,13 @@ def test_format_text_answer():
     )
 
 
+def test_a_footnote_without_a_title_shows_its_kb_id_in_the_terminal_and_in_slack():
+    source = answer_for("ATZ [lb-min-01].").sources[0].model_copy(update={"title": "", "url": None})
+    assert footnote(source) == "[1] lb-min-01 · Zusammenfassung · Stand 2026-01"
+    assert source_line(source) == footnote(source)
+
+
 def test_format_text_answer_in_german_and_without_sources():
     answer = answer_for("ATZ [lb-min-01].")
     assert "\nQuellen:\n" in format_text_answer(answer, "de")
     assert format_text_answer(refusal_answer("q", "de")) == REFUSAL_DE
-
-
-# ------------------------------------------------------------------ the bot's own sentences
-
-
-def test_refusal_sentences_are_the_documented_ones():
-    assert message("refusal", "en") == "The knowledge base does not cover this question."
-    assert message("refusal", "de") == "Dazu enthält die Wissensbasis keine Aussage."
-
-
-def test_every_message_exists_in_both_languages_and_differs():
-    for key in ("refusal", "uncertain", "partial", "truncated", "help", "llm_down"):
-        en, de = message(key, "en", limit=10), message(key, "de", limit=10)
-        assert en and de and en != de, key
-        assert "{" not in en and "{" not in de, key
-
-
-def test_uncertain_message_says_a_reviewer_may_follow_up():
-    assert "reviewer may follow up" in message("uncertain", "en")
-
-
-def test_message_language_falls_back_to_english_and_accepts_regions():
-    assert message("refusal", "de-AT") == REFUSAL_DE
-    assert message("refusal", "fr") == message("refusal", "en")
-    assert message("refusal", None) == message("refusal", "en")

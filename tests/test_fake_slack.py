@@ -23,7 +23,7 @@ from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryInt
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.models import Answer, Source
-from bot.slack.render import answer_message, sources_modal
+from bot.slack.replies import answer_message, sources_modal
 from tests.fakes.slack_server import FakeSlackServer, parse_body
 
 TOKEN = "xoxb-test-token"

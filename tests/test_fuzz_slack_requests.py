@@ -25,7 +25,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from bot.channels import ChannelsConfig
 from bot.config import load_settings
 from bot.jobs.queue import JobQueue, connect
-from bot.slack import render
+from bot.slack import replies, review_card
 from bot.slack.listeners import AppDeps, create_app
 from bot.slack.web import _well_formed
 from bot.store.records import Records
@@ -80,8 +80,8 @@ def events(draw, shaped: bool) -> dict:
 
 
 ACTION_IDS = [
-    render.ACTION_SOURCES, render.ACTION_FEEDBACK_UP, render.ACTION_FEEDBACK_DOWN,
-    render.ACTION_REVIEW_APPROVE, render.ACTION_REVIEW_DISMISS, render.ACTION_REVIEW_ANSWER, "unknown",
+    replies.ACTION_SOURCES, replies.ACTION_FEEDBACK_UP, replies.ACTION_FEEDBACK_DOWN,
+    review_card.ACTION_REVIEW_APPROVE, review_card.ACTION_REVIEW_DISMISS, review_card.ACTION_REVIEW_ANSWER, "unknown",
 ]
 
 
@@ -111,12 +111,12 @@ def block_actions(draw, shaped: bool) -> dict:
 def view_submissions(draw, shaped: bool) -> dict:
     value = st.fixed_dictionaries({"type": st.just("plain_text_input"), "value": st.one_of(st.none(), st.text(max_size=30))})
     state = st.fixed_dictionaries({"values": st.fixed_dictionaries({
-        render.REVIEW_ANSWER_BLOCK: st.fixed_dictionaries({render.REVIEW_ANSWER_ACTION: value}),
+        review_card.REVIEW_ANSWER_BLOCK: st.fixed_dictionaries({review_card.REVIEW_ANSWER_ACTION: value}),
     })}) | st.just({"values": {}})
     view = _drop_missing({
         "id": "V1",
         "type": "modal",
-        "callback_id": draw(st.sampled_from([render.CALLBACK_FEEDBACK_REASON, render.CALLBACK_REVIEW_ANSWER_SUBMIT, "x"])),
+        "callback_id": draw(st.sampled_from([replies.CALLBACK_FEEDBACK_REASON, review_card.CALLBACK_REVIEW_ANSWER_SUBMIT, "x"])),
         # Slack sends private_metadata with every view ("" when the bot set none).
         "private_metadata": draw(st.text(max_size=20) if shaped else maybe(st.text(max_size=20), shaped=False)),
         "state": draw(state if shaped else st.one_of(state, ANY_JSON)),

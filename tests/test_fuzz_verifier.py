@@ -21,7 +21,7 @@ from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import verify_claims
 from bot.answer.verify.links import missing_links
 from bot.models import AnswerMode, Outcome
-from bot.slack.render import answer_message, sources_modal
+from bot.slack.replies import answer_message, sources_modal
 from kb_index import ChunkResult
 
 FUZZ = settings(

@@ -7,27 +7,24 @@ import re
 from datetime import UTC, datetime
 
 import pytest
+from slack_sdk.errors import SlackObjectFormationError
 
 from bot.i18n import message
 from bot.models import Answer, Outcome, Source, Violation
-from bot.slack import render
-from bot.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, clip, escape, split_text
-from bot.slack.render import (
+from bot.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, context, section, to_message
+from bot.slack.mrkdwn import clip, escape, split_text
+from bot.slack.replies import (
     answer_message,
     error_message,
     feedback_reason_from,
     feedback_reason_modal,
     help_message,
-    placeholder_message,
     refusal_message,
-    review_answer_from,
-    review_answer_modal,
-    review_card,
-    review_card_decided,
     sources_modal,
     uncertain_message,
 )
-from bot.slack.render_text import phrase_keys, phrase_languages
+from bot.slack.review_card import review_answer_from, review_answer_modal, review_card, review_card_decided
+from bot.store.records import ReviewRecord, ReviewStatus
 
 HOSTILE = [
     "<!channel> everyone look",
@@ -338,23 +335,13 @@ def test_notices_on_a_truncated_question_add_the_note():
     assert mrkdwn_texts(msg["blocks"]) == [message("uncertain", "de"), message("truncated", "de", limit=4000)]
 
 
-def test_placeholder_says_it_is_looking():
-    assert "Looking that up…" in placeholder_message(language="en")["text"]
-    assert "Ich schaue nach…" in mrkdwn_texts(placeholder_message(language="de")["blocks"])[0]
-
-
-def test_every_interface_phrase_exists_in_every_language():
-    keys = {language: phrase_keys(language) for language in phrase_languages()}
-    assert set(keys) == {"en", "de"}
-    assert keys["en"] == keys["de"]
-
-
 # ------------------------------------------------------------------ the review card
 
 
-def review(**kw) -> dict:
+def review(**kw) -> ReviewRecord:
     fields = dict(
         review_id="rv-123",
+        question_id="C0PUBLIC1:1796030100.000100",
         question="Wie viel Urlaub <!channel>?",
         asker="U0ASKER1",
         channel="C0PUBLIC1",
@@ -362,10 +349,14 @@ def review(**kw) -> dict:
         draft="Es gibt 45 Tage [kb-01].\n<@U1> sagt das.",
         violations=[Violation(kind="NUMBER_NOT_IN_SOURCE", detail="45 not in <kb-01>")],
         sources=[src(1), src(2)],
-        created_at=datetime(2026, 11, 30, 9, 15, tzinfo=UTC),
+        created_at=datetime(2026, 11, 30, 9, 15, tzinfo=UTC).timestamp(),
     )
     fields.update(kw)
-    return fields
+    return ReviewRecord(**fields)
+
+
+def decided(record: ReviewRecord, status: ReviewStatus, when: float = 1_700_000_000, answer: str | None = None):
+    return record.model_copy(update={"status": status, "decided_by": "U0REV", "decided_at": when, "final_answer": answer})
 
 
 def test_review_card_shows_question_draft_violations_sources_and_asker():
@@ -397,19 +388,13 @@ def test_dm_question_card_hides_the_asker_and_the_dm_channel(record):
     assert mrkdwn_texts(card["blocks"])[0].startswith("Asked in a direct message")
 
 
-def test_review_card_reads_objects_and_dicts_alike():
-    class Record:
-        review_id = "rv-9"
-        question = "Frage?"
-        asker = None
-        channel = None
-        is_dm = True
-        draft = ""
-        violations = [{"kind": "NO_CITATION", "detail": "none"}]
-        sources = [src(1).model_dump() | {"passage": "p"}]
-        created_at = 1_700_000_000
-
-    card = review_card(Record(), language="de")
+def test_review_card_of_a_record_without_draft_says_so():
+    record = review(
+        review_id="rv-9", question="Frage?", language="de", asker=None, channel="D0PRIVATE", is_dm=True, draft="",
+        violations=[Violation(kind="NO_CITATION", detail="none")], sources=[src(1, passage="p")],
+        created_at=1_700_000_000,
+    )
+    card = review_card(record)
     texts = mrkdwn_texts(card["blocks"])
     assert "*Abgelehnter Entwurf*\n(kein Entwurf)" in texts
     assert "*Warum er abgelehnt wurde*\n• *NO_CITATION*: none" in texts
@@ -422,8 +407,9 @@ def test_feedback_record_card_shows_the_posted_answer_and_the_reason_in_the_reco
     assert "*Die gepostete Antwort*\n>30 Tage [1]." in texts
     assert "*Angegebener Grund*\nveraltet &lt;!here&gt;" in texts
     assert review_card(record)["blocks"][0]["text"]["text"] == "Antwort als nicht hilfreich markiert"
-    assert review_card(record, language="en")["blocks"][0]["text"]["text"] == "Answer marked as not helpful"
-    without_reason = mrkdwn_texts(review_card({**record, "feedback_reason": None})["blocks"])
+    in_english = record.model_copy(update={"language": "en"})
+    assert review_card(in_english)["blocks"][0]["text"]["text"] == "Answer marked as not helpful"
+    without_reason = mrkdwn_texts(review_card(record.model_copy(update={"feedback_reason": None}))["blocks"])
     assert "*Angegebener Grund*\n(kein Grund angegeben)" in without_reason
 
 
@@ -436,7 +422,7 @@ HUGE = dict(
 
 
 def test_decided_card_of_a_huge_record_stays_within_limits():
-    card = review_card_decided(review(**HUGE), "answered", "U0REV", 1_700_000_000, answer_text="&\n" * 5000)
+    card = review_card_decided(decided(review(**HUGE), ReviewStatus.ANSWERED, answer="&\n" * 5000))
     assert_within_slack_limits(card["blocks"], 50)
     assert block_text_length(card["blocks"]) <= MESSAGE_TEXT_BUDGET
 
@@ -452,10 +438,14 @@ def test_review_card_with_a_huge_record_stays_within_limits():
 
 @pytest.mark.parametrize(
     ("decision", "line"),
-    [("approved", "✅ Approved by <@U0REV> at "), ("answered", "✍️ Answered by <@U0REV> at "), ("dismiss", "🚫 Dismissed by <@U0REV> at ")],
+    [
+        (ReviewStatus.APPROVED, "✅ Approved by <@U0REV> at "),
+        (ReviewStatus.ANSWERED, "✍️ Answered by <@U0REV> at "),
+        (ReviewStatus.DISMISSED, "🚫 Dismissed by <@U0REV> at "),
+    ],
 )
 def test_decided_card_has_no_buttons_and_says_who_decided_when(decision, line):
-    card = review_card_decided(review(), decision, "U0REV", datetime(2026, 11, 30, 10, 0, tzinfo=UTC))
+    card = review_card_decided(decided(review(), decision, datetime(2026, 11, 30, 10, 0, tzinfo=UTC).timestamp()))
     assert buttons(card["blocks"]) == [] and all(b["type"] != "actions" for b in card["blocks"])
     last = mrkdwn_texts(card["blocks"])[-1]
     assert last == line + "<!date^1796032800^{date_short_pretty} {time}|2026-11-30 10:00 UTC>"
@@ -463,25 +453,25 @@ def test_decided_card_has_no_buttons_and_says_who_decided_when(decision, line):
 
 
 def test_decided_card_shows_the_posted_answer_escaped():
-    card = review_card_decided(review(), "answered", "U0REV", 1_700_000_000, answer_text="Es sind 30 Tage <!here>.")
+    card = review_card_decided(decided(review(), ReviewStatus.ANSWERED, answer="Es sind 30 Tage <!here>."))
     assert "*Posted answer*\n>Es sind 30 Tage &lt;!here&gt;." in mrkdwn_texts(card["blocks"])
 
 
 def test_decided_card_of_a_dm_question_still_hides_the_asker():
-    card = review_card_decided(review(is_dm=True, channel="D0PRIVATE"), "approved", "U0REV", 1_700_000_000)
+    card = review_card_decided(decided(review(is_dm=True, channel="D0PRIVATE"), ReviewStatus.APPROVED))
     assert "U0ASKER1" not in json.dumps(card) and "D0PRIVATE" not in json.dumps(card)
 
 
-def test_unknown_decision_is_an_error():
+def test_an_open_review_has_no_decided_card():
     with pytest.raises(ValueError):
-        review_card_decided(review(), "maybe", "U0REV", 1_700_000_000)
+        review_card_decided(review())
 
 
 # ------------------------------------------------------------------ review and feedback modals
 
 
 def test_review_answer_modal_carries_the_review_id_and_a_multiline_input():
-    view = review_answer_modal("rv-123", "Frage <!here>?", "Entwurf <@U1>", language="en")
+    view = review_answer_modal(review(question="Frage <!here>?", draft="Entwurf <@U1>", language="en"))
     assert_modal(view)
     assert view["callback_id"] == "citebot_review_answer_submit"
     assert view["private_metadata"] == "rv-123"
@@ -504,5 +494,68 @@ def test_feedback_reason_modal_asks_for_an_optional_reason():
     assert feedback_reason_from({**view, "state": state}) == "veraltet"
 
 
-def test_public_names_are_exported():
-    assert set(render.__all__) <= set(dir(render))
+# ------------------------------------------------------------------ slack_sdk's validation
+
+
+def oversized_source(n: int) -> Source:
+    """Every field of a KB entry far past what a footnote or a block can show."""
+    return src(
+        n,
+        title="Titel & <Kapitel> " * 400,
+        section="Abschnitt " * 800,
+        stand="2026-" * 2000,
+        url="https://wiki.example.com/" + "a" * 5000,
+        passage="Satz mit & und <tags>. " * 3000 + "x" * 9000,
+    )
+
+
+def oversized_answer() -> Answer:
+    long_word = "Wort" * 2000  # no place to cut it but inside
+    notes = "\n\n".join([message("partial", "en")] * 12)  # a model that repeats a note
+    text = "\n\n".join([f"Absatz & <b> [1] {long_word}"] * 20) + f"\n\n{notes}"
+    return answer(text, sources=[oversized_source(i) for i in range(1, 80)], partial=True)
+
+
+def built_from_oversized_text() -> list[tuple[str, dict, int]]:
+    """(what, message or view, its block limit) for everything the bot posts or opens."""
+    record = review(
+        question="Frage & " * 5000,
+        draft="Entwurf <x>\n" * 5000,
+        violations=[Violation(kind="UNSUPPORTED_CLAIM " * 300, detail="<d> " * 5000)] * 50,
+        sources=[oversized_source(i) for i in range(1, 80)],
+        feedback_reason="veraltet " * 3000,
+    )
+    ans = oversized_answer()
+    return [
+        ("answer", answer_message(ans, language="de", ref="a", reviewed_by="U0REV"), 50),
+        ("compact answer", answer_message(ans, language="de", ref="a", compact=True), 50),
+        ("sources modal", sources_modal(ans.sources, question="Frage " * 10000, language="de"), 100),
+        ("refusal", refusal_message(language="de", question_limit=4000), 50),
+        ("review card", review_card(record), 50),
+        ("feedback card", review_card(record.model_copy(update={"kind": "feedback"})), 50),
+        ("decided card", review_card_decided(decided(record, ReviewStatus.ANSWERED, answer="Antwort & " * 9000)), 50),
+        ("review modal", review_answer_modal(record), 100),
+        ("feedback modal", feedback_reason_modal("a" * 2000, language="de"), 100),
+    ]
+
+
+def test_oversized_kb_and_model_text_is_cut_to_fit_before_slack_sdk_checks_it():
+    # Building at all is the first half of the proof: every block goes through
+    # slack_sdk's to_dict(), which raises on anything over Slack's limits.
+    for what, built, max_blocks in built_from_oversized_text():
+        blocks = built["blocks"]
+        assert_within_slack_limits(blocks, max_blocks)
+        if "type" in built:
+            assert_modal(built)
+        else:
+            assert block_text_length(blocks) <= MESSAGE_TEXT_BUDGET, what
+            assert len(built["text"]) <= 40000, what
+        footnotes = [t for t in mrkdwn_texts(blocks) if t.startswith("[1] ") or t.startswith("*[1] ")]
+        assert all(len(t) < 1000 for t in footnotes), what
+
+
+def test_slack_sdk_raises_on_what_we_did_not_cut_so_the_cutting_is_ours():
+    with pytest.raises(SlackObjectFormationError):
+        to_message("x", [section("x" * 3001)])
+    with pytest.raises(SlackObjectFormationError):
+        to_message("x", [context(["x"] * 11)])

@@ -23,7 +23,6 @@ from bot.models import Answer, Outcome, Question, SlackQuestion, Source
 from bot.review.desk import ReviewDesk
 from bot.slack.calls import SlackRateLimited, call, make_client
 from bot.slack.posting import PostLedger
-from bot.slack.render_text import phrase
 from bot.store.audit import AuditTrail
 from bot.store.records import Records
 from tests.citebot_fixtures import answers_in, button_value
@@ -108,7 +107,7 @@ async def test_an_answer_slack_finds_too_long_is_posted_shorter_with_footnotes_a
     # Shorter: fewer blocks and characters, and it says so ...
     assert len(posted.body["blocks"]) < len(refused.body["blocks"])
     assert len(blocks) < len(json.dumps(refused.body["blocks"])) and len(posted.body["text"]) < len(refused.body["text"])
-    assert phrase("shortened", "en") in blocks
+    assert message(Key.SHORTENED, "en") in blocks
     # ... and still an answer with its footnotes and the Sources button.
     assert "[1]" in posted.body["text"] and "Annual leave" in blocks and "Stand 2026-02" in blocks
     assert "citebot_sources" in blocks

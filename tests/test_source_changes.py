@@ -15,8 +15,8 @@ from bot.i18n import Key, message
 from bot.jobs.queue import Job, JobQueue, Transient, connect
 from bot.jobs.source_changes import NOTES_BLOCK_ID, note_source_changes, with_source_notes
 from bot.models import Answer, Outcome, Question, SlackQuestion, Source
-from bot.slack import render
 from bot.slack.posting import PostLedger
+from bot.slack.replies import answer_message
 from bot.store import keys
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.records import AnswerRecord, PostRecord, Records
@@ -63,7 +63,7 @@ def note_lines(msg: dict) -> list[str]:
 
 
 def test_notes_are_appended_after_the_answer_and_replace_earlier_notes():
-    original = render.answer_message(answered(Question(text="q")), language="en", ref="C:1")
+    original = answer_message(answered(Question(text="q")), language="en", ref="C:1")
     noted = with_source_notes(original, {"2": "removed", "1": "changed"}, "en")
     assert noted["blocks"][: len(original["blocks"])] == original["blocks"]
     assert note_lines(noted) == [CHANGED_EN, message(Key.SOURCE_REMOVED, "en", n=2)]
@@ -93,7 +93,7 @@ class Desk:
         q = SlackQuestion(text="How many days of leave?", id=qid, channel="DASKER" if is_dm else "CGENERAL",
                           ts="1700000001.000100", language=language, is_dm=is_dm)
         answer = answered(q)
-        msg = render.answer_message(answer, language=language, ref=qid)
+        msg = answer_message(answer, language=language, ref=qid)
         resp = await self.slack.chat_postMessage(channel=q.channel, thread_ts=q.ts, **msg)
         await self.records.save_answer(AnswerRecord(answer_id=qid, question_id=qid, question=q.text, language=language,
                                                     channel=q.channel, is_dm=is_dm, sources=answer.sources, message=msg))

@@ -8,6 +8,7 @@ citation pointed at stays in `Answer.citations` as KB-IDs.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from bot.answer.verify.refs import IdSet, find_refs
 from bot.answer.verify.text import strip_think
@@ -29,10 +30,18 @@ def _question_text(question: Question | str) -> str:
     return question.text if isinstance(question, Question) else question
 
 
+def with_truncated_note(text: str, language: str, limit: int | None) -> str:
+    """`text`, and when the question was cut to `limit` characters, a note that says so
+    (a paragraph of its own: the Slack rendering shows it apart from the answer)."""
+    if limit is None:
+        return text
+    return f"{text}\n\n{message(Key.TRUNCATED, language, limit=limit)}"
+
+
 def _with_notes(text: str, question: Question | str, language: str) -> str:
     """Whatever the outcome, an asker whose question was cut is told so."""
     if isinstance(question, Question) and question.truncated:
-        return f"{text}\n\n{message(Key.TRUNCATED, language, limit=len(question.text))}"
+        return with_truncated_note(text, language, len(question.text))
     return text
 
 
@@ -129,15 +138,8 @@ def refusal_answer(
     question: Question | str, language: str = "en", mode: AnswerMode = AnswerMode.CITATIONS, n_context: int = 0
 ) -> Answer:
     """The KB has nothing on it: a verified refusal (no footnotes, nothing to review)."""
-    return Answer(
-        question=_question_text(question),
-        answer=_with_notes(message(Key.REFUSAL, language), question, language),
-        verified=True,
-        refused=True,
-        mode=mode,
-        n_context=n_context,
-        outcome=Outcome.REFUSED,
-    )
+    text = _with_notes(message(Key.REFUSAL, language), question, language)
+    return _own_words(question, text, Outcome.REFUSED, mode, n_context, verified=True, refused=True)
 
 
 def uncertain_answer(
@@ -150,18 +152,10 @@ def uncertain_answer(
 ) -> Answer:
     """Verification failed after the retry: the asker gets the uncertain message,
     the rejected draft and its violations go along for the review card."""
-    return Answer(
-        question=_question_text(question),
-        answer=_with_notes(message(Key.UNCERTAIN, language), question, language),
-        verified=False,
-        refused=True,
-        mode=mode,
-        audit_mode=verdict.audit_mode,
-        violations=list(verdict.violations),
-        n_context=n_context,
-        draft=draft,
-        outcome=Outcome.UNCERTAIN,
-        json_fixups=list(verdict.json_fixups),
+    text = _with_notes(message(Key.UNCERTAIN, language), question, language)
+    return _own_words(
+        question, text, Outcome.UNCERTAIN, mode, n_context, verified=False, refused=True, draft=draft,
+        audit_mode=verdict.audit_mode, violations=list(verdict.violations), json_fixups=list(verdict.json_fixups),
     )
 
 
@@ -169,14 +163,16 @@ def error_answer(
     question: Question | str, language: str = "en", mode: AnswerMode = AnswerMode.CITATIONS, n_context: int = 0
 ) -> Answer:
     """The model failed past all retries: an apology, so the asker is never left waiting."""
+    text = message(Key.LLM_DOWN, language)
+    return _own_words(question, text, Outcome.ERROR, mode, n_context, verified=False, refused=False)
+
+
+def _own_words(
+    question: Question | str, text: str, outcome: Outcome, mode: AnswerMode, n_context: int, **fields: Any
+) -> Answer:
+    """An answer in the bot's own words rather than the KB's: nothing cited, no footnotes."""
     return Answer(
-        question=_question_text(question),
-        answer=message(Key.LLM_DOWN, language),
-        verified=False,
-        refused=False,
-        mode=mode,
-        n_context=n_context,
-        outcome=Outcome.ERROR,
+        question=_question_text(question), answer=text, outcome=outcome, mode=mode, n_context=n_context, **fields
     )
 
 
@@ -220,13 +216,51 @@ def build_answer(
     )
 
 
-def format_text_answer(answer: Answer, language: str = "en") -> str:
-    """The answer for a terminal: text, a blank line, then one line per footnote."""
-    if not answer.sources:
-        return answer.answer
-    lines = [answer.answer, "", f"{message(Key.SOURCES, language)}:"]
-    for s in answer.sources:
-        parts = [s.title, s.section] + ([f"Stand {s.stand}"] if s.stand else []) + ([s.url] if s.url else [])
-        lines.append(f"[{s.n}] " + " · ".join(p for p in parts if p))
-    return "\n".join(lines)
+class FootnoteMarkup:
+    """How a footnote line is written on one surface. This base writes plain text,
+    as a terminal shows it; bot.slack.footnotes writes the same line in mrkdwn
+    (KB text escaped and cut to fit, the title linked where the surface has links)."""
 
+    url_separator = " · "  # between the line and a url that the title does not link to
+
+    def title(self, source: Source) -> str:
+        return source.title or source.id
+
+    def text(self, value: str) -> str:
+        """KB or model text as the surface shows it."""
+        return value
+
+    def section(self, value: str) -> str:
+        return self.text(value)
+
+    def stand(self, value: str) -> str:
+        return self.text(value)
+
+    def url(self, source: Source) -> str | None:
+        """The url written after the line; None when there is none or the title links to it."""
+        return source.url
+
+
+PLAIN = FootnoteMarkup()
+
+
+def footnote(source: Source, markup: FootnoteMarkup = PLAIN) -> str:
+    """`[n] title · section · Stand YYYY-MM`, and the entry's url, in `markup`: the one footnote format."""
+    parts = [markup.title(source)]
+    if source.section:
+        parts.append(markup.section(source.section))
+    if source.stand:
+        parts.append(f"Stand {markup.stand(source.stand)}")
+    line = f"[{source.n}] " + " · ".join(parts)
+    url = markup.url(source)
+    return f"{line}{markup.url_separator}{url}" if url else line
+
+
+def format_text_answer(answer: Answer, language: str = "en", markup: FootnoteMarkup = PLAIN) -> str:
+    """The answer as text: the answer, a blank line, then one line per footnote.
+    Plain for a terminal; Slack's notification text is the same in mrkdwn."""
+    if not answer.sources:
+        return markup.text(answer.answer)
+    lines = [markup.text(answer.answer), "", f"{markup.text(message(Key.SOURCES, language))}:"]
+    lines += [footnote(s, markup) for s in answer.sources]
+    return "\n".join(lines)

@@ -2,7 +2,8 @@
 
 The rules and the verifiers are two sides of one contract: every rule here is
 one a verifier checks (citations.py, claims.py), and the refusal sentence asked
-for is the one `is_refusal` recognises.
+for is the one `is_refusal` recognises. The words, in every language, are in
+bot.i18n (the PROMPT_ keys and REFUSAL).
 """
 
 from __future__ import annotations
@@ -55,65 +56,11 @@ CLAIMS_JSON_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-_LABELS = {
-    "en": {"title": "Title", "section": "Section", "legal": "Legal bases", "xref": "cross-reference",
-           "blocks": "Knowledge-base blocks:", "question": "Question", "history": "Earlier in this thread:"},
-    "de": {"title": "Titel", "section": "Abschnitt", "legal": "Rechtsgrundlagen", "xref": "Querverweis",
-           "blocks": "Blöcke aus der Wissensbasis:", "question": "Frage", "history": "Bisher in diesem Thread:"},
-}
-
-_RULES_CITATIONS = {
-    "en": """You answer employees' questions from the company knowledge base, and only from it.
-Rules:
-1. Use only what the knowledge-base blocks below state. Add nothing from your own knowledge.
-2. After every statement, write the KB-ID of the block it comes from in square brackets, as shown in the block header, e.g. [hr-travel-01]. Several sources: [hr-travel-01, hr-travel-02].
-3. If the blocks do not answer the question, reply with exactly this sentence and nothing else: {refusal}
-4. Write numbers, dates and amounts exactly as the cited block states them.
-5. Use double quotes only for text copied word for word from a cited block.
-6. Each block has a Stand (the date its content is valid for). If blocks disagree, follow the most recent Stand and say which Stand the answer is based on.
-7. Answer in English, briefly and plainly.""",
-    "de": """Du beantwortest Fragen von Mitarbeitenden aus der Wissensbasis des Unternehmens, und nur aus ihr.
-Regeln:
-1. Verwende nur, was die Blöcke aus der Wissensbasis unten aussagen. Ergänze nichts aus eigenem Wissen.
-2. Schreibe nach jeder Aussage die KB-ID des Blocks, aus dem sie stammt, in eckigen Klammern, wie im Blockkopf angegeben, z. B. [lb-atz-01]. Mehrere Quellen: [lb-atz-01, lb-atz-02].
-3. Wenn die Blöcke die Frage nicht beantworten, antworte genau mit diesem Satz und sonst nichts: {refusal}
-4. Gib Zahlen, Daten und Beträge genau so wieder, wie der zitierte Block sie nennt.
-5. Setze nur wörtlich aus einem zitierten Block übernommenen Text in doppelte Anführungszeichen.
-6. Jeder Block hat einen Stand (das Datum, für das sein Inhalt gilt). Widersprechen sich Blöcke, richte dich nach dem neuesten Stand und nenne den Stand, auf dem die Antwort beruht.
-7. Antworte auf Deutsch, knapp und verständlich.""",
-}
-
-_RULES_CLAIMS = {
-    "en": """You answer employees' questions from the company knowledge base, and only from it.
-Reply with JSON only, in this form: {{"claims": [{{"text": "...", "evidence_ids": ["E1"]}}]}}
-Rules:
-1. Each claim is one short statement that the knowledge-base blocks below state. Add nothing from your own knowledge.
-2. Keep to the wording of the block. evidence_ids lists the E-numbers of the blocks that state the claim (see the block headers).
-3. Write numbers, dates and amounts exactly as the block states them.
-4. No quotation marks inside a claim's text.
-5. At most {max_claims} claims.
-6. If the blocks do not answer the question, reply with {{"claims": []}}.
-7. Each block has a Stand (the date its content is valid for). If blocks disagree, follow the most recent Stand.
-8. Write the claims in English.""",
-    "de": """Du beantwortest Fragen von Mitarbeitenden aus der Wissensbasis des Unternehmens, und nur aus ihr.
-Antworte nur mit JSON in dieser Form: {{"claims": [{{"text": "...", "evidence_ids": ["E1"]}}]}}
-Regeln:
-1. Jede Aussage (claim) ist ein kurzer Satz, den die Blöcke aus der Wissensbasis unten aussagen. Ergänze nichts aus eigenem Wissen.
-2. Bleib beim Wortlaut des Blocks. evidence_ids nennt die E-Nummern der Blöcke, die die Aussage treffen (siehe Blockkopf).
-3. Gib Zahlen, Daten und Beträge genau so wieder, wie der Block sie nennt.
-4. Keine Anführungszeichen im Text einer Aussage.
-5. Höchstens {max_claims} Aussagen.
-6. Wenn die Blöcke die Frage nicht beantworten, antworte mit {{"claims": []}}.
-7. Jeder Block hat einen Stand (das Datum, für das sein Inhalt gilt). Widersprechen sich Blöcke, richte dich nach dem neuesten Stand.
-8. Schreibe die Aussagen auf Deutsch.""",
-}
-
 
 def system_rules(mode: AnswerMode, language: str, max_claims: int = 12) -> str:
-    lang = normalize_language(language)
     if mode is AnswerMode.CLAIMS:
-        return _RULES_CLAIMS[lang].format(max_claims=max_claims)
-    return _RULES_CITATIONS[lang].format(refusal=message(Key.REFUSAL, lang))
+        return message(Key.PROMPT_RULES_CLAIMS, language, max_claims=max_claims)
+    return message(Key.PROMPT_RULES_CITATIONS, language, refusal=message(Key.REFUSAL, language))
 
 
 def evidence_id(chunk: ChunkResult) -> str:
@@ -137,16 +84,21 @@ def build_evidence(chunks: Sequence[ChunkResult]) -> list[Evidence]:
     return out
 
 
+def _labelled(label: Key, language: str, value: str) -> str:
+    return f"{message(label, language)}: {value}"
+
+
 def render_block(ev: Evidence, mode: AnswerMode, language: str) -> str:
-    labels = _LABELS[normalize_language(language)]
     c = ev.chunk
     pointer = f"{ev.pointer_id} — " if mode is AnswerMode.CLAIMS else ""
-    head = f"Block {ev.block} — {pointer}[{c.entry_id}]" + (f" ({labels['xref']})" if c.expanded else "")
-    lines = [head, f"{labels['title']}: {c.title}", f"{labels['section']}: {c.section}"]
+    head = f"Block {ev.block} — {pointer}[{c.entry_id}]"
+    if c.expanded:
+        head += f" ({message(Key.PROMPT_XREF, language)})"
+    lines = [head, _labelled(Key.PROMPT_TITLE, language, c.title), _labelled(Key.PROMPT_SECTION, language, c.section)]
     if c.stand:
         lines.append(f"Stand: {c.stand}")
     if c.legal_bases:
-        lines.append(f"{labels['legal']}: {', '.join(c.legal_bases)}")
+        lines.append(_labelled(Key.PROMPT_LEGAL, language, ", ".join(c.legal_bases)))
     return "\n".join(lines) + "\n\n" + c.text.strip()
 
 
@@ -158,11 +110,10 @@ def build_user_content(
     history: Sequence[str] = (),
 ) -> str:
     """Blocks first, the question last: the model reads the question right before it answers."""
-    labels = _LABELS[normalize_language(language)]
-    parts = [labels["blocks"], *(render_block(ev, mode, language) for ev in evidence)]
+    parts = [message(Key.PROMPT_BLOCKS, language), *(render_block(ev, mode, language) for ev in evidence)]
     if history:
-        parts.append(labels["history"] + "\n" + "\n".join(f"- {h}" for h in history))
-    parts.append(f"{labels['question']}: {question.strip()}")
+        parts.append(message(Key.PROMPT_HISTORY, language) + "\n" + "\n".join(f"- {h}" for h in history))
+    parts.append(_labelled(Key.PROMPT_QUESTION, language, question.strip()))
     return "\n\n".join(parts)
 
 
@@ -192,25 +143,13 @@ def build_request(question: Question, evidence: list[Evidence], mode: AnswerMode
     )
 
 
-_FEEDBACK_INTRO = {
-    "en": "Your answer could not be verified against the knowledge-base blocks:",
-    "de": "Deine Antwort ließ sich nicht anhand der Blöcke aus der Wissensbasis belegen:",
-}
-_FEEDBACK_OUTRO = {
-    "en": "Answer again and follow the rules. If the blocks do not answer the question, say so as the rules ask.",
-    "de": "Antworte noch einmal und halte dich an die Regeln. Wenn die Blöcke die Frage nicht beantworten, "
-    "sag das so, wie die Regeln es verlangen.",
-}
-
-
 def regeneration_feedback(violations: Sequence[Violation], language: str = "en") -> str:
     """The message appended for the one retry: what was wrong, one line each."""
-    lang = normalize_language(language)
-    lines = [_FEEDBACK_INTRO[lang]]
+    lines = [message(Key.PROMPT_RETRY_INTRO, language)]
     for v in violations:
         where = f" (#{v.claim + 1})" if v.claim is not None else ""
         lines.append(f"- {v.kind}{where}: {v.detail}")
-    lines.append(_FEEDBACK_OUTRO[lang])
+    lines.append(message(Key.PROMPT_RETRY_OUTRO, language))
     return "\n".join(lines)
 
 

@@ -47,7 +47,7 @@ from bot.jobs.source_changes import note_source_changes
 from bot.logs import about_question
 from bot.models import Answer, Outcome, Question, SlackQuestion
 from bot.review.desk import ReviewDesk
-from bot.slack import render
+from bot.slack import replies
 from bot.slack.calls import SlackError, SlackFailed, best_effort
 from bot.slack.event_text import question_text
 from bot.slack.posting import Poster, PostLedger
@@ -139,9 +139,9 @@ class JobHandlers:
     async def _reply_with_apology(self, question: SlackQuestion, error: BaseException) -> None:
         """The apology, with the claim on the question's post held by the caller."""
         if isinstance(error, ModelUnavailable | BudgetSpent):
-            msg = render.error_message(language=question.language)
+            msg = replies.error_message(language=question.language)
         else:
-            msg = render.failure_message(language=question.language)
+            msg = replies.failure_message(language=question.language)
         await self.poster.post(question.id, question.channel, question.reply_thread_ts, msg, what="post the apology")
         metrics.QUESTIONS.labels(outcome="error").inc()
         await self._audit(question, error=error)
@@ -193,7 +193,7 @@ class JobHandlers:
         # with the footnotes and the Sources button, rather than nothing.
         forms = [msg]
         if answer.outcome is Outcome.ANSWERED:
-            forms.append(render.answer_message(answer, language=question.language, ref=question.id, compact=True))
+            forms.append(replies.answer_message(answer, language=question.language, ref=question.id, compact=True))
         _, posted = await self.poster.post(question.id, channel, thread, *forms, what="post the answer")
         if posted is not msg:
             await self.records.replace_answer(record.model_copy(update={"message": posted}))
@@ -248,10 +248,10 @@ class JobHandlers:
         language = question.language
         limit = self.settings.max_question_chars if question.truncated else None
         if answer.outcome is Outcome.UNCERTAIN:
-            return render.uncertain_message(language=language, question_limit=limit)
+            return replies.uncertain_message(language=language, question_limit=limit)
         if answer.outcome is Outcome.REFUSED:
-            return render.refusal_message(language=language, question_limit=limit)
-        return render.answer_message(answer, language=language, ref=question.id)
+            return replies.refusal_message(language=language, question_limit=limit)
+        return replies.answer_message(answer, language=language, ref=question.id)
 
     async def _audit(self, question: SlackQuestion, answer: Answer | None = None, *, error: BaseException | None = None) -> None:
         """After the post: the reply is in Slack already, so a lost audit entry is
@@ -271,7 +271,7 @@ class JobHandlers:
         question = SlackQuestion.model_validate(job.payload["question"])
         channel, thread = question.channel, question.reply_thread_ts
         if await self.poster.may_post(question.id, channel, thread):
-            await self.poster.post(question.id, channel, thread, render.help_message(language=question.language),
+            await self.poster.post(question.id, channel, thread, replies.help_message(language=question.language),
                                    what="post the help message")
 
     # ---------------------------------------------------------------- thread history

@@ -31,13 +31,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.i18n import Key, message
 from bot.jobs.queue import Job, JobQueue, QueueUnavailable, Transient, connect, redis_location
-from bot.slack.blockkit import (
-    MAX_FALLBACK_CHARS,
-    MAX_MESSAGE_BLOCKS,
-    clip,
-    context,
-)
+from bot.slack.blockkit import MAX_FALLBACK_CHARS, MAX_MESSAGE_BLOCKS, context
 from bot.slack.calls import SlackFailed, call
+from bot.slack.mrkdwn import clip
 from bot.store import keys
 from bot.store.audit import AuditTrail
 from bot.store.records import Records
@@ -154,7 +150,7 @@ def with_source_notes(original: dict[str, Any], notes: dict[str, str], language:
     if lines:
         note = "\n".join(lines)
         # The answer was built to fit Slack's 50 blocks; the note must fit too.
-        blocks = blocks[: MAX_MESSAGE_BLOCKS - 1] + [context([note]) | {"block_id": NOTES_BLOCK_ID}]
+        blocks = blocks[: MAX_MESSAGE_BLOCKS - 1] + [context([note], block_id=NOTES_BLOCK_ID).to_dict()]
         text = f"{clip(text, MAX_FALLBACK_CHARS - len(note) - 2)}\n\n{note}"
     return {**original, "text": text, "blocks": blocks}
 

@@ -29,11 +29,11 @@ from bot.config import Settings
 from bot.i18n import Key, message
 from bot.jobs.queue import Job
 from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
-from bot.slack import render
-from bot.slack.blockkit import escape
 from bot.slack.calls import SlackError, SlackFailed, call
+from bot.slack.mrkdwn import escape
 from bot.slack.posting import Poster, PostLedger
-from bot.slack.render_text import phrase
+from bot.slack.replies import answer_message
+from bot.slack.review_card import review_card, review_card_decided
 from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
 from kb_index import ChunkResult
 
@@ -119,7 +119,7 @@ class ReviewDesk:
                 await self.records.save_review(record)
             return
         try:
-            response, _ = await self.poster.post(key, channel, None, render.review_card(record), what="post a review card")
+            response, _ = await self.poster.post(key, channel, None, review_card(record), what="post a review card")
         except SlackError as exc:
             await self._card_missing(record, exc.code)
             if isinstance(exc, SlackFailed):
@@ -163,7 +163,7 @@ class ReviewDesk:
                 )
             )
             msg = (
-                render.answer_message(answer, language=record.language, ref=ref, reviewed_by=reviewer)
+                answer_message(answer, language=record.language, ref=ref, reviewed_by=reviewer)
                 if answer.outcome is Outcome.ANSWERED
                 else {"text": answer.answer}
             )
@@ -176,7 +176,7 @@ class ReviewDesk:
         record.status, record.decided_by, record.decided_at = status, reviewer, time.time()
         record.final_answer = answer.answer if status is not ReviewStatus.DISMISSED else None
         if record.card_channel and record.card_ts:
-            card = render.review_card_decided(record, status, reviewer, record.decided_at, record.final_answer)
+            card = review_card_decided(record)
             try:
                 await call(self.slack.chat_update(channel=record.card_channel, ts=record.card_ts, **card), "update the review card")
             except SlackFailed as exc:
@@ -202,7 +202,7 @@ class ReviewDesk:
         channel = record.card_channel or self.settings.review_channel
         if not channel:
             return
-        text = phrase("decision_failed", record.language, reason=f"`{escape(reason)}`")
+        text = message(Key.DECISION_FAILED, record.language, reason=f"`{escape(reason)}`")
         try:
             await call(self.slack.chat_postEphemeral(channel=channel, user=reviewer, text=text), "tell the reviewer")
         except SlackError as exc:

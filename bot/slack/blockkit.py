@@ -1,22 +1,34 @@
-"""Block Kit building blocks: escaping, splitting, links, mentions, dates, limits.
+"""Block Kit: Slack's limits, the blocks and views we build, and the plain dicts they become.
 
-Everything model- or KB-made goes through `escape` before it is put into mrkdwn;
-the bot's own control sequences (links, mentions, dates) are built by the
-functions here *after* escaping, from values checked against what Slack ids and
-URLs look like. That order is the whole defence against a model that writes
-`<!channel>`: escaped text can no longer contain a `<`, so it cannot open one.
+Blocks and modals are slack_sdk's models (slack_sdk.models.blocks, .views),
+so Slack's schema is checked where we build, not when Slack refuses a post.
+slack_sdk validates lengths and raises; it does not clip. So every text is cut
+to its limit here or by the caller (split_text, clip, the budgets in
+bot.slack.replies and bot.slack.review_card) before a model sees it, and
+`to_message` / `modal` turn the models into the plain dicts that
+chat.postMessage, chat.update and views.open take (and the records store).
+The text inside is mrkdwn built by bot.slack.mrkdwn, escaped before it gets here.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-from datetime import UTC, datetime
+from collections.abc import Iterable, Sequence
 from typing import Any
-from urllib.parse import quote
 
-from bot.models import Source
-from bot.slack.render_text import phrase
+from slack_sdk.models.blocks import (
+    Block,
+    ButtonElement,
+    ContextBlock,
+    HeaderBlock,
+    InputBlock,
+    MarkdownTextObject,
+    PlainTextInputElement,
+    PlainTextObject,
+    SectionBlock,
+)
+from slack_sdk.models.views import View
+
+from bot.slack.mrkdwn import clip, heading
 
 # Slack's limits (Block Kit reference; the cumulative one is observed, not documented).
 MAX_MESSAGE_BLOCKS = 50
@@ -28,6 +40,8 @@ MAX_BUTTON_VALUE = 2000
 MAX_VIEW_TITLE = 24  # modal title, close and submit labels
 MAX_PRIVATE_METADATA = 3000
 MAX_HEADER_CHARS = 150
+MAX_LABEL_CHARS = 2000  # input label and hint
+MAX_PLACEHOLDER_CHARS = 150
 MAX_INPUT_CHARS = 3000  # plain_text_input max_length
 MAX_FALLBACK_CHARS = 40000  # chat.postMessage truncates `text` past this
 # chat.postMessage answers msg_blocks_too_long once the text of all blocks
@@ -35,201 +49,41 @@ MAX_FALLBACK_CHARS = 40000  # chat.postMessage truncates `text` past this
 # 10,000 leaves room for the JSON around the text.
 MESSAGE_TEXT_BUDGET = 10000
 
-TITLE_CHARS = 120
-SECTION_NAME_CHARS = 80
-
-_SLACK_ID = re.compile(r"^[A-Z0-9]{2,30}$")  # U…, W…, C…, G…, D…: upper-case letters and digits only
-_SENTENCE_END = re.compile(r"[.!?…:;][\"'”’)\]]*\s+")
-_WHITESPACE = re.compile(r"\s+")
-
-
-# -- escaping
-
-
-def escape(text: str | None) -> str:
-    """Slack's three control characters; `&` first so the other two are not escaped twice."""
-    return (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-_MD_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
-_MD_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
-
-
-def mrkdwn_from_markdown(text: str) -> str:
-    """Models write Markdown; Slack shows `**bold**` and `## Heading` literally, so the
-    two most common forms become mrkdwn bold. Run on escaped text: it adds no `<`."""
-    text = _MD_HEADING.sub(lambda m: f"*{m.group(1)}*", text)
-    return _MD_BOLD.sub(lambda m: f"*{m.group(1) or m.group(2)}*", text)
-
-
-def escaped_mrkdwn(text: str | None) -> str:
-    return mrkdwn_from_markdown(escape(text))
-
-
-# -- our own control sequences, built after escaping
-
-
-def mention(user_id: str | None) -> str:
-    """`<@U123>` for a real-looking user id; anything else is shown, escaped, never linked."""
-    if user_id and _SLACK_ID.match(user_id):
-        return f"<@{user_id}>"
-    return escape(user_id or "?")
-
-
-def channel_link(channel_id: str | None) -> str:
-    if channel_id and _SLACK_ID.match(channel_id):
-        return f"<#{channel_id}>"
-    return escape(channel_id or "?")
-
-
-def safe_url(url: str | None) -> str | None:
-    """An http(s) URL fit for `<url|label>`, or None: other schemes (javascript:,
-    slack:) are never linked, and `|`, `<`, `>`, spaces would end the link early."""
-    if not url:
-        return None
-    url = url.strip()
-    if not re.match(r"^https?://[^\s/?#]+", url, re.IGNORECASE):
-        return None
-    url = quote(url, safe="!#$%&'()*+,/:;=?@[]~-._")  # percent-encodes | < > " space and non-ASCII
-    return url.replace("&", "&amp;")
-
-
-def link(url: str | None, label: str) -> str:
-    """`<url|label>` with the label escaped; just the escaped label when the URL is unusable."""
-    target = safe_url(url)
-    text = escape(label).replace("|", "¦")  # a `|` in the label would be read as a second separator
-    return f"<{target}|{text}>" if target else escape(label)
-
-
-def slack_date(value: datetime | float | int | str | None) -> str:
-    """`<!date^…>`: every reader sees the time in their own time zone; the fallback
-    (UTC) is what clients that cannot format dates show."""
-    moment = to_datetime(value)
-    if moment is None:
-        return ""
-    fallback = moment.strftime("%Y-%m-%d %H:%M UTC")
-    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{fallback}>"
-
-
-def to_datetime(value: datetime | float | int | str | None) -> datetime | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, int | float):
-        moment = datetime.fromtimestamp(float(value), UTC)
-    else:
-        try:
-            moment = datetime.fromtimestamp(float(value), UTC)  # a Slack ts or epoch string
-        except ValueError:
-            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)  # naive values are taken as UTC, as the records store them
-    return moment.astimezone(UTC)
-
-
-# -- splitting and clipping
-
-
-def split_text(text: str, limit: int = MAX_SECTION_CHARS) -> list[str]:
-    """Pieces of at most `limit` characters, cut at a paragraph, then a line, then a
-    sentence, then a word boundary; only a single word longer than `limit` is cut inside."""
-    pieces: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        cut = _cut_point(rest, limit)
-        pieces.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if rest:
-        pieces.append(rest)
-    return pieces
-
-
-def _cut_point(text: str, limit: int) -> int:
-    window = text[: limit + 1]  # a boundary right at the limit still counts
-    floor = limit // 2  # a boundary in the first half would waste half a block
-    for boundary in ("\n\n", "\n"):
-        at = window.rfind(boundary, 0, limit)
-        if at >= floor:
-            return at
-    ends = [m.end() for m in _SENTENCE_END.finditer(window) if floor <= m.end() <= limit]
-    if ends:
-        return ends[-1]
-    spaces = [m.start() for m in _WHITESPACE.finditer(window) if 0 < m.start() <= limit]
-    if spaces:
-        return spaces[-1]
-    return _entity_safe(text, limit)
-
-
-def _entity_safe(text: str, at: int) -> int:
-    """Move a hard cut back to before an `&amp;`-style entity it would split."""
-    amp = text.rfind("&", max(0, at - 5), at)
-    if amp > 0 and ";" not in text[amp:at]:
-        return amp
-    return at
-
-
-def clip(text: str, limit: int, ellipsis: str = "…") -> str:
-    """At most `limit` characters, cut at a word boundary, with an ellipsis when cut."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    room = max(1, limit - len(ellipsis))
-    cut = text.rfind(" ", 0, room + 1)
-    cut = cut if cut > room // 2 else _entity_safe(text, room)
-    return text[:cut].rstrip() + ellipsis
-
-
-def clip_escaped(text: str | None, limit: int) -> str:
-    """Escape, then clip to `limit` escaped characters (escaping can grow text fivefold)."""
-    return clip(escape(text), limit)
-
 
 # -- blocks
 
 
-def section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+def section(text: str) -> SectionBlock:
+    """`text`: mrkdwn of at most MAX_SECTION_CHARS characters (split_text cuts longer text)."""
+    return SectionBlock(text=MarkdownTextObject(text=text))
 
 
-def context(texts: Iterable[str]) -> dict[str, Any]:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": t} for t in texts]}
+def headed_section(title: str, body: str) -> SectionBlock:
+    """The one way a section with a heading is written: `title` in bold, then `body` (mrkdwn, escaped already)."""
+    return section(f"{heading(title)}\n{body}")
 
 
-def contexts(lines: list[str]) -> list[dict[str, Any]]:
+def context(texts: Iterable[str], block_id: str | None = None) -> ContextBlock:
+    return ContextBlock(elements=[MarkdownTextObject(text=t) for t in texts], block_id=block_id)
+
+
+def contexts(lines: list[str]) -> list[ContextBlock]:
     """One element per line, a new context block every 10 (Slack's element limit)."""
     return [context(lines[i : i + MAX_CONTEXT_ELEMENTS]) for i in range(0, len(lines), MAX_CONTEXT_ELEMENTS)]
 
 
-def plain_text(text: str, limit: int | None = None) -> dict[str, Any]:
-    return {"type": "plain_text", "text": clip(text, limit) if limit else text, "emoji": True}
+def plain_text(text: str, limit: int) -> PlainTextObject:
+    return PlainTextObject(text=clip(text, limit), emoji=True)
 
 
-def header(text: str) -> dict[str, Any]:
-    return {"type": "header", "text": plain_text(text, MAX_HEADER_CHARS)}
+def header(text: str) -> HeaderBlock:
+    return HeaderBlock(text=plain_text(text, MAX_HEADER_CHARS))
 
 
-def divider() -> dict[str, Any]:
-    return {"type": "divider"}
-
-
-def button(label: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
-    element: dict[str, Any] = {
-        "type": "button",
-        "text": plain_text(label, MAX_BUTTON_TEXT),
-        "action_id": action_id,
-        "value": checked_value(value),
-    }
-    if style:
-        element["style"] = style
-    return element
-
-
-def actions(elements: list[dict[str, Any]], block_id: str | None = None) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "actions", "elements": elements}
-    if block_id:
-        block["block_id"] = block_id
-    return block
+def button(label: str, action_id: str, value: str, style: str | None = None) -> ButtonElement:
+    return ButtonElement(
+        text=plain_text(label, MAX_BUTTON_TEXT), action_id=action_id, value=checked_value(value), style=style
+    )
 
 
 def checked_value(value: str, limit: int = MAX_BUTTON_VALUE) -> str:
@@ -242,34 +96,71 @@ def checked_value(value: str, limit: int = MAX_BUTTON_VALUE) -> str:
     return value
 
 
+def multiline_input(
+    block_id: str,
+    action_id: str,
+    *,
+    label: str,
+    placeholder: str,
+    hint: str | None = None,
+    optional: bool | None = None,
+    min_length: int | None = None,
+) -> InputBlock:
+    """A modal's free-text field, up to what Slack lets a person type into one."""
+    return InputBlock(
+        block_id=block_id,
+        label=plain_text(label, MAX_LABEL_CHARS),
+        hint=plain_text(hint, MAX_LABEL_CHARS) if hint else None,
+        optional=optional,
+        element=PlainTextInputElement(
+            action_id=action_id,
+            multiline=True,
+            min_length=min_length,
+            max_length=MAX_INPUT_CHARS,
+            placeholder=plain_text(placeholder, MAX_PLACEHOLDER_CHARS),
+        ),
+    )
+
+
+# -- the plain dicts Slack's Web API takes
+
+
+def to_dicts(blocks: Sequence[Block]) -> list[dict[str, Any]]:
+    """The blocks as JSON-ready dicts; slack_sdk checks each against Slack's schema on the way."""
+    return [block.to_dict() for block in blocks]
+
+
+def to_message(fallback: str, blocks: Sequence[Block]) -> dict[str, Any]:
+    """`{"text": ..., "blocks": [...]}` for chat.postMessage / chat.update (`**message`)."""
+    return {"text": fallback, "blocks": to_dicts(blocks)}
+
+
 def modal(
     title: str,
-    blocks: list[dict[str, Any]],
+    blocks: Sequence[Block],
     *,
     close: str,
     submit: str | None = None,
     callback_id: str | None = None,
     private_metadata: str | None = None,
 ) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "type": "modal",
-        "title": plain_text(title, MAX_VIEW_TITLE),
-        "close": plain_text(close, MAX_VIEW_TITLE),
-        "blocks": blocks[:MAX_MODAL_BLOCKS],
-    }
-    if submit:
-        view["submit"] = plain_text(submit, MAX_VIEW_TITLE)
-    if callback_id:
-        view["callback_id"] = callback_id
-    if private_metadata is not None:
-        view["private_metadata"] = checked_value(private_metadata, MAX_PRIVATE_METADATA)
-    return view
+    """A modal view for views.open, as a dict."""
+    view = View(
+        type="modal",
+        title=plain_text(title, MAX_VIEW_TITLE),
+        close=plain_text(close, MAX_VIEW_TITLE),
+        submit=plain_text(submit, MAX_VIEW_TITLE) if submit else None,
+        blocks=list(blocks[:MAX_MODAL_BLOCKS]),
+        callback_id=callback_id,
+        private_metadata=None if private_metadata is None else checked_value(private_metadata, MAX_PRIVATE_METADATA),
+    )
+    return view.to_dict()
 
 
-def block_text_length(blocks: list[dict[str, Any]]) -> int:
+def block_text_length(blocks: Sequence[Block | dict[str, Any]]) -> int:
     """Characters in every `text` string of the blocks: what Slack's cumulative limit counts."""
     total = 0
-    stack: list[Any] = list(blocks)
+    stack: list[Any] = [b.to_dict() if isinstance(b, Block) else b for b in blocks]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
@@ -281,35 +172,3 @@ def block_text_length(blocks: list[dict[str, Any]]) -> int:
         elif isinstance(item, list):
             stack.extend(item)
     return total
-
-
-# -- footnotes
-
-
-def source_line(source: Source, *, linked: bool = True) -> str:
-    """`[n] title · section · Stand YYYY-MM`, the title linked when the entry has a url."""
-    title = clip(source.title or source.id, TITLE_CHARS)
-    parts = [link(source.url, title) if linked else escape(title)]
-    if source.section:
-        parts.append(clip_escaped(source.section, SECTION_NAME_CHARS))
-    if source.stand:
-        parts.append(f"Stand {escape(source.stand)}")
-    return f"[{source.n}] " + " · ".join(parts)
-
-
-def source_lines(sources: list[Source], language: str, max_chars: int, max_blocks: int) -> list[str]:
-    """One line per footnote, for `contexts`; past `max_chars` or `max_blocks` context
-    blocks the list ends with "…and N more sources"."""
-    lines: list[str] = []
-    used = 0
-    max_lines = max_blocks * MAX_CONTEXT_ELEMENTS
-    for i, source in enumerate(sources):
-        line = source_line(source)
-        left = len(sources) - i
-        # Unless this is the last source, keep room for the "…and N more" line after it.
-        if left > 1 and (len(lines) + 2 > max_lines or used + len(line) > max_chars - 60):
-            lines.append(escape(phrase("more_sources", language, count=left)))
-            break
-        lines.append(line)
-        used += len(line)
-    return lines

@@ -25,7 +25,7 @@ from bot.config import Settings
 from bot.jobs.queue import Job, JobQueue
 from bot.logs import about_question
 from bot.models import SlackQuestion, clip_question
-from bot.slack import render
+from bot.slack import replies, review_card
 from bot.slack.calls import make_client
 from bot.slack.event_text import question_text, scrubbed
 from bot.store.records import Records
@@ -156,7 +156,7 @@ def register_events(app: AsyncApp, deps: AppDeps) -> None:
 def register_actions(app: AsyncApp, deps: AppDeps) -> None:
     settings, records = deps.settings, deps.records
 
-    @app.action(render.ACTION_SOURCES)
+    @app.action(replies.ACTION_SOURCES)
     async def on_sources(ack, body, client):
         await ack()
         answer = await records.answer(body["actions"][0]["value"])
@@ -165,16 +165,16 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         if answer is None or answer.channel != _channel_of(body):
             log.warning("sources click for an unknown answer or from another channel ignored")
             return
-        view = render.sources_modal(answer.sources, question=answer.question, language=answer.language)
+        view = replies.sources_modal(answer.sources, question=answer.question, language=answer.language)
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 
-    @app.action(render.ACTION_FEEDBACK_UP)
+    @app.action(replies.ACTION_FEEDBACK_UP)
     async def on_feedback_up(ack, body):
         await ack()
         if answer_id := _feedback_answer_id(body):
             await records.add_feedback(answer_id, body["user"]["id"], "up")
 
-    @app.action(render.ACTION_FEEDBACK_DOWN)
+    @app.action(replies.ACTION_FEEDBACK_DOWN)
     async def on_feedback_down(ack, body, client):
         await ack()
         answer_id = _feedback_answer_id(body)
@@ -183,12 +183,12 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         await records.add_feedback(answer_id, body["user"]["id"], "down")
         record = await records.answer(answer_id)
         language = record.language if record else settings.language
-        await client.views_open(trigger_id=body["trigger_id"], view=render.feedback_reason_modal(answer_id, language=language))
+        await client.views_open(trigger_id=body["trigger_id"], view=replies.feedback_reason_modal(answer_id, language=language))
 
-    @app.view(render.CALLBACK_FEEDBACK_REASON)
+    @app.view(replies.CALLBACK_FEEDBACK_REASON)
     async def on_feedback_reason(ack, body, view):
         await ack()
-        reason = render.feedback_reason_from(view)
+        reason = replies.feedback_reason_from(view)
         answer_id, user = view.get("private_metadata", ""), body["user"]["id"]
         await records.add_feedback(answer_id, user, "reason", reason)
         if reason:
@@ -217,19 +217,19 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
             log.warning("review click by %s in %s ignored: not the review channel or not a reviewer", user, channel)
         return allowed
 
-    @app.action(render.ACTION_REVIEW_APPROVE)
+    @app.action(review_card.ACTION_REVIEW_APPROVE)
     async def on_approve(ack, body):
         await ack()
         if may_review(body):
             await decide(body, "approve")
 
-    @app.action(render.ACTION_REVIEW_DISMISS)
+    @app.action(review_card.ACTION_REVIEW_DISMISS)
     async def on_dismiss(ack, body):
         await ack()
         if may_review(body):
             await decide(body, "dismiss")
 
-    @app.action(render.ACTION_REVIEW_ANSWER)
+    @app.action(review_card.ACTION_REVIEW_ANSWER)
     async def on_write_answer(ack, body, client):
         await ack()
         if not may_review(body):
@@ -237,15 +237,15 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         record = await records.review(body["actions"][0]["value"])
         if record is None:
             return
-        view = render.review_answer_modal(record.review_id, record.question, record.draft, language=record.language)
+        view = review_card.review_answer_modal(record)
         # The modal remembers the channel it was opened from: the submission has none.
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 
-    @app.view(render.CALLBACK_REVIEW_ANSWER_SUBMIT)
+    @app.view(review_card.CALLBACK_REVIEW_ANSWER_SUBMIT)
     async def on_answer_submitted(ack, body, view):
-        text = render.review_answer_from(view)
+        text = review_card.review_answer_from(view)
         if not text:
-            await ack(response_action="errors", errors={render.REVIEW_ANSWER_BLOCK: "Please write an answer."})
+            await ack(response_action="errors", errors={review_card.REVIEW_ANSWER_BLOCK: "Please write an answer."})
             return
         await ack()
         user = body["user"]["id"]

@@ -9,34 +9,39 @@ the review channel is the one place besides the DM that sees its text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from enum import Enum
+from collections.abc import Sequence
 from typing import Any
 
+from slack_sdk.models.blocks import ActionsBlock, Block
+
+from bot.i18n import Key, message
 from bot.models import Source, Violation
 from bot.slack.blockkit import (
-    MAX_INPUT_CHARS,
     MAX_SECTION_CHARS,
-    actions,
     button,
-    channel_link,
     checked_value,
-    clip,
-    clip_escaped,
     context,
     contexts,
+    headed_section,
+    header,
+    modal,
+    multiline_input,
+    section,
+    to_message,
+)
+from bot.slack.footnotes import source_lines
+from bot.slack.mrkdwn import (
+    channel_link,
+    clip,
+    clip_escaped,
     escape,
     escaped_mrkdwn,
-    header,
+    heading,
     mention,
-    modal,
-    plain_text,
-    section,
     slack_date,
-    source_lines,
     split_text,
 )
-from bot.slack.render_text import phrase
+from bot.store.records import ReviewRecord, ReviewStatus
 
 ACTION_REVIEW_APPROVE = "citebot_review_approve"
 ACTION_REVIEW_ANSWER = "citebot_review_answer"
@@ -47,241 +52,178 @@ REVIEW_ANSWER_ACTION = "answer"
 REVIEW_ACTIONS_BLOCK = "citebot_review_actions"
 
 # Character budgets that keep a card under Slack's cumulative block-text limit
-# (render_blocks.MESSAGE_TEXT_BUDGET) whatever the record holds.
+# (blockkit.MESSAGE_TEXT_BUDGET) whatever the record holds.
 QUESTION_CHARS = 1500
 DRAFT_CHARS = 4000
 DRAFT_CHARS_DECIDED = 2000  # a decided card also shows the posted answer
 POSTED_ANSWER_CHARS = 2000
 MAX_VIOLATIONS = 10
 VIOLATION_DETAIL_CHARS = 200
+VIOLATION_KIND_CHARS = 40  # the verifier's names are short; a record is not trusted to keep them so
 SOURCES_CHARS = 1500
 MAX_SOURCE_BLOCKS = 2
 
-_DECISIONS = {
-    "approved": "approved_by",
-    "approve": "approved_by",
-    "answered": "answered_by",
-    "answer": "answered_by",
-    "dismissed": "dismissed_by",
-    "dismiss": "dismissed_by",
+_DECIDED_LINE = {
+    ReviewStatus.APPROVED: Key.APPROVED_BY,
+    ReviewStatus.ANSWERED: Key.ANSWERED_BY,
+    ReviewStatus.DISMISSED: Key.DISMISSED_BY,
 }
 
 
-# -- reading the record, whatever shape the store gives it
-
-
-def _field(review: Any, *names: str, default: Any = None) -> Any:
-    """A record field from a dict or an object; the names after the first are
-    aliases, so the card does not break when the store renames a field."""
-    for name in names:
-        if isinstance(review, Mapping):
-            if name in review:
-                return review[name]
-        elif hasattr(review, name):
-            return getattr(review, name)
-    return default
-
-
-def _question(review: Any) -> str:
-    question = _field(review, "question", "question_text", "text", default="")
-    return getattr(question, "text", question) or ""  # a Question model, or its text
-
-
-def _violations(review: Any) -> list[Violation]:
-    items = _field(review, "violations", default=None) or []
-    return [v if isinstance(v, Violation) else Violation.model_validate(v) for v in items]
-
-
-def _sources(review: Any) -> list[Source]:
-    items = _field(review, "sources", default=None) or []
-    return [s if isinstance(s, Source) else Source.model_validate(s) for s in items]
-
-
-def _is_dm(review: Any) -> bool:
-    channel = _field(review, "channel", "channel_id") or ""
+def _is_dm(review: ReviewRecord) -> bool:
     # A D… channel is a DM even if a record forgot the flag: privacy must not hang on one field.
-    return bool(_field(review, "is_dm", default=False)) or channel.startswith("D")
+    return review.is_dm or review.channel.startswith("D")
 
 
 # -- the card
 
 
-def _asked_line(review: Any, language: str) -> str:
+def _asked_line(review: ReviewRecord, language: str) -> str:
     parts = [_asked_by(review, language)]
     # A 👎 card names who flagged the answer apart from who asked: often not the same person.
-    flagger = None if _is_dm(review) else _field(review, "flagged_by")
+    flagger = None if _is_dm(review) else review.flagged_by
     if flagger:
-        parts.append(phrase("flagged_by", language, user=mention(flagger)))
-    created = slack_date(_field(review, "created_at", "created"))
+        parts.append(message(Key.FLAGGED_BY, language, user=mention(flagger)))
+    created = slack_date(review.created_at)
     if created:
         parts.append(created)
     return " · ".join(parts)
 
 
-def _asked_by(review: Any, language: str) -> str:
+def _asked_by(review: ReviewRecord, language: str) -> str:
     if _is_dm(review):
-        return escape(phrase("asked_in_dm", language))
-    user = _field(review, "asker", "user", "asker_id", "user_id")
-    channel = _field(review, "channel", "channel_id")
-    if user and channel:
-        return phrase("asked_by", language, user=mention(user), channel=channel_link(channel))
-    if user:
-        return phrase("asked_by_user", language, user=mention(user))
-    return escape(phrase("asked_by_user", language, user="?"))
+        return escape(message(Key.ASKED_IN_DM, language))
+    if review.asker and review.channel:
+        return message(Key.ASKED_BY, language, user=mention(review.asker), channel=channel_link(review.channel))
+    if review.asker:
+        return message(Key.ASKED_BY_USER, language, user=mention(review.asker))
+    return escape(message(Key.ASKED_BY_USER, language, user="?"))
 
 
-def _quoted_sections(heading: str, text: str, limit: int) -> list[dict[str, Any]]:
-    """`heading` then `text` as a mrkdwn quote, escaped, over as many sections as it needs."""
+def _quoted_sections(title: str, text: str, limit: int) -> list[Block]:
+    """`title` as the heading, then `text` as a mrkdwn quote, escaped, over as many sections as it needs."""
     lines = escaped_mrkdwn(text.strip()).split("\n")
     # Clipped after escaping and quoting: both add characters, a draft of short lines nearly doubles.
     quoted = clip("\n".join(f">{line}" for line in lines), limit)
-    pieces = split_text(quoted, MAX_SECTION_CHARS - len(heading) - 2)  # room for the newline and a re-added ">"
+    pieces = split_text(quoted, MAX_SECTION_CHARS - len(heading(title)) - 2)  # room for the newline and a re-added ">"
     # A piece cut inside a paragraph starts without the quote mark.
     pieces = [p if p.startswith(">") else f">{p}" for p in pieces] or [">"]
-    return [section(f"{heading}\n{pieces[0]}")] + [section(p) for p in pieces[1:]]
+    return [headed_section(title, pieces[0]), *(section(p) for p in pieces[1:])]
 
 
 def _violation_lines(violations: list[Violation], language: str) -> str:
     if not violations:
-        return escape(phrase("no_violations", language))
+        return escape(message(Key.NO_VIOLATIONS, language))
     lines = [
-        f"• *{escape(v.kind)}*: {clip_escaped(v.detail, VIOLATION_DETAIL_CHARS)}" for v in violations[:MAX_VIOLATIONS]
+        f"• *{clip_escaped(v.kind, VIOLATION_KIND_CHARS)}*: {clip_escaped(v.detail, VIOLATION_DETAIL_CHARS)}"
+        for v in violations[:MAX_VIOLATIONS]
     ]
     if len(violations) > MAX_VIOLATIONS:
-        lines.append(escape(phrase("more_violations", language, count=len(violations) - MAX_VIOLATIONS)))
+        lines.append(escape(message(Key.MORE_VIOLATIONS, language, count=len(violations) - MAX_VIOLATIONS)))
     return "\n".join(lines)
 
 
-def _is_feedback(review: Any) -> bool:
-    return _field(review, "kind", default="uncertain") == "feedback"
-
-
-def _card_body(review: Any, language: str, draft_chars: int) -> list[dict[str, Any]]:
+def _card_body(review: ReviewRecord, draft_chars: int) -> list[Block]:
     """Question, draft and why it is here, sources. A feedback record (a 👎 with a
     reason) shows the posted answer and the reason where a rejection shows the
     rejected draft and its violations."""
-    feedback = _is_feedback(review)
-    blocks = [
-        header(phrase("feedback_heading" if feedback else "review_heading", language)),
+    language = review.language
+    feedback = review.kind == "feedback"
+    blocks: list[Block] = [
+        header(message(Key.FEEDBACK_HEADING if feedback else Key.REVIEW_HEADING, language)),
         context([_asked_line(review, language)]),
-        section(f"*{escape(phrase('question', language))}*\n{clip_escaped(_question(review), QUESTION_CHARS)}"),
+        headed_section(message(Key.QUESTION, language), clip_escaped(review.question, QUESTION_CHARS)),
     ]
-    draft = _field(review, "draft", "draft_text", default="") or ""
-    draft_heading = f"*{escape(phrase('flagged_answer' if feedback else 'rejected_draft', language))}*"
-    if draft.strip():
-        blocks += _quoted_sections(draft_heading, draft, draft_chars)
+    draft_title = message(Key.FLAGGED_ANSWER if feedback else Key.REJECTED_DRAFT, language)
+    if review.draft.strip():
+        blocks += _quoted_sections(draft_title, review.draft, draft_chars)
     else:
-        blocks.append(section(f"{draft_heading}\n{escape(phrase('no_draft', language))}"))
-    blocks.append(_why_section(review, language, feedback))
-    blocks += _sources_blocks(_sources(review), language)
+        blocks.append(headed_section(draft_title, escape(message(Key.NO_DRAFT, language))))
+    blocks.append(_why_section(review, feedback))
+    blocks += _sources_blocks(review.sources, language)
     return blocks
 
 
-def _why_section(review: Any, language: str, feedback: bool) -> dict[str, Any]:
+def _why_section(review: ReviewRecord, feedback: bool) -> Block:
+    language = review.language
     if feedback:
-        reason = (_field(review, "feedback_reason", default="") or "").strip()
+        reason = (review.feedback_reason or "").strip()
         text = clip_escaped(reason, VIOLATION_DETAIL_CHARS * MAX_VIOLATIONS) if reason else None
-        return section(f"*{escape(phrase('feedback_reason', language))}*\n{text or escape(phrase('no_reason', language))}")
-    violations = _violation_lines(_violations(review), language)
-    return section(f"*{escape(phrase('violations', language))}*\n{violations}")
+        return headed_section(message(Key.FEEDBACK_REASON, language), text or escape(message(Key.NO_REASON, language)))
+    return headed_section(message(Key.VIOLATIONS, language), _violation_lines(review.violations, language))
 
 
-def _sources_blocks(sources: list[Source], language: str) -> list[dict[str, Any]]:
-    heading = f"*{escape(phrase('retrieved_sources', language))}*"
+def _sources_blocks(sources: list[Source], language: str) -> Sequence[Block]:
+    title = heading(message(Key.RETRIEVED_SOURCES, language))
     if not sources:
-        return [context([heading, escape(phrase("no_sources", language))])]
-    return contexts([heading, *source_lines(sources, language, SOURCES_CHARS, MAX_SOURCE_BLOCKS)])
+        return [context([title, escape(message(Key.NO_SOURCES, language))])]
+    return contexts([title, *source_lines(sources, language, SOURCES_CHARS, MAX_SOURCE_BLOCKS)])
 
 
-def _fallback(review: Any, language: str) -> str:
-    return escape(phrase("review_fallback", language, question=clip(_question(review), 200)))
+def _fallback(review: ReviewRecord) -> str:
+    return escape(message(Key.REVIEW_FALLBACK, review.language, question=clip(review.question, 200)))
 
 
-def review_id_of(review: Any) -> str:
-    return checked_value(str(_field(review, "review_id", "id", default="") or ""))
-
-
-def _language(review: Any, language: str | None) -> str:
-    return language or _field(review, "language", default=None) or "en"
-
-
-def review_card(review: Any, *, language: str | None = None) -> dict[str, Any]:
-    """The card posted to the review channel: question, rejected draft, violations,
-    retrieved sources, and the approve / write answer / dismiss buttons.
-    `language`: the card's language; by default the record's `language`, else English."""
-    language = _language(review, language)
-    review_id = review_id_of(review)
-    buttons = actions(
-        [
-            button(phrase("approve", language), ACTION_REVIEW_APPROVE, review_id, style="primary"),
-            button(phrase("write_answer", language), ACTION_REVIEW_ANSWER, review_id),
-            button(phrase("dismiss", language), ACTION_REVIEW_DISMISS, review_id, style="danger"),
+def review_card(review: ReviewRecord) -> dict[str, Any]:
+    """The card posted to the review channel, in the record's language: question,
+    rejected draft, violations, retrieved sources, and the approve / write answer /
+    dismiss buttons."""
+    language = review.language
+    review_id = checked_value(review.review_id)
+    buttons = ActionsBlock(
+        elements=[
+            button(message(Key.APPROVE, language), ACTION_REVIEW_APPROVE, review_id, style="primary"),
+            button(message(Key.WRITE_ANSWER, language), ACTION_REVIEW_ANSWER, review_id),
+            button(message(Key.DISMISS, language), ACTION_REVIEW_DISMISS, review_id, style="danger"),
         ],
         block_id=REVIEW_ACTIONS_BLOCK,
     )
-    return {"text": _fallback(review, language), "blocks": _card_body(review, language, DRAFT_CHARS) + [buttons]}
+    return to_message(_fallback(review), _card_body(review, DRAFT_CHARS) + [buttons])
 
 
-def review_card_decided(
-    review: Any,
-    decision: str | Enum,
-    reviewer_id: str,
-    decided_at: Any,
-    answer_text: str | None = None,
-    *,
-    language: str | None = None,
-) -> dict[str, Any]:
-    """The card after a decision (for chat.update): no buttons any more, a line
-    saying who decided what and when, and the posted answer if there is one.
-
-    `decision`: approved, answered or dismissed (the verb forms work too).
-    `decided_at`: a datetime, epoch seconds or an ISO string.
-    """
-    language = _language(review, language)
-    key = _DECISIONS.get(str(getattr(decision, "value", decision)).strip().lower())
+def review_card_decided(review: ReviewRecord) -> dict[str, Any]:
+    """The card of a decided review (for chat.update): no buttons any more, a line
+    saying who decided what and when, and the posted answer if there is one."""
+    key = _DECIDED_LINE.get(review.status)
     if key is None:
-        raise ValueError(f"unknown review decision {decision!r}; expected approved, answered or dismissed")
-    blocks = _card_body(review, language, DRAFT_CHARS_DECIDED)
-    if answer_text and answer_text.strip():
-        blocks += _quoted_sections(f"*{escape(phrase('posted_answer', language))}*", answer_text, POSTED_ANSWER_CHARS)
-    when = slack_date(decided_at) or "?"
-    decided = phrase(key, language, user=mention(reviewer_id), time=when)
+        raise ValueError(f"review {review.review_id} is {review.status}, not decided")
+    language = review.language
+    blocks = _card_body(review, DRAFT_CHARS_DECIDED)
+    if review.final_answer and review.final_answer.strip():
+        blocks += _quoted_sections(message(Key.POSTED_ANSWER, language), review.final_answer, POSTED_ANSWER_CHARS)
+    when = slack_date(review.decided_at) or "?"
+    decided = message(key, language, user=mention(review.decided_by), time=when)
     blocks.append(context([decided]))
-    return {"text": f"{_fallback(review, language)}\n{decided}", "blocks": blocks}
+    return to_message(f"{_fallback(review)}\n{decided}", blocks)
 
 
 # -- the reviewer's answer
 
 
-def review_answer_modal(review_id: str, question: str, draft: str | None, *, language: str = "en") -> dict[str, Any]:
+def review_answer_modal(review: ReviewRecord) -> dict[str, Any]:
     """Opened by the write-answer button; `private_metadata` is the review id, so the
     submission handler finds the record without trusting anything else in the view."""
-    blocks = [section(f"*{escape(phrase('question', language))}*\n{clip_escaped(question, QUESTION_CHARS)}")]
-    if draft and draft.strip():
-        blocks += _quoted_sections(f"*{escape(phrase('rejected_draft', language))}*", draft, DRAFT_CHARS_DECIDED)
+    language = review.language
+    blocks: list[Block] = [headed_section(message(Key.QUESTION, language), clip_escaped(review.question, QUESTION_CHARS))]
+    if review.draft.strip():
+        blocks += _quoted_sections(message(Key.REJECTED_DRAFT, language), review.draft, DRAFT_CHARS_DECIDED)
     blocks.append(
-        {
-            "type": "input",
-            "block_id": REVIEW_ANSWER_BLOCK,
-            "label": plain_text(phrase("your_answer", language), 2000),
-            "hint": plain_text(phrase("answer_hint", language), 2000),
-            "element": {
-                "type": "plain_text_input",
-                "action_id": REVIEW_ANSWER_ACTION,
-                "multiline": True,
-                "min_length": 1,
-                "max_length": MAX_INPUT_CHARS,
-                "placeholder": plain_text(phrase("answer_placeholder", language), 150),
-            },
-        }
+        multiline_input(
+            REVIEW_ANSWER_BLOCK,
+            REVIEW_ANSWER_ACTION,
+            label=message(Key.YOUR_ANSWER, language),
+            hint=message(Key.ANSWER_HINT, language),
+            placeholder=message(Key.ANSWER_PLACEHOLDER, language),
+            min_length=1,
+        )
     )
     return modal(
-        phrase("review_modal_title", language),
+        message(Key.REVIEW_MODAL_TITLE, language),
         blocks,
-        close=phrase("cancel", language),
-        submit=phrase("review_modal_submit", language),
+        close=message(Key.CANCEL, language),
+        submit=message(Key.REVIEW_MODAL_SUBMIT, language),
         callback_id=CALLBACK_REVIEW_ANSWER_SUBMIT,
-        private_metadata=checked_value(review_id),
+        private_metadata=checked_value(review.review_id),
     )
 
 

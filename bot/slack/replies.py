@@ -1,11 +1,12 @@
-"""What Slack sees: Answers and the bot's own messages as Block Kit, as plain dicts.
+"""What the asker sees: the answer in their thread, the modals behind its
+buttons, and the bot's own messages (refusal, uncertain, apology, help).
 
 Pure functions, no I/O: a message is `{"text": fallback, "blocks": [...]}`, ready
 for `chat.postMessage(channel=..., thread_ts=..., **message)` or `chat.update`;
 a modal is a view for `views.open(trigger_id=..., view=...)`. Every piece of
 model or KB text is escaped for mrkdwn before our own links and mentions are
-added (see render_blocks). The review channel's card lives in render_review and
-is re-exported here, so callers import one module.
+added (see bot.slack.mrkdwn). The review channel's card is in
+bot.slack.review_card.
 """
 
 from __future__ import annotations
@@ -13,77 +14,30 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from slack_sdk.models.blocks import ActionsBlock, Block, DividerBlock
+
+from bot.answer.assemble import with_truncated_note
 from bot.i18n import LANGUAGES, Key, message
 from bot.models import Answer, Outcome, Source
 from bot.slack.blockkit import (
     MAX_FALLBACK_CHARS,
-    MAX_INPUT_CHARS,
     MAX_MESSAGE_BLOCKS,
     MAX_MODAL_BLOCKS,
     MAX_SECTION_CHARS,
     MESSAGE_TEXT_BUDGET,
-    actions,
     block_text_length,
     button,
     checked_value,
-    clip,
-    clip_escaped,
     context,
     contexts,
-    divider,
-    escape,
-    escaped_mrkdwn,
-    mention,
+    headed_section,
     modal,
-    plain_text,
+    multiline_input,
     section,
-    source_line,
-    source_lines,
-    split_text,
+    to_message,
 )
-from bot.slack.render_text import phrase
-from bot.slack.review_card import (
-    ACTION_REVIEW_ANSWER,
-    ACTION_REVIEW_APPROVE,
-    ACTION_REVIEW_DISMISS,
-    CALLBACK_REVIEW_ANSWER_SUBMIT,
-    REVIEW_ANSWER_ACTION,
-    REVIEW_ANSWER_BLOCK,
-    review_answer_from,
-    review_answer_modal,
-    review_card,
-    review_card_decided,
-)
-
-__all__ = [
-    "ACTION_FEEDBACK_DOWN",
-    "ACTION_FEEDBACK_UP",
-    "ACTION_REVIEW_ANSWER",
-    "ACTION_REVIEW_APPROVE",
-    "ACTION_REVIEW_DISMISS",
-    "ACTION_SOURCES",
-    "CALLBACK_FEEDBACK_REASON",
-    "CALLBACK_REVIEW_ANSWER_SUBMIT",
-    "FEEDBACK_REASON_ACTION",
-    "FEEDBACK_REASON_BLOCK",
-    "REVIEW_ANSWER_ACTION",
-    "REVIEW_ANSWER_BLOCK",
-    "answer_message",
-    "error_message",
-    "failure_message",
-    "feedback_reason_from",
-    "feedback_reason_modal",
-    "help_message",
-    "placeholder_message",
-    "refusal_message",
-    "review_answer_from",
-    "review_answer_modal",
-    "review_card",
-    "review_card_decided",
-    "source_line",
-    "sources_modal",
-    "uncertain_message",
-]
+from bot.slack.footnotes import answer_text, source_line, source_lines
+from bot.slack.mrkdwn import clip, clip_escaped, escape, escaped_mrkdwn, mention, split_text
 
 ACTION_SOURCES = "citebot_sources"
 ACTION_FEEDBACK_UP = "citebot_feedback_up"
@@ -116,12 +70,12 @@ COMPACT_FALLBACK_CHARS = 3000
 
 
 def _note_pattern(key: Key, **fields: str) -> re.Pattern[str]:
-    """Every translation of a note, with its {limit} as any number."""
+    """Every translation of a note, with its {limit} as any number a question limit can be."""
     marker = "\x00"
     variants = []
     for language in LANGUAGES:
         text = message(key, language, **{name: marker for name in fields})
-        variants.append(re.escape(text).replace(re.escape(marker), r"\d+"))
+        variants.append(re.escape(text).replace(re.escape(marker), r"\d{1,9}"))
     return re.compile("|".join(f"(?:{v})" for v in variants))
 
 
@@ -151,17 +105,17 @@ def _notes_for(answer: Answer, notes: list[str], language: str) -> list[str]:
 # -- the answer
 
 
-def _answer_actions(answer: Answer, ref: str, language: str) -> dict[str, Any] | None:
+def _answer_actions(answer: Answer, ref: str, language: str) -> ActionsBlock | None:
     elements = []
     if answer.sources:
         elements.append(button(message(Key.SOURCES, language), ACTION_SOURCES, ref, style="primary"))
     if answer.outcome is Outcome.ANSWERED:
-        elements.append(button(phrase("helpful", language), ACTION_FEEDBACK_UP, ref))
-        elements.append(button(phrase("not_helpful", language), ACTION_FEEDBACK_DOWN, ref))
-    return actions(elements) if elements else None
+        elements.append(button(message(Key.HELPFUL, language), ACTION_FEEDBACK_UP, ref))
+        elements.append(button(message(Key.NOT_HELPFUL, language), ACTION_FEEDBACK_DOWN, ref))
+    return ActionsBlock(elements=elements) if elements else None
 
 
-def _body_blocks(body: str, max_chars: int, max_blocks: int, shortened: str) -> list[dict[str, Any]]:
+def _body_blocks(body: str, max_chars: int, max_blocks: int, shortened: str) -> list[Block]:
     """The answer's sections within the budget; a cut answer ends with a visible note."""
     pieces = split_text(escaped_mrkdwn(body), MAX_SECTION_CHARS)
     if sum(map(len, pieces)) <= max_chars and len(pieces) <= max_blocks:
@@ -176,7 +130,7 @@ def _body_blocks(body: str, max_chars: int, max_blocks: int, shortened: str) -> 
         kept.append(piece)
         room_chars -= len(piece)
         room_blocks -= 1
-    return [section(p) for p in kept] + [context([shortened])]
+    return [*(section(p) for p in kept), context([shortened])]
 
 
 def answer_message(
@@ -193,9 +147,8 @@ def answer_message(
     checked_value(ref)
     body, notes = split_notes(answer.answer)
     notes = _notes_for(answer, notes, language)
-    tail: list[dict[str, Any]] = []
-    if notes:
-        tail.append(context([escape(n) for n in notes]))
+    tail: list[Block] = []
+    tail += contexts([escape(n) for n in notes])
     if reviewed_by:
         tail.append(context([message(Key.REVIEWED_BY, language, reviewer=mention(reviewed_by))]))
     if compact:
@@ -204,7 +157,7 @@ def answer_message(
         tail += contexts(source_lines(answer.sources, language, SOURCES_TEXT_BUDGET, MAX_SOURCE_BLOCKS))
     if (buttons := _answer_actions(answer, ref, language)) is not None:
         tail.append(buttons)
-    shortened = escape(phrase("shortened" if answer.sources else "shortened_no_sources", language))
+    shortened = escape(message(Key.SHORTENED if answer.sources else Key.SHORTENED_NO_SOURCES, language))
     budget = COMPACT_TEXT_BUDGET if compact else MESSAGE_TEXT_BUDGET
     blocks = _body_blocks(
         body,
@@ -212,17 +165,8 @@ def answer_message(
         max_blocks=COMPACT_BODY_BLOCKS if compact else MAX_MESSAGE_BLOCKS - len(tail),
         shortened=shortened,
     )
-    fallback = _answer_fallback(answer, language, COMPACT_FALLBACK_CHARS if compact else MAX_FALLBACK_CHARS)
-    return {"text": fallback, "blocks": blocks + tail}
-
-
-def _answer_fallback(answer: Answer, language: str, limit: int = MAX_FALLBACK_CHARS) -> str:
-    """Notifications and clients without blocks show `text`; it is mrkdwn too, so escaped."""
-    lines = [escape(answer.answer)]
-    if answer.sources:
-        lines += ["", f"{escape(message(Key.SOURCES, language))}:"]
-        lines += [source_line(s, linked=False) + (f" {escape(s.url)}" if s.url else "") for s in answer.sources]
-    return clip("\n".join(lines), limit)
+    fallback = answer_text(answer, language, COMPACT_FALLBACK_CHARS if compact else MAX_FALLBACK_CHARS)
+    return to_message(fallback, blocks + tail)
 
 
 # -- the Sources modal
@@ -230,30 +174,33 @@ def _answer_fallback(answer: Answer, language: str, limit: int = MAX_FALLBACK_CH
 
 def sources_modal(answer_sources: list[Source], *, question: str, language: str) -> dict[str, Any]:
     """The modal behind the Sources button: each footnote with its passage."""
-    blocks = [section(f"*{escape(phrase('question', language))}*\n{clip_escaped(question, QUESTION_CHARS)}"), divider()]
+    blocks: list[Block] = [
+        headed_section(message(Key.QUESTION, language), clip_escaped(question, QUESTION_CHARS)),
+        DividerBlock(),
+    ]
     room = MAX_MODAL_BLOCKS - len(blocks) - 1  # one block stays free for "N more are not shown"
     for i, source in enumerate(answer_sources):
         source_blocks = _passage_blocks(source, language)
         if len(source_blocks) > room:
             left = len(answer_sources) - i
-            blocks.append(context([escape(phrase("more_passages", language, count=left))]))
+            blocks.append(context([escape(message(Key.MORE_PASSAGES, language, count=left))]))
             break
         blocks += source_blocks
         room -= len(source_blocks)
-    return modal(message(Key.SOURCES, language), blocks, close=phrase("close", language))
+    return modal(message(Key.SOURCES, language), blocks, close=message(Key.CLOSE, language))
 
 
-def _passage_blocks(source: Source, language: str) -> list[dict[str, Any]]:
+def _passage_blocks(source: Source, language: str) -> list[Block]:
     heading = f"*{source_line(source)}*"
     passage = escaped_mrkdwn(source.passage)
     if not passage.strip():
-        return [section(heading), context([escape(phrase("no_passage", language))]), divider()]
+        return [section(heading), context([escape(message(Key.NO_PASSAGE, language))]), DividerBlock()]
     shortened = len(passage) > MAX_PASSAGE_CHARS
     pieces = split_text(clip(passage, MAX_PASSAGE_CHARS), MAX_SECTION_CHARS)
-    blocks = [section(heading)] + [section(p) for p in pieces]
+    blocks: list[Block] = [section(heading), *(section(p) for p in pieces)]
     if shortened:
-        blocks.append(context([escape(phrase("passage_shortened", language))]))
-    return blocks + [divider()]
+        blocks.append(context([escape(message(Key.PASSAGE_SHORTENED, language))]))
+    return blocks + [DividerBlock()]
 
 
 # -- the bot's own messages
@@ -263,25 +210,17 @@ def _notice(text: str) -> dict[str, Any]:
     """A message in the bot's own words: the sentence, and any notes in smaller print."""
     body, notes = split_notes(text)
     blocks = [section(p) for p in split_text(escape(body), MAX_SECTION_CHARS)]
-    if notes:
-        blocks.append(context([escape(n) for n in notes]))
-    return {"text": escape(text), "blocks": blocks}
-
-
-def _with_truncated(text: str, language: str, question_limit: int | None) -> str:
-    if question_limit is None:
-        return text
-    return f"{text}\n\n{message(Key.TRUNCATED, language, limit=question_limit)}"
+    return to_message(escape(text), [*blocks, *contexts([escape(n) for n in notes])])
 
 
 def refusal_message(*, language: str, question_limit: int | None = None) -> dict[str, Any]:
     """The KB has nothing on the question. `question_limit`: the question was cut to that length."""
-    return _notice(_with_truncated(message(Key.REFUSAL, language), language, question_limit))
+    return _notice(with_truncated_note(message(Key.REFUSAL, language), language, question_limit))
 
 
 def uncertain_message(*, language: str, question_limit: int | None = None) -> dict[str, Any]:
     """No answer could be backed by the KB; a reviewer may follow up in the thread."""
-    return _notice(_with_truncated(message(Key.UNCERTAIN, language), language, question_limit))
+    return _notice(with_truncated_note(message(Key.UNCERTAIN, language), language, question_limit))
 
 
 def error_message(*, language: str) -> dict[str, Any]:
@@ -299,36 +238,23 @@ def help_message(*, language: str) -> dict[str, Any]:
     return _notice(message(Key.HELP, language))
 
 
-def placeholder_message(*, language: str) -> dict[str, Any]:
-    """Posted at once and later replaced (chat.update) by the answer, so the asker sees progress."""
-    text = escape(phrase("placeholder", language))
-    return {"text": text, "blocks": [context([f":hourglass_flowing_sand: {text}"])]}
-
-
 # -- feedback
 
 
 def feedback_reason_modal(answer_ref: str, *, language: str = "en") -> dict[str, Any]:
     """After 👎: an optional reason. `private_metadata` carries the answer's reference."""
-    field = {
-        "type": "plain_text_input",
-        "action_id": FEEDBACK_REASON_ACTION,
-        "multiline": True,
-        "max_length": MAX_INPUT_CHARS,
-        "placeholder": plain_text(phrase("feedback_placeholder", language), 150),
-    }
-    block = {
-        "type": "input",
-        "block_id": FEEDBACK_REASON_BLOCK,
-        "optional": True,  # a thumbs-down alone is already worth recording
-        "label": plain_text(phrase("feedback_label", language), 2000),
-        "element": field,
-    }
+    field = multiline_input(
+        FEEDBACK_REASON_BLOCK,
+        FEEDBACK_REASON_ACTION,
+        label=message(Key.FEEDBACK_LABEL, language),
+        placeholder=message(Key.FEEDBACK_PLACEHOLDER, language),
+        optional=True,  # a thumbs-down alone is already worth recording
+    )
     return modal(
-        phrase("feedback_title", language),
-        [block],
-        close=phrase("cancel", language),
-        submit=phrase("feedback_submit", language),
+        message(Key.FEEDBACK_TITLE, language),
+        [field],
+        close=message(Key.CANCEL, language),
+        submit=message(Key.FEEDBACK_SUBMIT, language),
         callback_id=CALLBACK_FEEDBACK_REASON,
         private_metadata=answer_ref,
     )
