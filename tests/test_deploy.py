@@ -296,13 +296,20 @@ def dockerfile_uid() -> int:
     return int(re.search(r"^ARG CITEBOT_UID=(\d+)$", dockerfile(), re.M).group(1))
 
 
+def dockerfile_stages(text: str) -> dict[str, str]:
+    """Stage name -> its instructions, in order."""
+    parts = re.split(r"^FROM\s+\S+\s+AS\s+(\S+)\s*$", text, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
 def test_dockerfile_essentials():
     text = dockerfile()
-    stages = re.findall(r"^FROM\s+(\S+)(?:\s+AS\s+(\S+))?", text, re.M)
-    assert [alias for _, alias in stages][-1] == "runtime"
-    assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim", text, re.M)
+    stages = dockerfile_stages(text)
+    assert list(stages) == ["kb", "wheels", "runtime"]
+    # No `# syntax=` line: it makes BuildKit pull a frontend image before anything else.
+    assert not re.search(r"^#\s*syntax\s*=", text, re.M | re.I)
+    runtime = stages["runtime"]
     # The final stage installs nothing with apt: compilers stay in the build stage.
-    runtime = text[text.index("AS runtime") :]
     assert "apt-get" not in runtime and "gcc" not in runtime
     assert re.search(r"^USER citebot$", runtime, re.M)
     assert not re.search(r"^USER (root|0)\b", runtime, re.M)
@@ -310,6 +317,8 @@ def test_dockerfile_essentials():
     assert re.search(r"^EXPOSE 3000$", runtime, re.M)
     assert re.search(r"^HEALTHCHECK .*\n.*citebot-healthcheck", runtime, re.M)
     assert re.search(r'^ENTRYPOINT \["docker-entrypoint.sh"\]$', runtime, re.M)
+    assert re.search(r"^ARG BAKE_INDEX=true$", runtime, re.M)
+    assert "citebot index" in runtime
     assert not re.search(r"^ADD\s+https?:", text, re.M | re.I)
     # Every file the Dockerfile copies from the context exists and is not excluded by .dockerignore.
     ignored = [line for line in (ROOT / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
@@ -319,6 +328,32 @@ def test_dockerfile_essentials():
     for part in sources:
         assert (ROOT / part).exists(), part
         assert not any(Path(part).match(pattern) or part.startswith(pattern + "/") for pattern in ignored), part
+
+
+def test_dockerfile_base_image_is_pinned_and_overridable():
+    text = dockerfile()
+    match = re.search(r"^ARG PYTHON_IMAGE=(\S+)$", text, re.M)
+    assert match, "an ARG names the base, so another one can be passed in"
+    base = match.group(1)
+    # An exact release of the official image, fully qualified (podman has no default registry).
+    assert re.fullmatch(r"docker\.io/library/python:3\.11\.\d+-slim-bookworm(@sha256:[0-9a-f]{64})?", base), base
+    assert [image for image in re.findall(r"^FROM\s+(\S+)", text, re.M) if image != "scratch"] == ["${PYTHON_IMAGE}"] * 2
+
+
+def test_dockerfile_builds_wheels_once_and_installs_only_them():
+    stages = dockerfile_stages(dockerfile())
+    wheels, runtime = stages["wheels"], stages["runtime"]
+    # One build from the real sources: no stub files, no editable or second install.
+    assert not re.search(r"\btouch\b", wheels)
+    assert not re.search(r"pip install\b", wheels)
+    assert re.search(r"pip wheel --no-deps --wheel-dir /wheels \.", wheels)
+    assert re.search(r"pip wheel --wheel-dir /wheels --requirement", wheels)
+    # The runtime installs the wheels from a mount (they stay out of its layers), offline.
+    install = next(line for line in runtime.split("RUN ") if "pip install" in line)
+    assert "--mount=type=bind,from=wheels,source=/wheels" in install
+    assert "--no-index --find-links /wheels citebot" in install
+    assert "-e " not in install and "--editable" not in install
+    assert "COPY --from=wheels" not in runtime
 
 
 def test_dockerignore_keeps_secrets_and_local_state_out():
