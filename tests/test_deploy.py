@@ -647,6 +647,38 @@ def test_dockerignore_keeps_secrets_and_local_state_out():
     assert {".env", "**/.env", ".git", ".venv", ".citebot"} <= ignored
 
 
+# ---------------------------------------------------------------- the image itself
+
+SMOKE_NO_BUILDER, SMOKE_NO_BASE, SMOKE_NO_HOST_DEPS = 3, 4, 5
+
+
+def test_smoke_script_documents_its_exit_statuses():
+    head = (DEPLOY / "smoke.sh").read_text().split("set -euo pipefail")[0]
+    for status in (0, 1, 2, SMOKE_NO_BUILDER, SMOKE_NO_BASE, SMOKE_NO_HOST_DEPS):
+        assert re.search(rf"^#\s+{status}\s+\S", head, re.M), f"exit status {status} is not described"
+
+
+@pytest.mark.image
+@pytest.mark.e2e
+@pytest.mark.timeout(3600)
+def test_image_builds_and_answers(request):
+    """deploy/smoke.sh: builds the image and runs --help, ask, serve and worker in it.
+
+    Minutes of work, so only when asked for: `python -m pytest -m image tests/test_deploy.py`.
+    Skipped where there is no container builder or no base image (the script's own statuses).
+    """
+    if "image" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("builds the image (minutes): select it with -m image")
+    result = subprocess.run(
+        ["bash", str(DEPLOY / "smoke.sh")], capture_output=True, text=True, timeout=3500, stdin=subprocess.DEVNULL
+    )
+    output = (result.stdout + result.stderr)[-4000:]
+    if result.returncode in (SMOKE_NO_BUILDER, SMOKE_NO_BASE, SMOKE_NO_HOST_DEPS):
+        pytest.skip(output.strip().splitlines()[-1])
+    assert result.returncode == 0, output
+    assert "PASSED" in result.stderr
+
+
 # ---------------------------------------------------------------- entrypoint
 
 
