@@ -571,6 +571,83 @@ def test_every_image_is_pinned_to_a_version():
         assert name.split("/")[0] in ("docker.io", "ghcr.io", "quay.io", "registry.k8s.io"), image
 
 
+# ---------------------------------------------------------------- Slack app manifest
+
+# The bot scopes each Web API method needs. A method citebot calls that is missing here
+# fails the test below: add it, and its scopes to manifest.yml.
+HISTORY = {"channels:history", "groups:history", "im:history", "mpim:history"}
+METHOD_SCOPES: dict[str, set[str]] = {
+    "chat_postMessage": {"chat:write"},
+    "chat_update": {"chat:write"},
+    "chat_postEphemeral": {"chat:write"},
+    "chat_delete": {"chat:write"},
+    "reactions_add": {"reactions:write"},
+    "reactions_remove": {"reactions:write"},
+    # Threads and conversations of every kind the bot is in: channels, private channels,
+    # DMs and group DMs (where it is mentioned).
+    "conversations_replies": HISTORY,
+    "conversations_history": HISTORY,
+    "conversations_info": {"channels:read", "groups:read"},
+    "conversations_list": {"channels:read", "groups:read"},
+    "views_open": set(),
+    "views_update": set(),
+    "views_push": set(),
+    "auth_test": set(),
+}
+# The events citebot handles: @mentions, and direct messages (message.im).
+EVENT_SCOPES = {"app_mentions:read", "im:history"}
+# Start-up will resolve CITEBOT_REVIEW_CHANNEL and check the bot's membership with
+# conversations.info; the scopes are in the manifest ahead of that call.
+PLANNED_SCOPES = METHOD_SCOPES["conversations_info"]
+
+
+def slack_methods_called() -> set[str]:
+    pattern = re.compile(r"\.((?:chat|reactions|conversations|views|auth|users|im|mpim|files|team|bots|pins)_[A-Za-z]+)\(")
+    return {name for path in (ROOT / "bot").rglob("*.py") for name in pattern.findall(path.read_text())}
+
+
+def load_manifest() -> tuple[dict, str]:
+    text = (ROOT / "manifest.yml").read_text()
+    return yaml.safe_load(text), text
+
+
+def test_manifest_asks_for_exactly_the_scopes_the_code_uses():
+    called = slack_methods_called()
+    assert {"chat_postMessage", "conversations_replies", "reactions_add"} <= called
+    unknown = called - METHOD_SCOPES.keys()
+    assert not unknown, f"add {sorted(unknown)} to METHOD_SCOPES and their scopes to manifest.yml"
+    needed = EVENT_SCOPES | PLANNED_SCOPES | {scope for method in called for scope in METHOD_SCOPES[method]}
+    manifest, text = load_manifest()
+    scopes = manifest["oauth_config"]["scopes"]["bot"]
+    assert len(scopes) == len(set(scopes))
+    assert set(scopes) == needed
+    assert "users:read" not in scopes and "im:read" not in scopes
+    # Each scope says which calls need it, in the comment above it (or above its group).
+    for scope in scopes:
+        commented = rf"#[^\n]*\n(\s+#[^\n]*\n)*(\s+- [a-z_:.]+\n)*\s+- {re.escape(scope)}\s*$"
+        assert re.search(commented, text, re.M), f"{scope} has no comment"
+
+
+def test_manifest_pastes_without_a_reachable_url():
+    manifest, text = load_manifest()
+    settings = manifest["settings"]
+    # Slack rejects event subscriptions with neither a Request URL nor Socket Mode, and checks
+    # a Request URL when the manifest is saved: neither is possible before citebot runs.
+    assert "event_subscriptions" not in settings and "interactivity" not in settings
+    assert settings["socket_mode_enabled"] is False
+    # The blocks to uncomment in step 4: the events the code handles, both on /slack/events.
+    after = text[text.index("\nsettings:") :].splitlines()
+    commented = [line[4:] for line in after if line.startswith("  # ")]
+    block = yaml.safe_load("\n".join(line for line in commented if line.startswith(("event_subscriptions:", "interactivity:", " "))))
+    events = block["event_subscriptions"]
+    assert events["bot_events"] == ["app_mention", "message.im"]
+    assert events["request_url"].endswith("/slack/events")
+    assert block["interactivity"] == {"is_enabled": True, "request_url": events["request_url"]}
+    from bot.slack.web import EVENTS_PATH
+
+    assert EVENTS_PATH == "/slack/events"
+
+
 # ---------------------------------------------------------------- Dockerfile
 
 
