@@ -207,28 +207,24 @@ def _length_norm(reader, leaves, fieldname: str, b: float, n_docs: int) -> np.nd
 
 
 def _postings(leaves, fieldname: str, term) -> tuple[np.ndarray, np.ndarray]:
-    """All (docnum, term frequency) of a term, read a block at a time."""
+    """All (docnum, term frequency) of a term, through Whoosh's public matcher API.
+
+    Only `is_active`, `id`, `weight` and `next` are used, so a Whoosh update
+    that changes how postings are stored cannot break the arrays silently.
+    """
     ids: list[int] = []
     tfs: list[float] = []
     for leaf, offset in leaves:
         if (fieldname, term) not in leaf:
             continue
-        m = leaf.postings(fieldname, term)
-        if hasattr(m, "_read_ids") and hasattr(m, "_next_block"):
-            # Whoosh's on-disk matcher: whole blocks instead of one posting per call.
-            while m.is_active():
-                m._read_ids()
-                m._read_weights()
-                ids.extend(i + offset for i in m._ids)
-                tfs.extend(m._weights)
-                m._next_block()
-                if m._atend:
-                    break
-        else:
-            while m.is_active():
-                ids.append(m.id() + offset)
-                tfs.append(m.weight())
-                m.next()
+        matcher = leaf.postings(fieldname, term)
+        # Bound once: this loop runs once per posting of the whole index.
+        active, doc, weight, advance = matcher.is_active, matcher.id, matcher.weight, matcher.next
+        add_id, add_tf = ids.append, tfs.append
+        while active():
+            add_id(doc() + offset)
+            add_tf(weight())
+            advance()
     return np.asarray(ids, dtype=np.int64), np.asarray(tfs, dtype=np.float64)
 
 
