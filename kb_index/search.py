@@ -34,7 +34,7 @@ from kb_index.embedding import EmbedderError
 from kb_index.impacts import Impacts
 from kb_index.index import CURRENT_FILE, check_generation, current_generation
 from kb_index.question import split_question, strip_chatter
-from kb_index.results import ChunkResult
+from kb_index.results import ChunkResult, metadata_of
 from kb_index.vectors import Vectors
 
 log = logging.getLogger(__name__)
@@ -404,16 +404,8 @@ class Retriever:
             section=doc["section"],
             text=doc["text"],
             title=doc["title"],
-            stand=doc.get("stand"),
-            work=doc.get("work"),
-            chapter=doc.get("chapter"),
-            topic=doc.get("topic"),
-            tags=tuple(doc.get("tags") or ()),
-            legal_bases=tuple(doc.get("legal_bases") or ()),
-            cross_refs=tuple(doc.get("cross_refs") or ()),
-            url=doc.get("url"),
+            **metadata_of(doc),
             collection=doc.get("collection", "default"),
-            source_role=doc.get("source_role", "primary_answer_source"),
             language=doc.get("language", "en"),
             score=round(score, 4),
             expanded=expanded,
