@@ -21,13 +21,6 @@ REFUSAL_DE = message(Key.REFUSAL, "de")
 ATZ = Question(text="Was ist Altersteilzeit?", language="de")
 
 
-@pytest.fixture(scope="module")
-def index_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pipe")
-    build_index(write_mini_kb(root / "kb"), root / "index")
-    return root / "index"
-
-
 @pytest.fixture
 def retriever(index_dir):
     with Retriever(index_dir) as r:

@@ -10,10 +10,8 @@ from tests.kb_fixtures import write_mini_kb
 
 
 @pytest.fixture(scope="module")
-def retriever(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mini")
-    build_index(write_mini_kb(root / "kb"), root / "index")
-    with Retriever(root / "index") as r:
+def retriever(index_dir):
+    with Retriever(index_dir) as r:
         yield r
 
 
@@ -126,7 +124,8 @@ def test_the_answerability_decision_never_empties_the_ranked_list(retriever):
 )
 def test_hostile_query_text_is_plain_text(retriever, question, first):
     hits = retriever.search(question)
-    assert isinstance(hits, list)
+    main = [h.score for h in hits if not h.expanded]
+    assert main == sorted(main, reverse=True)  # a ranking like any other, whatever the text
     if first:
         assert hits[0].entry_id == first
 
