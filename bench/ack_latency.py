@@ -25,11 +25,8 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kb_index import build_index  # noqa: E402
-from tests.fakes import FakeLLMServer  # noqa: E402
-from tests.fakes.slack_server import FakeSlackServer  # noqa: E402
-from tests.kb_fixtures import write_mini_kb  # noqa: E402
-from tests.slack_harness import Citebot, free_port, make_env, mention_event, signed_headers  # noqa: E402
+from tests.harness import mention_event, signed_headers, start_citebot  # noqa: E402
+from tests.kb_fixtures import mini_index  # noqa: E402
 
 
 async def fire(url: str, rate: float, seconds: float) -> tuple[list[float], int]:
@@ -76,13 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/14")
     args = ap.parse_args(argv)
     redis.Redis.from_url(args.redis).flushdb()
-    with tempfile.TemporaryDirectory() as tmp, FakeSlackServer(token="xoxb-test-token") as slack, FakeLLMServer() as llm:
-        tmp = Path(tmp)
-        build_index(write_mini_kb(tmp / "kb"), tmp / "index")
-        (tmp / "logs").mkdir()
-        env = make_env(tmp, redis_url=args.redis, slack=slack, llm=llm, index_dir=tmp / "index")
-        bot = Citebot(env=env, port=free_port(), slack=slack, llm=llm, logs=tmp / "logs")
-        bot.start_web()
+    with tempfile.TemporaryDirectory() as tmp:
+        bot = start_citebot(Path(tmp) / "logs", redis_url=args.redis, index_dir=mini_index(Path(tmp)), workers=0)
         try:
             bot.send_event(mention_event("warm-up"))
             latencies, errors = asyncio.run(fire(bot.url, args.rate, args.seconds))

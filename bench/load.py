@@ -26,17 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kb_index import build_index
-from tests.faults.cluster import (
-    APOLOGY,
-    GOOD,
-    Cluster,
-    RedisServer,
-    Sender,
-    peak_memory_mb,
-    settle,
-)
-from tests.kb_fixtures import write_mini_kb
+from tests.faults.drill import APOLOGY, GOOD, Sender, peak_memory_mb, settle
+from tests.harness import RedisServer, start_citebot
+from tests.kb_fixtures import mini_index
 
 GOAL_P99_S = 3.0
 GOAL_WEB_MB = 150.0
@@ -60,19 +52,20 @@ def main(argv: list[str] | None = None) -> int:
 
     root = Path(tempfile.mkdtemp(prefix="citebot-load-"))
     print(f"building the mini KB index in {root} ...", flush=True)
-    build_index(write_mini_kb(root / "kb"), root / "index")
+    index_dir = mini_index(root)
     redis_server = RedisServer(root / "redis", persistent=True).start()
-    cluster = Cluster(
-        redis=redis_server,
-        index_dir=root / "index",
-        logs=root / "logs",
-        workers_n=args.workers,
-        worker_args=("--concurrency", str(args.concurrency)),
-        env_extra={"CITEBOT_LLM_TIMEOUT": str(max(10.0, args.llm_seconds * 5))},
-    )
+    cluster = None
     try:
-        cluster.start()
-        cluster.llm.default({"text": GOOD, "delay": args.llm_seconds})
+        cluster = start_citebot(
+            root / "logs",
+            redis_url=redis_server.url,
+            index_dir=index_dir,
+            workers=args.workers,
+            worker_args=("--concurrency", str(args.concurrency)),
+            fakes_as_processes=True,
+            CITEBOT_LLM_TIMEOUT=max(10.0, args.llm_seconds * 5),
+        )
+        cluster.llm.set_script([], default={"text": GOOD, "delay": args.llm_seconds})
         pids = cluster.pids()
         print(f"web + {args.workers} workers (concurrency {args.concurrency}) up; sending {args.questions} "
               f"questions at {args.rate:g}/s, LLM {args.llm_seconds:g} s per answer", flush=True)
@@ -86,17 +79,18 @@ def main(argv: list[str] | None = None) -> int:
         posts = settle(cluster, args.questions, timeout=120, quiet=2.0)
         memory = {name: peak_memory_mb(pid) for name, pid in pids.items()}
     finally:
-        cluster.stop()
+        if cluster is not None:
+            cluster.stop()
         redis_server.stop()
 
     counts = [len(p) for p in posts.values()]
     once = sum(c == 1 for c in counts)
     twice = sum(c > 1 for c in counts)
     lost = sum(c == 0 for c in counts)
-    apologised = sum(1 for p in posts.values() if p and p[0]["body"].get("text") == APOLOGY)
-    latencies = [posts[d.n][0]["at"] - d.sent_at for d in deliveries if posts[d.n]]
+    apologised = sum(1 for p in posts.values() if p and p[0].body.get("text") == APOLOGY)
+    latencies = [posts[d.n][0].at - d.sent_at for d in deliveries if posts[d.n]]
     retried = sum(1 for d in deliveries if len(d.attempts) > 1)
-    last_post = max((p[0]["at"] for p in posts.values() if p), default=started)
+    last_post = max((p[0].at for p in posts.values() if p), default=started)
     elapsed = last_post - started
 
     print()

@@ -24,14 +24,15 @@ negations against the cited block), so only (a), (c) and CONTRADICT say
 something there: how many correct sentences it rejects (false failures), how
 many changed numbers it catches, how many contradictions get through.
 
-    python bench/verifier_scifact.py [--data DIR] [--split dev|train] [--tune]
+    python bench/verifier_scifact.py [--data DIR] [--split dev|train] [--tune] [--idf index|corpus|none]
 
 --tune grid-searches the support thresholds (bot/answer/verify/support.py) on the
 train split only and prints the best setting; dev is for reporting.
 
-Word weights: the verifier takes an optional IDF table; this benchmark builds
-it from the corpus it indexes (the knowledge base), as a deployment would from
-its KB index. --no-idf runs with uniform weights.
+Word weights: the verifier takes an optional IDF table. By default (--idf index)
+it is the one the bot passes: Retriever.idf of the index built from the corpus
+(the knowledge base), one count per chunk. --idf corpus counts the corpus
+documents directly (title + abstract), --idf none weighs every word the same.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from bot.answer.verify.numbers import source_values
 from bot.models import Evidence
 from kb_index import ChunkResult, Retriever, build_index
 from kb_index.analysis import terms
+from kb_index.impacts import idf_table
 
 try:
     from bench.retrieval_scifact import DEFAULT_DATA, write_kb
@@ -134,31 +136,34 @@ def has_number(claim: str) -> bool:
 # ----------------------------------------------------------------- building the sets
 
 
-def hard_negatives(claims: list[dict], corpus: dict[str, dict], data: Path) -> dict[int, str]:
+def build_kb_index(data: Path, root: Path) -> Path:
+    """The corpus as a citebot knowledge base, indexed as `citebot index` would."""
+    kb_dir, index_dir = root / "kb", root / "index"
+    kb_dir.mkdir()
+    write_kb(data, kb_dir)
+    build_index(kb_dir, index_dir, language="en")
+    return index_dir
+
+
+def hard_negatives(claims: list[dict], corpus: dict[str, dict], retriever: Retriever) -> dict[int, str]:
     """Claim id -> best-ranked abstract that is neither gold nor cited, by citebot's retriever."""
     out: dict[int, str] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        kb_dir, index_dir = Path(tmp) / "kb", Path(tmp) / "index"
-        kb_dir.mkdir()
-        write_kb(data, kb_dir)
-        build_index(kb_dir, index_dir, language="en")
-        with Retriever(index_dir) as retriever:
-            for c in claims:
-                exclude = set(c["evidence"]) | {str(d) for d in c.get("cited_doc_ids", [])}
-                hits = retriever.search(c["claim"], k=HARD_NEGATIVE_DEPTH, expand=False)
-                for hit in hits:
-                    doc = hit.entry_id.removeprefix("d")
-                    if doc not in exclude and doc in corpus:
-                        out[c["id"]] = doc
-                        break
+    for c in claims:
+        exclude = set(c["evidence"]) | {str(d) for d in c.get("cited_doc_ids", [])}
+        hits = retriever.search(c["claim"], k=HARD_NEGATIVE_DEPTH, expand=False)
+        for hit in hits:
+            doc = hit.entry_id.removeprefix("d")
+            if doc not in exclude and doc in corpus:
+                out[c["id"]] = doc
+                break
     return out
 
 
-def build_sets(claims: list[dict], corpus: dict[str, dict], data: Path) -> Sets:
+def build_sets(claims: list[dict], corpus: dict[str, dict], retriever: Retriever) -> Sets:
     rng = random.Random(SEED)
     doc_ids = sorted(corpus)
     supporting = [c for c in claims if labelled_docs(c, "SUPPORT")]
-    hard = hard_negatives(supporting, corpus, data)
+    hard = hard_negatives(supporting, corpus, retriever)
     sets = Sets()
     for c in claims:
         for doc in labelled_docs(c, "CONTRADICT"):
@@ -206,11 +211,11 @@ def accepted(case: Case, corpus: dict[str, dict], idf) -> bool:
     return bool(verdict.claims) and verdict.claims[0].verified
 
 
-def accepted_as_sentence(case: Case, corpus: dict[str, dict]) -> bool:
+def accepted_as_sentence(case: Case, corpus: dict[str, dict], idf) -> bool:
     """Citations mode: the claim as one answer sentence citing the abstract's KB-ID."""
     evidence = evidence_for(corpus[case.doc])
     draft = f"{case.claim.rstrip('. ')} [{evidence[0].entry_id}]."
-    return verify_citations(draft, evidence, "en").ok
+    return verify_citations(draft, evidence, "en", idf=idf).ok
 
 
 def prf(pos: list[bool], neg: list[bool]) -> tuple[float, float, float]:
@@ -246,7 +251,7 @@ def run(sets: Sets, corpus: dict[str, dict], idf) -> Result:
         return [accepted(c, corpus, idf) for c in cases]
 
     def as_sentences(cases: list[Case]) -> list[bool]:
-        return [accepted_as_sentence(c, corpus) for c in cases]
+        return [accepted_as_sentence(c, corpus, idf) for c in cases]
 
     return Result(
         judge(sets.gold), judge(sets.hard), judge(sets.random), judge(sets.changed), judge(sets.contradict),
@@ -259,7 +264,15 @@ def corpus_idf(corpus: dict[str, dict]) -> dict[str, float]:
     df: Counter[str] = Counter()
     for doc in corpus.values():
         df.update(set(terms(f"{doc['title']}\n{doc['text']}", "en")))
-    return support.idf_table(df, len(corpus))
+    return idf_table(df, len(corpus))
+
+
+def word_weights(kind: str, retriever: Retriever, corpus: dict[str, dict]) -> dict[str, float] | None:
+    if kind == "index":
+        return retriever.idf("en")  # what the bot's pipeline passes the verifier
+    if kind == "corpus":
+        return corpus_idf(corpus)
+    return None
 
 
 def report(split: str, sets: Sets, result: Result) -> None:
@@ -341,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--split", default="dev", choices=("dev", "train"))
     ap.add_argument("--tune", action="store_true", help="grid-search the support thresholds (train only)")
-    ap.add_argument("--no-idf", action="store_true", help="uniform word weights")
+    ap.add_argument("--idf", choices=("index", "corpus", "none"), default="index",
+                    help="word weights: the index's, as the bot passes them (default); counted over the corpus; none")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="override a support threshold, e.g. --set SINGLE_SENTENCE_COVERAGE=0.2")
     args = ap.parse_args(argv)
@@ -357,9 +371,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     corpus = load_corpus(args.data)
     claims = load_claims(args.data, split)
-    sets = build_sets(claims, corpus, args.data)
-    idf = None if args.no_idf else support.weigher(corpus_idf(corpus))
-    print(f"sets built in {time.perf_counter() - t0:.1f} s; word weights: {'uniform' if idf is None else 'corpus IDF'}; "
+    with tempfile.TemporaryDirectory() as tmp, Retriever(build_kb_index(args.data, Path(tmp))) as retriever:
+        sets = build_sets(claims, corpus, retriever)
+        table = word_weights(args.idf, retriever, corpus)
+    idf = None if table is None else support.weigher(table)
+    print(f"sets built in {time.perf_counter() - t0:.1f} s; word weights: {args.idf}; "
           + ", ".join(f"{name} {getattr(support, name)}" for name in GRID))
     if args.tune:
         tune(sets, corpus, idf)

@@ -23,12 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.jobs.queue import Job, JobQueue  # noqa: E402
 from bot.models import SlackQuestion  # noqa: E402
-from bot.store.keys import HEARTBEAT_PREFIX  # noqa: E402
-from kb_index import build_index  # noqa: E402
-from tests.fakes import FakeLLMServer, Reply  # noqa: E402
-from tests.fakes.slack_server import FakeSlackServer  # noqa: E402
-from tests.kb_fixtures import write_mini_kb  # noqa: E402
-from tests.slack_harness import Citebot, free_port, make_env, wait_until  # noqa: E402
+from tests.fakes import Reply  # noqa: E402
+from tests.harness import start_citebot  # noqa: E402
+from tests.kb_fixtures import mini_index  # noqa: E402
+from tests.polling import wait_until  # noqa: E402
 
 ANSWER = "Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01]."
 
@@ -59,22 +57,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     r = redis.Redis.from_url(args.redis)
     r.flushdb()
-    slow = Reply(text=ANSWER, delay=args.llm_seconds)
-    with tempfile.TemporaryDirectory() as tmp, FakeSlackServer(token="xoxb-test-token") as slack, \
-            FakeLLMServer(default=slow) as llm:
-        tmp = Path(tmp)
-        build_index(write_mini_kb(tmp / "kb"), tmp / "index")
-        (tmp / "logs").mkdir()
-        env = make_env(tmp, redis_url=args.redis, slack=slack, llm=llm, index_dir=tmp / "index")
-        bot = Citebot(env=env, port=free_port(), slack=slack, llm=llm, logs=tmp / "logs")
+    with tempfile.TemporaryDirectory() as tmp:
+        bot = start_citebot(Path(tmp) / "logs", redis_url=args.redis, index_dir=mini_index(Path(tmp)), web=False,
+                            workers=0)
+        bot.llm.set_script([], default=Reply(text=ANSWER, delay=args.llm_seconds))
         worker = bot.start_worker("--concurrency", str(args.concurrency))
         try:
-            wait_until(lambda: list(r.scan_iter(HEARTBEAT_PREFIX + "*")), 30, "the worker's heartbeat")
+            bot.wait_workers(1)
             t0 = time.perf_counter()
             asyncio.run(enqueue(args.redis, args.questions))
 
             def answered() -> int:
-                return sum(1 for c in slack.calls("chat.postMessage") if c.ok)
+                return sum(1 for c in bot.slack.calls("chat.postMessage") if c.ok)
 
             wait_until(lambda: answered() >= args.questions, 600, f"{args.questions} answers")
             elapsed = time.perf_counter() - t0

@@ -25,9 +25,9 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from kb_index.files import Skipped, read_kb_files
+from kb_index.results import DEFAULT_SOURCE_ROLE, EntryMetadata
 
 DEFAULT_COLLECTION = "default"
-DEFAULT_SOURCE_ROLE = "primary_answer_source"
 
 # A chunk longer than this is split at paragraph boundaries: one huge section
 # would crowd every other block out of the prompt budget.
@@ -59,23 +59,14 @@ class Section:
     text: str
 
 
-@dataclass
-class Entry:
+@dataclass(frozen=True)
+class Entry(EntryMetadata):
     id: str
     title: str
     collection: str
     path: str
     language: str
     sections: list[Section]
-    stand: str | None = None
-    work: str | None = None
-    chapter: str | None = None
-    topic: str | None = None
-    tags: tuple[str, ...] = ()
-    legal_bases: tuple[str, ...] = ()
-    cross_refs: tuple[str, ...] = ()
-    url: str | None = None
-    source_role: str = DEFAULT_SOURCE_ROLE
     cross_refs_line: int = 1
     id_line: int = 1
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -82,6 +83,15 @@ class Impacts:
         i = int(np.searchsorted(self.terms, encoded))
         return i if i < len(self.terms) and self.terms[i] == encoded else None
 
+    def document_frequencies(self, space: str) -> dict[str, int]:
+        """Term -> number of live chunks that contain it, for one term space ("en", "de")."""
+        prefix = f"{space}:".encode()
+        # Keys are sorted: the space is one run, from its prefix to the next byte value.
+        lo = int(np.searchsorted(self.terms, prefix))
+        hi = int(np.searchsorted(self.terms, prefix[:-1] + bytes([prefix[-1] + 1])))
+        counts = np.diff(self.offsets[lo : hi + 1])
+        return {key.decode("utf-8")[len(prefix) :]: int(n) for key, n in zip(self.terms[lo:hi], counts, strict=True)}
+
     def postings(self, row: int) -> tuple[np.ndarray, np.ndarray]:
         start, end = self.offsets[row], self.offsets[row + 1]
         return self.docs[start:end], self.weights[start:end]
@@ -120,6 +130,12 @@ class Impacts:
             params=Params(**meta["params"]),
             **data,
         )
+
+
+def idf_table(document_frequencies: Mapping[str, int], n_documents: int) -> dict[str, float]:
+    """Smoothed IDF, log((N + 1) / (df + 0.5)): the word weights of the answer verifier
+    (bot/answer/verify/support.py), from the index's counts or a benchmark's corpus."""
+    return {t: math.log((n_documents + 1) / (df + 0.5)) for t, df in document_frequencies.items()}
 
 
 def build(reader, params: Params | None = None, progress=None) -> Impacts:
@@ -207,28 +223,24 @@ def _length_norm(reader, leaves, fieldname: str, b: float, n_docs: int) -> np.nd
 
 
 def _postings(leaves, fieldname: str, term) -> tuple[np.ndarray, np.ndarray]:
-    """All (docnum, term frequency) of a term, read a block at a time."""
+    """All (docnum, term frequency) of a term, through Whoosh's public matcher API.
+
+    Only `is_active`, `id`, `weight` and `next` are used, so a Whoosh update
+    that changes how postings are stored cannot break the arrays silently.
+    """
     ids: list[int] = []
     tfs: list[float] = []
     for leaf, offset in leaves:
         if (fieldname, term) not in leaf:
             continue
-        m = leaf.postings(fieldname, term)
-        if hasattr(m, "_read_ids") and hasattr(m, "_next_block"):
-            # Whoosh's on-disk matcher: whole blocks instead of one posting per call.
-            while m.is_active():
-                m._read_ids()
-                m._read_weights()
-                ids.extend(i + offset for i in m._ids)
-                tfs.extend(m._weights)
-                m._next_block()
-                if m._atend:
-                    break
-        else:
-            while m.is_active():
-                ids.append(m.id() + offset)
-                tfs.append(m.weight())
-                m.next()
+        matcher = leaf.postings(fieldname, term)
+        # Bound once: this loop runs once per posting of the whole index.
+        active, doc, weight, advance = matcher.is_active, matcher.id, matcher.weight, matcher.next
+        add_id, add_tf = ids.append, tfs.append
+        while active():
+            add_id(doc() + offset)
+            add_tf(weight())
+            advance()
     return np.asarray(ids, dtype=np.int64), np.asarray(tfs, dtype=np.float64)
 
 

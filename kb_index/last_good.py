@@ -20,9 +20,10 @@ from pathlib import Path
 
 from kb_index import docstore
 from kb_index.entries import Entry, LoadError, Section
+from kb_index.results import metadata_of
 
 
-@dataclass
+@dataclass(frozen=True)
 class KeptEntry(Entry):
     """An entry carried over from the live generation.
 
@@ -69,15 +70,7 @@ def _entry(chunks: list[dict], live_hash: str) -> Entry:
         path=first["path"],
         language=first["language"],
         sections=[Section(d["section"], d["text"]) for d in chunks],
-        stand=first["stand"],
-        work=first["work"],
-        chapter=first["chapter"],
-        topic=first["topic"],
-        tags=tuple(first["tags"]),
-        legal_bases=tuple(first["legal_bases"]),
-        cross_refs=tuple(first["cross_refs"]),
-        url=first["url"],
-        source_role=first["source_role"],
+        **metadata_of(first),
         live_hash=live_hash,
     )
 

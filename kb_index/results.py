@@ -1,12 +1,55 @@
-"""What retrieval hands to the answering side."""
+"""What retrieval hands to the answering side, and the entry metadata every chunk carries."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+DEFAULT_SOURCE_ROLE = "primary_answer_source"
 
 
-@dataclass(frozen=True, slots=True)
-class ChunkResult:
+@dataclass(frozen=True, kw_only=True)
+class EntryMetadata:
+    """What an entry's front matter says besides its id, title and language.
+
+    Declared once for the entry as loaded (entries.Entry) and each chunk as
+    retrieved (ChunkResult); the chunk store keeps them with every chunk.
+    """
+
+    stand: str | None = None
+    work: str | None = None
+    chapter: str | None = None
+    topic: str | None = None
+    tags: tuple[str, ...] = ()
+    legal_bases: tuple[str, ...] = ()
+    cross_refs: tuple[str, ...] = ()
+    url: str | None = None
+    source_role: str = DEFAULT_SOURCE_ROLE
+
+    def stored_metadata(self) -> dict[str, Any]:
+        """These fields as the chunk store writes them: lists for tuples (JSON)."""
+        return {f.name: _stored(getattr(self, f.name)) for f in fields(EntryMetadata)}
+
+
+def _stored(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def metadata_of(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata fields of a stored chunk, as keyword arguments for an Entry or a ChunkResult."""
+    found: dict[str, Any] = {}
+    for f in fields(EntryMetadata):
+        value = doc.get(f.name)
+        if isinstance(f.default, tuple):
+            found[f.name] = tuple(value or ())
+        elif value is not None:
+            found[f.name] = value
+    return found
+
+
+@dataclass(frozen=True)
+class ChunkResult(EntryMetadata):
     """One section of one KB entry, as retrieved.
 
     Ranked best first by `Retriever.search`; cross-ref expansions come after the
@@ -19,16 +62,7 @@ class ChunkResult:
     section: str
     text: str
     title: str
-    stand: str | None = None
-    work: str | None = None
-    chapter: str | None = None
-    topic: str | None = None
-    tags: tuple[str, ...] = ()
-    legal_bases: tuple[str, ...] = ()
-    cross_refs: tuple[str, ...] = ()
-    url: str | None = None
     collection: str = "default"
-    source_role: str = "primary_answer_source"
     language: str = "en"
     score: float = 0.0
     expanded: bool = False

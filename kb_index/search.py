@@ -22,7 +22,7 @@ import logging
 import os
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,10 +31,10 @@ from kb_index.analysis import SUBWORD_GRAM, guess_language, query_terms
 from kb_index.answerability import Answerability, Calibration, PartSignals, calibration_for, decide
 from kb_index.docstore import DocStore
 from kb_index.embedding import EmbedderError
-from kb_index.impacts import Impacts
+from kb_index.impacts import Impacts, idf_table
 from kb_index.index import CURRENT_FILE, check_generation, current_generation
 from kb_index.question import split_question, strip_chatter
-from kb_index.results import ChunkResult
+from kb_index.results import ChunkResult, metadata_of
 from kb_index.vectors import Vectors
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ class _Generation:
     entry_starts: np.ndarray  # per entry code: first position in entry_order
     entry_code: dict[str, int]  # entry id -> entry code, for cross-ref expansion
     vectors: Vectors | None  # None: built without an embedder, or by another model than ours
+    idf: dict[str, dict[str, float]] = field(default_factory=dict)  # per language, built on first use
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,17 @@ class Retriever:
 
     def _calibration(self, gen: _Generation) -> Calibration:
         return calibration_for(gen.vectors.model if gen.vectors is not None else None, self.min_cosine)
+
+    def idf(self, language: str) -> dict[str, float]:
+        """Analyzed term -> its IDF over the live chunks, for the answer verifier's word
+        weights (impacts.idf_table); the terms of one language's analyzer. Built once per generation."""
+        gen = self._current()
+        table = gen.idf.get(language)
+        if table is None:
+            # Two threads may both build it on first use: the same table, stored twice.
+            table = idf_table(gen.impacts.document_frequencies(language), int(gen.impacts.live.sum()))
+            gen.idf[language] = table
+        return table
 
     def entry_chunks(self, entry_id: str) -> list[ChunkResult]:
         """The live chunks of one entry, in section order; [] if the index has no such entry.
@@ -404,16 +416,8 @@ class Retriever:
             section=doc["section"],
             text=doc["text"],
             title=doc["title"],
-            stand=doc.get("stand"),
-            work=doc.get("work"),
-            chapter=doc.get("chapter"),
-            topic=doc.get("topic"),
-            tags=tuple(doc.get("tags") or ()),
-            legal_bases=tuple(doc.get("legal_bases") or ()),
-            cross_refs=tuple(doc.get("cross_refs") or ()),
-            url=doc.get("url"),
+            **metadata_of(doc),
             collection=doc.get("collection", "default"),
-            source_role=doc.get("source_role", "primary_answer_source"),
             language=doc.get("language", "en"),
             score=round(score, 4),
             expanded=expanded,

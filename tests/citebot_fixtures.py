@@ -8,41 +8,31 @@ from __future__ import annotations
 
 import pytest
 
-from kb_index import build_index
-from tests.fakes import FakeLLMServer
-from tests.fakes.slack_server import FakeSlackServer
-from tests.kb_fixtures import write_mini_kb
-from tests.slack_harness import BOT_TOKEN, Citebot, free_port, make_env, wait_until
+from tests.harness import Citebot, start_citebot
+from tests.kb_fixtures import mini_index
+from tests.polling import wait_until
 
 
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("flow")
-    build_index(write_mini_kb(root / "kb"), root / "index")
-    return root / "index"
+    """The mini KB's index, built once per test module."""
+    return mini_index(tmp_path_factory.mktemp("mini"))
 
 
 @pytest.fixture
 def citebot(tmp_path, redis_url, index_dir):
-    made = []
+    """`citebot(workers=1, worker_args=(), **env)`: a started citebot on the test's Redis DB, stopped after the test."""
+    made: list[Citebot] = []
 
     def start(*, workers: int = 1, worker_args: tuple[str, ...] = (), **env_extra) -> Citebot:
-        slack, llm = FakeSlackServer(token=BOT_TOKEN).start(), FakeLLMServer().start()
-        logs = tmp_path / "logs"
-        logs.mkdir(exist_ok=True)
-        env = make_env(tmp_path, redis_url=redis_url, slack=slack, llm=llm, index_dir=index_dir, **env_extra)
-        bot = Citebot(env=env, port=free_port(), slack=slack, llm=llm, logs=logs)
+        bot = start_citebot(tmp_path / f"logs{len(made)}", redis_url=redis_url, index_dir=index_dir, workers=workers,
+                            worker_args=worker_args, **env_extra)
         made.append(bot)
-        bot.start_web()
-        for _ in range(workers):
-            bot.start_worker(*worker_args)
         return bot
 
     yield start
     for bot in made:
         bot.stop()
-        bot.slack.stop()
-        bot.llm.stop()
 
 
 def answers_in(bot: Citebot, channel: str, thread_ts: str | None, count: int = 1, timeout: float = 20.0) -> list[dict]:

@@ -6,6 +6,10 @@ from pathlib import Path
 
 import yaml
 
+from bot.models import Answer, Source
+from kb_index import build_index
+from kb_index.entries import chunk_hash
+
 
 def write_entry(kb_dir: Path, rel: str, meta: dict | None, sections: dict[str, str]) -> Path:
     """Writes one entry file; `meta=None` writes a plain Markdown file without front matter."""
@@ -89,3 +93,33 @@ def write_mini_kb(kb_dir: Path) -> Path:
     for rel, (meta, sections) in MINI_KB.items():
         write_entry(kb_dir, rel, meta, sections)
     return kb_dir
+
+
+def mini_index(root: Path) -> Path:
+    """The mini KB written under `root` and indexed; returns the index folder."""
+    build_index(write_mini_kb(root / "kb"), root / "index")
+    return root / "index"
+
+
+def _section(rel: str, name: str) -> str:
+    return MINI_KB[rel][1][name]
+
+
+PTO_TEXT = _section("handbook/pto-01.md", "Entitlement")
+SICK_TEXT = _section("handbook/sick-01.md", "Reporting")
+
+
+def mini_kb_answer(question: str, **fields) -> Answer:
+    """A verified answer citing the mini KB's annual leave [1] and sick leave [2], as the pipeline
+    builds it (content hashes, passages); `fields` override any of its fields."""
+    sources = [
+        Source(n=1, id="hb-pto-01", title="Annual leave", section="Entitlement", stand="2026-02",
+               collection="handbook", content_hash=chunk_hash("hb-pto-01", "Entitlement", PTO_TEXT), passage=PTO_TEXT),
+        Source(n=2, id="hb-sick-01", title="Sick leave", section="Reporting", stand="2026-02",
+               collection="handbook", content_hash=chunk_hash("hb-sick-01", "Reporting", SICK_TEXT), passage=SICK_TEXT),
+    ]
+    return Answer(**{
+        "question": question, "answer": "You get 28 days [1]; tell your manager when you are sick [2].",
+        "verified": True, "refused": False, "citations": ["hb-pto-01", "hb-sick-01"], "sources": sources,
+        "model": "test-model", **fields,
+    })

@@ -20,7 +20,6 @@ from bot.models import (
     Outcome,
     Question,
     SlackQuestion,
-    Source,
     Violation,
 )
 from bot.slack.posting import PostLedger
@@ -39,11 +38,9 @@ from bot.store.records import PostRecord, Records
 from kb_index import Retriever, build_index
 from kb_index.entries import chunk_hash
 from tests.fakes.slack_server import FakeSlackServer
-from tests.kb_fixtures import MINI_KB, write_entry, write_mini_kb
+from tests.kb_fixtures import MINI_KB, PTO_TEXT, SICK_TEXT, mini_kb_answer, write_entry, write_mini_kb
 
-PTO_TEXT = "Every employee gets 28 days of paid annual leave per calendar year."
 PTO_HASH = chunk_hash("hb-pto-01", "Entitlement", PTO_TEXT)
-SICK_TEXT = "Tell your manager before 10:00 on the first day you are sick; from day 4 a doctor's note is needed."
 SICK_HASH = chunk_hash("hb-sick-01", "Reporting", SICK_TEXT)
 
 
@@ -55,18 +52,9 @@ def question(qid="CGENERAL:1700000001.000100", *, is_dm=False, text="How many da
 
 
 def answered(q: Question) -> Answer:
-    return Answer(
-        question=q.text,
-        answer="You get 28 days [1]; tell your manager when sick [2].",
-        verified=True,
-        refused=False,
-        citations=["hb-pto-01", "hb-sick-01"],
-        sources=[
-            Source(n=1, id="hb-pto-01", title="Annual leave", section="Entitlement", stand="2026-02",
-                   collection="handbook", content_hash=PTO_HASH, passage=PTO_TEXT),
-            Source(n=2, id="hb-sick-01", title="Sick leave", section="Reporting", stand="2026-02",
-                   collection="handbook", content_hash=SICK_HASH, passage=SICK_TEXT),
-        ],
+    # A claims-mode answer with everything the trail records: partial, repaired, regenerated.
+    return mini_kb_answer(
+        q.text,
         mode=AnswerMode.CLAIMS,
         audit_mode=AuditMode.HYBRID,
         partial=True,
@@ -74,7 +62,6 @@ def answered(q: Question) -> Answer:
         json_fixups=["markdown_fence", "trailing_comma"],
         regenerations=1,
         n_context=5,
-        model="test-model",
         timings_ms={"retrieve": 3.1, "generate": 812.4, "verify": 1.2, "post": 40.0},
     )
 

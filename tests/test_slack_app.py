@@ -18,7 +18,7 @@ from bot.slack.listeners import AppDeps, create_app
 from bot.slack.web import create_web_app
 from bot.store.records import Records
 from tests.fakes.slack_server import FakeSlackServer
-from tests.slack_harness import BOT_TOKEN, SIGNING_SECRET, mention_event, signed_headers
+from tests.harness import BOT_TOKEN, SIGNING_SECRET, mention_event, signed_headers
 
 DEAD_REDIS = "redis://127.0.0.1:1/15"  # nothing listens on port 1
 

@@ -12,16 +12,17 @@ from kb_index import build_index
 from tests.citebot_fixtures import answers_in, button_value
 from tests.fakes import Reply
 from tests.fakes.slack_server import BOT_USER_ID
-from tests.kb_fixtures import write_mini_kb
-from tests.slack_harness import (
+from tests.harness import (
     REVIEW_CHANNEL,
     block_action,
     dm_event,
+    free_port,
     mention_event,
     signed_headers,
     view_submission,
-    wait_until,
 )
+from tests.kb_fixtures import write_mini_kb
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -120,21 +121,23 @@ def test_worker_killed_while_waiting_on_the_llm_still_answers_exactly_once(citeb
     assert len(bot.replies("CGENERAL", event["event"]["ts"])) == 1
 
 
+def rejected(bot, draft: str, event: dict) -> dict:
+    """Asks `event` with `draft` failing both tries: the asker is told the bot is unsure; returns the review card."""
+    bot.llm.script(draft, draft)
+    bot.send_event(event)
+    [uncertain] = answers_in(bot, "CGENERAL", event["event"]["ts"])
+    assert uncertain["text"].startswith(message(Key.UNCERTAIN, "en")[:30])
+    [card] = answers_in(bot, REVIEW_CHANNEL, None)
+    return card
+
+
 def test_hallucination_goes_to_review_and_approve_answers_the_asker(citebot):
     bot = citebot()
-    hallucinated = "You get 45 days of leave [hb-pto-01]."
-    bot.llm.script(hallucinated, hallucinated)
     event = mention_event(PTO_QUESTION)
-    bot.send_event(event)
     thread = event["event"]["ts"]
-    [uncertain] = answers_in(bot, "CGENERAL", thread)
-    assert uncertain["text"].startswith(message(Key.UNCERTAIN, "en")[:30])
-    [card] = wait_until(lambda: bot.replies(REVIEW_CHANNEL, None), 15, "review card")
+    card = rejected(bot, "You get 45 days of leave [hb-pto-01].", event)
     assert "45 days" in json.dumps(card["blocks"]) and "NUMBER_NOT_IN_SOURCE" in json.dumps(card["blocks"])
-    review_id = next(
-        el["value"] for b in card["blocks"] if b["type"] == "actions" for el in b["elements"]
-        if el["action_id"] == "citebot_review_approve"
-    )
+    review_id = button_value(card, "citebot_review_approve")
     # A click from another channel changes nothing.
     bot.send_action(block_action("citebot_review_approve", review_id, channel="CGENERAL"))
     bot.send_action(block_action("citebot_review_approve", review_id, channel=REVIEW_CHANNEL, user="UREVIEWER"))
@@ -156,7 +159,7 @@ def test_a_thumbs_down_card_tells_asker_from_flagger_and_approve_reposts_with_fo
     [opened] = bot.slack.wait_for("views.open", 1)
     reason = {"citebot_feedback_reason": {"reason": {"type": "plain_text_input", "value": "Part-timers get fewer."}}}
     assert bot.send_action(view_submission(opened.body["view"], user="UFLAGGER", values=reason)).status_code == 200
-    [card] = wait_until(lambda: bot.replies(REVIEW_CHANNEL, None), 15, "feedback card")
+    [card] = answers_in(bot, REVIEW_CHANNEL, None)
     header = json.dumps(card["blocks"])
     assert "Asked by <@UASKER>" in header and "flagged by <@UFLAGGER>" in header
     bot.send_action(block_action("citebot_review_approve", button_value(card, "citebot_review_approve"),
@@ -195,12 +198,7 @@ def test_channel_broadcast_in_model_output_is_escaped(citebot):
     # so the draft reaches Slack only on the review card: escaped there too.
     bot = citebot()
     broadcast = "<!channel> Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01]."
-    bot.llm.script(broadcast, broadcast)
-    event = mention_event(PTO_QUESTION)
-    bot.send_event(event)
-    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"])
-    assert post["text"].startswith(message(Key.UNCERTAIN, "en")[:30])
-    [card] = wait_until(lambda: bot.replies(REVIEW_CHANNEL, None), 15, "review card")
+    card = rejected(bot, broadcast, mention_event(PTO_QUESTION))
     assert "&lt;!channel&gt;" in json.dumps(card) and "LINK_NOT_IN_SOURCE" in json.dumps(card)
     assert all("<!channel>" not in json.dumps(c.body) for c in bot.slack.calls("chat.postMessage"))
 
@@ -257,7 +255,7 @@ def test_a_private_question_reaches_review_without_its_asker(citebot):
     bot.llm.script(hallucinated, hallucinated)
     bot.send_event(dm_event(PTO_QUESTION, user="USECRET", channel="DSECRET"))
     answers_in(bot, "DSECRET", None)
-    [card] = wait_until(lambda: bot.replies(REVIEW_CHANNEL, None), 15, "review card")
+    [card] = answers_in(bot, REVIEW_CHANNEL, None)
     text = json.dumps(card)
     assert "USECRET" not in text and "DSECRET" not in text
     assert all(c.body.get("channel") in ("DSECRET", REVIEW_CHANNEL) for c in bot.slack.calls("chat.postMessage"))
@@ -270,13 +268,8 @@ def test_a_reviewer_writes_the_answer_or_dismisses(citebot):
     first, second = mention_event(PTO_QUESTION), mention_event("How many leave days again?")
     bot.send_event(first)
     bot.send_event(second)
-    cards = wait_until(lambda: len(bot.replies(REVIEW_CHANNEL, None)) >= 2 and bot.replies(REVIEW_CHANNEL, None),
-                       20, "two review cards")
-    ids = [
-        next(el["value"] for b in c["blocks"] if b["type"] == "actions" for el in b["elements"]
-             if el["action_id"] == "citebot_review_answer")
-        for c in cards
-    ]
+    cards = answers_in(bot, REVIEW_CHANNEL, None, count=2)
+    ids = [button_value(c, "citebot_review_answer") for c in cards]
     by_question = dict(zip([PTO_QUESTION if PTO_QUESTION in json.dumps(c) else "other" for c in cards], ids, strict=True))
     # Write an answer: the button opens the modal, the submission posts the reviewer's text.
     bot.send_action(block_action("citebot_review_answer", by_question[PTO_QUESTION], channel=REVIEW_CHANNEL))
@@ -306,8 +299,6 @@ def test_a_reviewer_writes_the_answer_or_dismisses(citebot):
 def test_metrics_and_json_logs_follow_a_question_from_ack_to_post(citebot):
     import httpx
 
-    from tests.slack_harness import free_port, wait_until as until
-
     bot = citebot(workers=0)
     metrics_port = free_port()
     bot.start_worker("--metrics-port", str(metrics_port))
@@ -318,7 +309,7 @@ def test_metrics_and_json_logs_follow_a_question_from_ack_to_post(citebot):
     web_metrics = httpx.get(f"{bot.url}/metrics").text
     assert 'citebot_events_total{result="enqueued"} 1.0' in web_metrics
     assert "citebot_queue_jobs" in web_metrics and "citebot_workers_alive 1.0" in web_metrics
-    worker_metrics = until(
+    worker_metrics = wait_until(
         lambda: (t := httpx.get(f"http://127.0.0.1:{metrics_port}/metrics").text)
         and 'citebot_questions_total{outcome="answered"} 1.0' in t and t,
         10, "the worker's metrics",
@@ -326,7 +317,7 @@ def test_metrics_and_json_logs_follow_a_question_from_ack_to_post(citebot):
     assert 'citebot_stage_seconds_count{stage="generate"} 1.0' in worker_metrics
     qid = f"CGENERAL:{event['event']['ts']}"
     web_lines = [json.loads(line) for line in bot.log("web").splitlines() if line.startswith("{")]
-    worker_lines = until(lambda: [json.loads(line) for line in bot.log("worker0").splitlines() if line.startswith("{")
+    worker_lines = wait_until(lambda: [json.loads(line) for line in bot.log("worker0").splitlines() if line.startswith("{")
                                   and qid in line and "answered" in line], 10, "the worker's log line")
     assert any(entry.get("question_id") == qid for entry in web_lines)
     assert worker_lines[0]["question_id"] == qid and worker_lines[0]["citations"] == ["hb-pto-01"]
@@ -355,8 +346,6 @@ def test_a_rebuilt_index_is_used_by_the_next_question_without_restart(citebot, t
 
 
 def test_a_second_worker_on_the_same_metrics_port_still_answers(citebot):
-    from tests.slack_harness import free_port
-
     bot = citebot(workers=0)
     port = str(free_port())
     first, second = bot.start_worker("--metrics-port", port), bot.start_worker("--metrics-port", port)

@@ -14,40 +14,24 @@ from bot.cli import main
 from bot.i18n import Key, message
 from bot.jobs.queue import Job, JobQueue, Transient, connect
 from bot.jobs.source_changes import NOTES_BLOCK_ID, note_source_changes, with_source_notes
-from bot.models import Answer, Outcome, Question, SlackQuestion, Source
+from bot.models import Answer, Outcome, Question, SlackQuestion
 from bot.slack.posting import PostLedger
 from bot.slack.replies import answer_message
 from bot.store import keys
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.records import AnswerRecord, PostRecord, Records
 from kb_index import build_index
-from kb_index.entries import chunk_hash
-from tests.fakes import FakeLLMServer
 from tests.fakes.slack_server import FakeSlackServer
-from tests.kb_fixtures import MINI_KB, write_entry, write_mini_kb
-from tests.slack_harness import Citebot, free_port, make_env, mention_event, wait_until
+from tests.harness import mention_event, start_citebot
+from tests.kb_fixtures import MINI_KB, mini_kb_answer, write_entry, write_mini_kb
+from tests.polling import wait_until
 
-PTO_TEXT = "Every employee gets 28 days of paid annual leave per calendar year."
 CARRY_TEXT = "You can carry over up to 5 unused vacation days until 31 March of the next year."
-SICK_TEXT = "Tell your manager before 10:00 on the first day you are sick; from day 4 a doctor's note is needed."
 CHANGED_EN = message(Key.SOURCE_CHANGED, "en", n=1)
 
 
 def answered(q: Question) -> Answer:
-    return Answer(
-        question=q.text,
-        answer="You get 28 days [1]; tell your manager when you are sick [2].",
-        verified=True,
-        refused=False,
-        citations=["hb-pto-01", "hb-sick-01"],
-        sources=[
-            Source(n=1, id="hb-pto-01", title="Annual leave", section="Entitlement", stand="2026-02",
-                   collection="handbook", content_hash=chunk_hash("hb-pto-01", "Entitlement", PTO_TEXT)),
-            Source(n=2, id="hb-sick-01", title="Sick leave", section="Reporting", stand="2026-02",
-                   collection="handbook", content_hash=chunk_hash("hb-sick-01", "Reporting", SICK_TEXT)),
-        ],
-        model="test-model",
-    )
+    return mini_kb_answer(q.text)
 
 
 def job(qid: str, *changes: tuple[str, int, str], generation: str = "gen-000002") -> Job:
@@ -278,22 +262,12 @@ GOOD = "Every employee gets 28 days of paid annual leave per calendar year [hb-p
 
 @pytest.fixture
 def citebot(tmp_path, redis_url):
-    """serve + worker on an index of their own (the test rebuilds it), like tests/test_slack_flow.py's."""
+    """serve + worker on an index of their own (the test rebuilds it)."""
     kb = write_mini_kb(tmp_path / "kb")
     build_index(kb, tmp_path / "index")
-    slack, llm = FakeSlackServer(token="xoxb-test-token").start(), FakeLLMServer().start()
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    env = make_env(tmp_path, redis_url=redis_url, slack=slack, llm=llm, index_dir=tmp_path / "index")
-    bot = Citebot(env=env, port=free_port(), slack=slack, llm=llm, logs=logs)
-    try:
-        bot.start_web()
-        bot.start_worker()
-        yield bot, kb
-    finally:
-        bot.stop()
-        slack.stop()
-        llm.stop()
+    bot = start_citebot(tmp_path / "logs", redis_url=redis_url, index_dir=tmp_path / "index")
+    yield bot, kb
+    bot.stop()
 
 
 def idle(redis_url: str) -> bool:

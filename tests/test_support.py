@@ -8,6 +8,7 @@ from bot.answer.verify import support
 from bot.answer.verify.claims import verify_claims
 from bot.models import Evidence
 from kb_index import ChunkResult
+from kb_index.impacts import idf_table
 
 
 def supported(claim: str, passage: str, **kwargs) -> bool:
@@ -30,7 +31,7 @@ def test_weigher_from_a_table_gives_unknown_words_the_highest_weight():
     weigh = support.weigher({"cell": 0.5, "pyridostatin": 7.0})
     assert weigh("cell") == 0.5 and weigh("neverseen") == 7.0
     assert support.weigher(None)("anything") == 1.0
-    table = support.idf_table({"cell": 900, "rare": 1}, 1000)
+    table = idf_table({"cell": 900, "rare": 1}, 1000)
     assert table["rare"] > table["cell"] > 0
 
 

@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES
-from bot.answer.verify.text import DOUBLE_QUOTE_CHARS
+from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, sentences
 from bot.i18n import Key, message
 from bot.models import AnswerMode, Draft, Evidence, GenerationRequest
-from kb_index.analysis import stop_words, terms
+from kb_index.analysis import terms
 from kb_index.question import split_question, strip_chatter
 
 MAX_BLOCKS = 5  # beyond the top few blocks retrieval is mostly noise
@@ -43,78 +43,6 @@ RANK_DECAY = 0.1  # each lower-ranked block counts 10 % less
 COMPOUND_WEIGHT = 0.5
 MIN_COMPOUND_STEM = 4
 MIN_WORDS = 3  # shorter lines are labels ("Details", "Ja."), not statements
-
-# ----------------------------------------------------------------- sentences
-
-# Words that end with a period without ending the sentence. Single letters
-# ("z. B.", initials) and dotted forms ("z.B.", "e.g.") are handled by rule.
-ABBREVIATIONS = frozenset(
-    """
-    abs abschn anm art bspw bzw ca dr etc evtl ff fr gem ggf ggü hr inkl jh lt max
-    mind min mio mrd nr prof sog str tel tsd usw vgl zzgl ziff lit bzgl
-    approx cf co dept est fig inc jr ltd mr mrs ms nos pp sec sr st vs al
-    """.split()
-)
-MONTHS = frozenset(
-    """
-    januar februar märz maerz april mai juni juli august september oktober november dezember
-    jan feb mär apr jun jul aug sep sept okt nov dez
-    january february march may june july october december mar oct dec
-    """.split()
-)
-
-# Sentence-final punctuation, closing quotes/brackets, then whitespace.
-_END = re.compile(r"([.!?…]+[\"'”’»«)\]]*)\s+")
-_DOTTED = re.compile(r"[^\W\d_](?:\.[^\W\d_])+")  # z.B, e.g, d.h, i.V.m
-_NUMBER = re.compile(r"\d+(?:\.\d+)*")
-_WORD = re.compile(r"\w+")
-
-
-def split_sentences(text: str, language: str = "en") -> list[str]:
-    """Sentences of a run of prose; each one a substring of `text`, stripped."""
-    sentences, start = [], 0
-    for m in _END.finditer(text):
-        if _ends_sentence(text, m, language):
-            end = m.start() + len(m.group(1))
-            sentences.append(text[start:end].strip())
-            start = m.end()
-    sentences.append(text[start:].strip())
-    return [s for s in sentences if s]
-
-
-def _ends_sentence(text: str, m: re.Match[str], language: str) -> bool:
-    following = text[m.end() :]
-    if following[:1].islower():
-        return False
-    if not m.group(1).startswith("."):
-        return True  # "?" and "!" are never abbreviations
-    tail = re.search(r"(\S*)$", text[: m.start()])
-    assert tail is not None  # `(\S*)$` matches every string, if only the empty end
-    before = tail.group(1).lstrip("([\"'„“»«")
-    return not (_is_abbreviation(before) or _is_ordinal_or_date(before, following, language))
-
-
-def _is_abbreviation(word: str) -> bool:
-    if len(word) == 1 and word.isalpha():
-        return True
-    return word.lower() in ABBREVIATIONS or bool(_DOTTED.fullmatch(word))
-
-
-def _is_ordinal_or_date(word: str, following: str, language: str) -> bool:
-    """ "1. Januar", "18. Lebensjahr", "bis 31.03. des Jahres": a number, not an end."""
-    if not _NUMBER.fullmatch(word):
-        return False
-    next_word = _WORD.match(following)
-    if next_word and next_word.group().lower() in MONTHS:
-        return True
-    # German writes ordinals with a period; days, months and ages have at most
-    # two digits, while a sentence ending in a year or an amount has more. An
-    # ordinal is followed by a noun ("18. Lebensjahr"), a new sentence mostly
-    # by a function word ("÷ 6. Bei vier Tagen ...").
-    if language != "de" or len(word.rsplit(".", 1)[-1]) > 2:
-        return False
-    return not (next_word and next_word.group().lower() in stop_words("de"))
-
 
 # ----------------------------------------------------------------- markdown
 
@@ -184,7 +112,7 @@ def candidates(evidence: Iterable[Evidence], language: str) -> list[Candidate]:
     for rank, ev in enumerate(usable):
         position = 0
         for unit in prose_units(ev.text):
-            for sentence in split_sentences(unit, language):
+            for sentence in sentences(unit, language):
                 # Cross-ref expansions repeat text; quote it once, from the better block.
                 if len(sentence.split()) < MIN_WORDS or sentence in seen:
                     continue

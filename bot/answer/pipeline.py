@@ -104,9 +104,11 @@ class Pipeline:
         return draft.text, verdict
 
     def verify(self, draft: str, evidence: list[Evidence], mode: AnswerMode, language: str) -> Verdict:
+        # The KB's own word weights, as bench/verifier_scifact.py measures the verifier with.
+        idf = self.retriever.idf(language)
         if mode is AnswerMode.CLAIMS:
-            return verify_claims(draft, evidence, language, allowed_roles=self.allowed_roles)
-        return _block_roles(verify_citations(draft, evidence, language), evidence, self.allowed_roles)
+            return verify_claims(draft, evidence, language, allowed_roles=self.allowed_roles, idf=idf)
+        return _block_roles(verify_citations(draft, evidence, language, idf=idf), evidence, self.allowed_roles)
 
 
 def _block_roles(verdict: Verdict, evidence: list[Evidence], allowed: frozenset[str]) -> Verdict:

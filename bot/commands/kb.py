@@ -218,18 +218,12 @@ def cmd_search(args, settings: Settings) -> int:
     return EXIT_OK
 
 
+# What `citebot search --json` says of each hit (docs/DESIGN.md 3.4).
+HIT_JSON_FIELDS = ("entry_id", "section", "title", "collection", "score", "expanded", "chunk_id", "stand", "url")
+
+
 def _hit_json(hit) -> dict:
-    return {
-        "entry_id": hit.entry_id,
-        "section": hit.section,
-        "title": hit.title,
-        "collection": hit.collection,
-        "score": hit.score,
-        "expanded": hit.expanded,
-        "chunk_id": hit.chunk_id,
-        "stand": hit.stand,
-        "url": hit.url,
-    }
+    return {name: getattr(hit, name) for name in HIT_JSON_FIELDS}
 
 
 

@@ -25,7 +25,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from bot.terminal import clean
 from kb_index.analysis import query_terms
@@ -59,15 +59,9 @@ class Gap:
     variants: list[str] = field(default_factory=list)  # other wordings, most asked first
 
     def as_json(self) -> dict:
-        return {
-            "question": self.representative,
-            "count": self.count,
-            "languages": self.languages,
-            "last_asked": self.last_asked,
-            "first_asked": self.first_asked,
-            "outcomes": self.outcomes,
-            "variants": self.variants,
-        }
+        # The report names the representative wording "question"; every other field as it is here.
+        data = asdict(self)
+        return {"question": data.pop("representative"), **data}
 
 
 def question_terms(text: str) -> frozenset[str]:

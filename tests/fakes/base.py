@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -54,6 +55,23 @@ class ThreadedFake:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """The request handler a fake's routes extend: keep-alive, no access log."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # test output stays readable; the calls are recorded instead
+
+
+def server_arguments(prog: str, description: str) -> argparse.ArgumentParser:
+    """The command line of `python -m tests.fakes.…`: --host and --port; the caller adds its own."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed at start)")
+    return parser
 
 
 def send_body(handler: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str,

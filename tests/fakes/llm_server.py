@@ -20,13 +20,12 @@ In-process:
 From another process: `python -m tests.fakes.llm_server --port 0 --script s.json`
 prints `listening on http://127.0.0.1:PORT`, then serves until SIGTERM/SIGINT.
 Control routes: POST /_script {"replies": [...], "default": ...} (or a bare
-list) replaces the script, GET /_calls lists the recorded requests, POST /_reset
-clears both.
+list) replaces the script, GET /_calls lists the recorded requests
+(tests/fakes/remote.py is their client).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import threading
@@ -37,7 +36,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.base import ThreadedFake, send_body, serve_until_signalled
+from tests.fakes.base import QuietHandler, ThreadedFake, send_body, serve_until_signalled, server_arguments
 
 OPENAI_PATH = "/v1/chat/completions"
 OLLAMA_PATH = "/api/chat"
@@ -104,11 +103,6 @@ class FakeLLMServer(ThreadedFake):
             if default is not None:
                 self._default = Reply.parse(default)
 
-    def reset(self) -> None:
-        with self._lock:
-            self._script.clear()
-            self._calls.clear()
-
     # -- calls
 
     @property
@@ -147,17 +141,10 @@ def chat_reply(path: str, text: str, model: str) -> dict[str, Any]:
 
 
 def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # test output stays readable; the calls are recorded instead
-
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             if self.path == "/_calls":
                 self._send(200, json.dumps([asdict(c) for c in server.calls]))
-            elif self.path == "/_health":
-                self._send(200, '{"ok": true}')
             else:
                 self._send(404, '{"error": "not found"}')
 
@@ -167,9 +154,6 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self._chat(raw)
             elif self.path == "/_script":
                 self._set_script(raw)
-            elif self.path == "/_reset":
-                server.reset()
-                self._send(200, '{"ok": true}')
             else:
                 self._send(404, '{"error": "not found"}')
 
@@ -216,9 +200,7 @@ def load_script(path: str | None) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tests.fakes.llm_server", description=__doc__.split("\n")[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed at start)")
+    parser = server_arguments("python -m tests.fakes.llm_server", __doc__.split("\n")[0])
     parser.add_argument("--script", help="JSON file: a list of replies, or {replies, default}")
     args = parser.parse_args(argv)
     script = load_script(args.script)

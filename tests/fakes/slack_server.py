@@ -6,11 +6,13 @@ chat.update and views.* as JSON), form-encoded, or query parameters (GET
 conversations.replies, reactions.add); all three are merged into one `body`, and
 form-encoded `blocks`/`view`/`attachments` are decoded from their JSON strings.
 
-Methods: chat.postMessage, chat.update, chat.postEphemeral, chat.delete,
-chat.getPermalink, views.open, views.update, views.push, reactions.add,
-reactions.remove, auth.test, conversations.replies, conversations.history,
-users.info. Anything else
-answers HTTP 404 `unknown_method`, as Slack does. A call without a token answers
+Methods (those citebot and its tests call): chat.postMessage, chat.update,
+chat.postEphemeral, chat.delete, views.open, reactions.add, reactions.remove,
+auth.test, conversations.replies, conversations.history, conversations.info,
+conversations.list (over `channels`, by default the harness's review channel and
+#general) and apps.connections.open (hands out `socket_url`, see
+tests/fakes/socket_mode.py; only for an `xapp-` token). Anything else answers
+HTTP 404 `unknown_method`, as Slack does. A call without a token answers
 `not_authed`; with `token=` set, a different token answers `invalid_auth`.
 
 Scripted trouble, taken in order by the calls it matches (`method=None`: any):
@@ -28,26 +30,22 @@ In-process:
         [call] = slack.calls("chat.postMessage")
         call.body["text"], call.token
 
-Out of process (next to `citebot serve` / `citebot worker`):
+`wait_for` blocks: in an async test, run it in a thread (asyncio.to_thread)
+so the event loop can send the calls it waits for.
+
+Out of process (next to `citebot serve` / `citebot worker`; tests/fakes/remote.py
+is its client):
 
     python -m tests.fakes.slack_server --port 0
     -> prints "listening on http://127.0.0.1:PORT/api/", serves until SIGTERM/SIGINT
 
-In async tests use `await server.wait_for_async(method, count, timeout)`: the
-plain `wait_for` would block the event loop that has to send the calls.
-
-Control routes: GET /_calls[?method=M] lists the calls; GET /_wait?method=M&count=N
-&timeout=S waits for them (408 on timeout); GET /_messages[?channel=C] lists the
-posted messages as last updated; POST /_script takes
+Control routes: GET /_calls[?method=M] lists the calls; POST /_script takes
 {"failures": [{"status": 429, "retry_after": 1, "times": 2, "method": "..."}],
- "replies": [{"channel": "C1", "thread_ts": "1.0", "messages": [...]}],
- "users": {"U1": {...}}}; POST /_reset clears calls, script and state.
+ "replies": [{"channel": "C1", "thread_ts": "1.0", "messages": [...]}]}.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import contextlib
 import json
 import sys
@@ -58,7 +56,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fakes.base import ThreadedFake, send_body, serve_until_signalled
+from tests.fakes.base import QuietHandler, ThreadedFake, send_body, serve_until_signalled, server_arguments
 
 API_PREFIX = "/api/"
 BOT_USER_ID = "UBOT0001"
@@ -112,42 +110,11 @@ class Failure:
         return item if isinstance(item, Failure) else cls(**item)
 
 
-class FakeSlackServer(ThreadedFake):
-    thread_name = "fake-slack"
+class Scripting:
+    """Scripted trouble, in the fake's process or from another (tests/fakes/remote.py): both send `script`."""
 
-    def __init__(
-        self,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        *,
-        token: str | None = None,
-        bot_user_id: str = BOT_USER_ID,
-        bot_id: str = BOT_ID,
-        team_id: str = TEAM_ID,
-    ):
-        self.token = token  # if set, only this token is accepted
-        self.bot_user_id, self.bot_id, self.team_id = bot_user_id, bot_id, team_id
-        self._lock = threading.Condition()
-        self._ts_counter = 0  # never reset: a ts stays unique across reset() like Slack's
-        self._view_counter = 0
-        self._clear()
-        self._bind(host, port, _handler_for(self))
-
-    def _clear(self) -> None:
-        self._calls: list[Call] = []
-        self._failures: list[Failure] = []
-        self._messages: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) -> message
-        self._threads: dict[tuple[str, str], list[dict[str, Any]]] = {}  # scripted conversations.replies
-        self._users: dict[str, dict[str, Any]] = {}
-        self._reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
-        self._views: dict[str, dict[str, Any]] = {}
-
-    @property
-    def url(self) -> str:
-        """The Web API base URL, for CITEBOT_SLACK_API_URL or AsyncWebClient(base_url=...)."""
-        return f"{self.root}{API_PREFIX}"
-
-    # -- scripting
+    def script(self, *failures: Failure | dict[str, Any]) -> None:
+        raise NotImplementedError
 
     def fail(
         self,
@@ -168,6 +135,46 @@ class FakeSlackServer(ThreadedFake):
         """HTTP 429 with Retry-After and Slack's `ratelimited` body for the next `times` calls."""
         self.script(Failure(429, "ratelimited", retry_after, method, times))
 
+
+class FakeSlackServer(Scripting, ThreadedFake):
+    thread_name = "fake-slack"
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        token: str | None = None,
+        bot_user_id: str = BOT_USER_ID,
+        bot_id: str = BOT_ID,
+        team_id: str = TEAM_ID,
+        channels: dict[str, dict[str, Any]] | None = None,
+        app_token: str | None = None,
+        socket_url: str | None = None,
+    ):
+        self.token = token  # if set, only this token is accepted
+        # conversations.info / .list: id -> {"name", "is_member", "is_private"}
+        self.channels = {cid: {"id": cid, **info} for cid, info in (channels or DEFAULT_CHANNELS).items()}
+        # apps.connections.open: the Socket Mode endpoint it hands out, and the app token it takes (if set)
+        self.app_token, self.socket_url = app_token, socket_url
+        self.bot_user_id, self.bot_id, self.team_id = bot_user_id, bot_id, team_id
+        self._lock = threading.Condition()
+        self._ts_counter = 0
+        self._view_counter = 0
+        self._calls: list[Call] = []
+        self._failures: list[Failure] = []
+        self._messages: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) -> message
+        self._threads: dict[tuple[str, str], list[dict[str, Any]]] = {}  # scripted conversations.replies
+        self._reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
+        self._bind(host, port, _handler_for(self))
+
+    @property
+    def url(self) -> str:
+        """The Web API base URL, for CITEBOT_SLACK_API_URL or AsyncWebClient(base_url=...)."""
+        return f"{self.root}{API_PREFIX}"
+
+    # -- scripting
+
     def script(self, *failures: Failure | dict[str, Any]) -> None:
         parsed = [Failure.parse(f) for f in failures]
         with self._lock:
@@ -177,16 +184,6 @@ class FakeSlackServer(ThreadedFake):
         """What conversations.replies returns for this thread (plus what the bot posts into it)."""
         with self._lock:
             self._threads[(channel, thread_ts)] = [dict(m) for m in messages]
-
-    def set_user(self, user_id: str, **fields: Any) -> None:
-        """users.info for `user_id`; unknown users get a plausible default profile."""
-        with self._lock:
-            self._users[user_id] = {**_default_user(user_id), **fields}
-
-    def reset(self) -> None:
-        with self._lock:
-            self._clear()
-            self._lock.notify_all()
 
     # -- inspecting
 
@@ -201,10 +198,6 @@ class FakeSlackServer(ThreadedFake):
                 got = [c.method for c in self._calls]
                 raise AssertionError(f"expected {count} {method or 'any'} calls within {timeout}s; got {got}")
             return self._matching(method)
-
-    async def wait_for_async(self, method: str | None = None, count: int = 1, timeout: float = 5.0) -> list[Call]:
-        """`wait_for` for async tests: waits in a thread so the event loop keeps serving the client."""
-        return await asyncio.to_thread(self.wait_for, method, count, timeout)
 
     def _matching(self, method: str | None) -> list[Call]:
         return [c for c in self._calls if method is None or c.method == method]
@@ -249,7 +242,13 @@ class FakeSlackServer(ThreadedFake):
         token = call.token
         if not token:
             return 200, {"ok": False, "error": "not_authed"}
-        if self.token is not None and token != self.token:
+        if method == "apps.connections.open":
+            # Slack takes only an app-level token here, and only an app token elsewhere is refused.
+            if not token.startswith("xapp-"):
+                return 200, {"ok": False, "error": "not_allowed_token_type"}
+            if self.app_token is not None and token != self.app_token:
+                return 200, {"ok": False, "error": "invalid_auth"}
+        elif self.token is not None and token != self.token:
             return 200, {"ok": False, "error": "invalid_auth"}
         return 200, handler(self, body)
 
@@ -306,10 +305,6 @@ class FakeSlackServer(ThreadedFake):
             return _error("message_not_found")
         return {"ok": True, "channel": key[0], "ts": key[1]}
 
-    def _permalink(self, body: dict[str, Any]) -> dict[str, Any]:
-        channel, ts = body.get("channel") or "", body.get("message_ts") or ""
-        return {"ok": True, "channel": channel, "permalink": f"{self.root}/archives/{channel}/p{ts.replace('.', '')}"}
-
     def _post_ephemeral(self, body: dict[str, Any]) -> dict[str, Any]:
         if not body.get("channel"):
             return _error("channel_not_found")
@@ -327,20 +322,8 @@ class FakeSlackServer(ThreadedFake):
             return _error("invalid_arguments")
         self._view_counter += 1
         view_id = f"V{self._view_counter:08d}"
-        stored = {**view, "id": view_id, "team_id": self.team_id, "state": {"values": {}}, "hash": f"h{view_id}"}
-        self._views[view_id] = stored
-        return {"ok": True, "view": stored}
-
-    def _update_view(self, body: dict[str, Any]) -> dict[str, Any]:
-        view = body.get("view")
-        view_id = body.get("view_id") or ""
-        if not isinstance(view, dict):
-            return _error("invalid_arguments")
-        if view_id not in self._views:
-            return _error("not_found")
-        stored = {**view, "id": view_id, "team_id": self.team_id, "state": {"values": {}}, "hash": f"h{view_id}"}
-        self._views[view_id] = stored
-        return {"ok": True, "view": stored}
+        opened = {**view, "id": view_id, "team_id": self.team_id, "state": {"values": {}}, "hash": f"h{view_id}"}
+        return {"ok": True, "view": opened}
 
     def _add_reaction(self, body: dict[str, Any]) -> dict[str, Any]:
         key = (body.get("channel") or "", body.get("timestamp") or "", body.get("name") or "")
@@ -370,6 +353,24 @@ class FakeSlackServer(ThreadedFake):
             "is_enterprise_install": False,
         }
 
+    def _connections_open(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.socket_url is None:
+            return _error("not_allowed")  # Socket Mode is off for this app
+        return {"ok": True, "url": self.socket_url}
+
+    def _conversation_info(self, body: dict[str, Any]) -> dict[str, Any]:
+        channel = self.channels.get(body.get("channel") or "")
+        return {"ok": True, "channel": dict(channel)} if channel else _error("channel_not_found")
+
+    def _conversation_list(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Every known channel, `limit` per page, the cursor being the next page's offset."""
+        limit = int(body.get("limit") or 100)
+        start = int(body.get("cursor") or 0)
+        channels = list(self.channels.values())
+        page = [dict(c) for c in channels[start:start + limit]]
+        more = start + limit < len(channels)
+        return {"ok": True, "channels": page, "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
+
     def _replies(self, body: dict[str, Any]) -> dict[str, Any]:
         """The scripted thread plus what was posted into it, oldest first. An unknown
         thread is not an error here: a question that starts a thread has no replies yet."""
@@ -392,48 +393,32 @@ class FakeSlackServer(ThreadedFake):
         messages = sorted(top, key=lambda m: float(m["ts"]), reverse=True)[:limit]
         return {"ok": True, "messages": messages, "has_more": False, "response_metadata": {"next_cursor": ""}}
 
-    def _user_info(self, body: dict[str, Any]) -> dict[str, Any]:
-        user_id = body.get("user")
-        if not user_id:
-            return _error("user_not_found")
-        return {"ok": True, "user": self._users.get(user_id) or _default_user(user_id)}
 
+# The channels the tests' workspace has: the review channel the harness configures, with the bot in it.
+DEFAULT_CHANNELS: dict[str, dict[str, Any]] = {
+    "CREVIEW": {"name": "citebot-review", "is_member": True, "is_private": False},
+    "CGENERAL": {"name": "general", "is_member": True, "is_private": False},
+}
 
 _METHODS = {
     "chat.postMessage": FakeSlackServer._post_message,
     "chat.update": FakeSlackServer._update,
     "chat.delete": FakeSlackServer._delete,
-    "chat.getPermalink": FakeSlackServer._permalink,
     "chat.postEphemeral": FakeSlackServer._post_ephemeral,
     "views.open": FakeSlackServer._open_view,
-    "views.push": FakeSlackServer._open_view,
-    "views.update": FakeSlackServer._update_view,
     "reactions.add": FakeSlackServer._add_reaction,
     "reactions.remove": FakeSlackServer._remove_reaction,
     "auth.test": FakeSlackServer._auth_test,
     "conversations.replies": FakeSlackServer._replies,
     "conversations.history": FakeSlackServer._history,
-    "users.info": FakeSlackServer._user_info,
+    "conversations.info": FakeSlackServer._conversation_info,
+    "conversations.list": FakeSlackServer._conversation_list,
+    "apps.connections.open": FakeSlackServer._connections_open,
 }
 
 
 def _error(code: str) -> dict[str, Any]:
     return {"ok": False, "error": code}
-
-
-def _default_user(user_id: str) -> dict[str, Any]:
-    name = user_id.lower()
-    return {
-        "id": user_id,
-        "team_id": TEAM_ID,
-        "name": name,
-        "real_name": f"User {user_id}",
-        "tz": "Europe/Berlin",
-        "locale": "en-US",
-        "is_bot": False,
-        "deleted": False,
-        "profile": {"display_name": name, "real_name": f"User {user_id}"},
-    }
 
 
 def _failure_answer(failure: Failure) -> tuple[int, dict[str, Any], dict[str, str]]:
@@ -475,12 +460,7 @@ def _flat(values: dict[str, list[str]]) -> dict[str, Any]:
 
 
 def _handler_for(server: FakeSlackServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # test output stays readable; the calls are recorded instead
-
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             self._route("GET")
 
@@ -519,27 +499,10 @@ def _handler_for(server: FakeSlackServer) -> type[BaseHTTPRequestHandler]:
             if verb == "GET" and path == "/_calls":
                 calls = server.calls(params.get("method"))
                 self._send(200, {"ok": True, "calls": [asdict(c) for c in calls]})
-            elif verb == "GET" and path == "/_wait":
-                self._wait(params)
-            elif verb == "GET" and path == "/_messages":
-                self._send(200, {"ok": True, "messages": server.messages(params.get("channel"))})
             elif verb == "POST" and path == "/_script":
                 self._script(raw)
-            elif verb == "POST" and path == "/_reset":
-                server.reset()
-                self._send(200, {"ok": True})
-            elif path == "/_health":
-                self._send(200, {"ok": True})
             else:
                 self._send(404, {"ok": False, "error": "not_found"})
-
-        def _wait(self, params: dict[str, Any]) -> None:
-            try:
-                calls = server.wait_for(params.get("method"), int(params.get("count", 1)), float(params.get("timeout", 5)))
-            except AssertionError as exc:
-                self._send(408, {"ok": False, "error": str(exc)})
-                return
-            self._send(200, {"ok": True, "calls": [asdict(c) for c in calls]})
 
         def _script(self, raw: bytes) -> None:
             try:
@@ -547,8 +510,6 @@ def _handler_for(server: FakeSlackServer) -> type[BaseHTTPRequestHandler]:
                 server.script(*data.get("failures", []))
                 for thread in data.get("replies", []):
                     server.set_replies(thread["channel"], thread["thread_ts"], thread["messages"])
-                for user_id, fields in data.get("users", {}).items():
-                    server.set_user(user_id, **fields)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 self._send(400, {"ok": False, "error": f"bad script: {exc}"})
                 return
@@ -561,12 +522,11 @@ def _handler_for(server: FakeSlackServer) -> type[BaseHTTPRequestHandler]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tests.fakes.slack_server", description=__doc__.split("\n")[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed at start)")
+    parser = server_arguments("python -m tests.fakes.slack_server", __doc__.split("\n")[0])
     parser.add_argument("--token", help="accept only this token (others answer invalid_auth)")
+    parser.add_argument("--socket-url", help="what apps.connections.open hands out (Socket Mode)")
     args = parser.parse_args(argv)
-    server = FakeSlackServer(args.host, args.port, token=args.token)
+    server = FakeSlackServer(args.host, args.port, token=args.token, socket_url=args.socket_url)
     serve_until_signalled(server, server.url)
     sys.exit(0)
 

@@ -1,5 +1,6 @@
-"""Fixtures of the fault suite: a private, persistent Redis; the mini KB's index; a
-cluster factory; and the report table, printed at the end of the run."""
+"""Fixtures of the fault suite: a private, persistent Redis; a citebot factory
+(tests/harness.py, every part its own process); and the report table, printed at
+the end of the run."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kb_index import build_index
-from tests.faults.cluster import TABLE_HEAD, Cluster, RedisServer, Tally
-from tests.kb_fixtures import write_mini_kb
+from tests.faults.drill import GOOD, TABLE_HEAD, Tally
+from tests.harness import Citebot, RedisServer, start_citebot
 
 REPORT_KEY = pytest.StashKey[list[Tally]]()
 REPORT_FILE_KEY = pytest.StashKey[Path]()
@@ -36,28 +36,25 @@ def fault_redis(tmp_path_factory) -> Iterator[RedisServer]:
     server.stop()
 
 
-@pytest.fixture(scope="session")
-def fault_index(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("fault-kb")
-    build_index(write_mini_kb(root / "kb"), root / "index")
-    return root / "index"
-
-
 @pytest.fixture
-def cluster(fault_redis, fault_index, tmp_path) -> Iterator:
-    made: list[Cluster] = []
+def cluster(fault_redis, index_dir, tmp_path) -> Iterator:
+    """`cluster(worker_args=...)`: serve + two workers on the fault Redis, fakes as processes."""
+    made: list[Citebot] = []
 
-    def start(*, worker_args: tuple[str, ...] = ()) -> Cluster:
+    def start(*, worker_args: tuple[str, ...] = ()) -> Citebot:
         fault_redis.flush()
-        bot = Cluster(
-            redis=fault_redis,
-            index_dir=fault_index,
-            logs=tmp_path / "logs",
+        bot = start_citebot(
+            tmp_path / "logs",
+            redis_url=fault_redis.url,
+            index_dir=index_dir,
+            workers=2,
             worker_args=(*WORKER_ARGS, *worker_args),
-            env_extra={"CITEBOT_LLM_TIMEOUT": str(LLM_TIMEOUT_S)},
+            fakes_as_processes=True,
+            CITEBOT_LLM_TIMEOUT=LLM_TIMEOUT_S,
         )
         made.append(bot)
-        return bot.start()
+        bot.llm.set_script([], default=GOOD)
+        return bot
 
     yield start
     for bot in made:

@@ -23,16 +23,16 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.faults.cluster import (
+from tests.faults.conftest import LLM_TIMEOUT_S
+from tests.faults.drill import (
     GOOD,
-    Cluster,
     Sender,
     llm_calls_per_question,
     ref,
     settle,
     tally,
 )
-from tests.faults.conftest import LLM_TIMEOUT_S
+from tests.harness import Citebot
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(150)]
 
@@ -71,7 +71,7 @@ class Timeline:
             raise self.errors[0]
 
 
-def drill(bot: Cluster, name: str, report, *, timeline: Timeline | None = None, duplicate: bool = False,
+def drill(bot: Citebot, name: str, report, *, timeline: Timeline | None = None, duplicate: bool = False,
           notes: str = "", llm_may_fail: bool = False):
     started = time.monotonic()
     sender = Sender(bot.url, duplicate=duplicate)
@@ -87,7 +87,7 @@ def drill(bot: Cluster, name: str, report, *, timeline: Timeline | None = None, 
     refused = sum(1 for d in deliveries if any(a != 200 for a in d.attempts))
     if refused:
         notes = f"{notes}; {refused} events refused, then retried by the sender as Slack does"
-    result = tally(name, posts, llm_calls=bot.llm.calls(), llm_timeout=LLM_TIMEOUT_S,
+    result = tally(name, posts, llm_calls=bot.llm.calls, llm_timeout=LLM_TIMEOUT_S,
                    seconds=time.monotonic() - started, notes=notes)
     report(result)
     unaccepted = [d.n for d in deliveries if not d.accepted]
@@ -104,14 +104,14 @@ def drill(bot: Cluster, name: str, report, *, timeline: Timeline | None = None, 
     return result, deliveries
 
 
-def _explain(bot: Cluster, result) -> str:
+def _explain(bot: Citebot, result) -> str:
     tail = "\n".join(f"--- {n} ---\n{bot.log(n)[-3000:]}" for n in ("web", "worker0", "worker1"))
     return f"{result.row()}\n{tail}"
 
 
 def test_redis_crashes_and_restarts_mid_run(cluster, fault_redis, fault_report):
     bot = cluster()
-    bot.llm.default({"text": GOOD, "delay": 1.0})
+    bot.llm.set_script([], default={"text": GOOD, "delay": 1.0})
     down_s = 3.0
 
     def redis_crash():
@@ -135,7 +135,7 @@ def test_redis_crashes_and_restarts_mid_run(cluster, fault_redis, fault_report):
 def test_a_worker_sigkilled_three_times(cluster, fault_report):
     bot = cluster()
     # Answers take a while, so every kill catches jobs in flight.
-    bot.llm.default({"text": GOOD, "delay": 0.8})
+    bot.llm.set_script([], default={"text": GOOD, "delay": 0.8})
     kills: list[int] = []
 
     def slow_posts():
@@ -165,67 +165,67 @@ def test_llm_answers_500_for_a_while(cluster, fault_report):
     # outage, so the 7 s outage has questions that get the apology and others
     # that wait it out.
     bot = cluster(worker_args=("--max-tries", "3"))
-    bot.llm.default({"text": GOOD, "delay": 0.2})
+    bot.llm.set_script([], default={"text": GOOD, "delay": 0.2})
 
     def llm_500():
-        bot.llm.default({"status": 500})
+        bot.llm.set_script([], default={"status": 500})
 
     def llm_back():
-        bot.llm.default({"text": GOOD, "delay": 0.2})
+        bot.llm.set_script([], default={"text": GOOD, "delay": 0.2})
 
     timeline = Timeline((2.0, llm_500), (9.0, llm_back))
     result, _ = drill(bot, "LLM 500 for 7 s", fault_report, timeline=timeline, llm_may_fail=True,
                       notes="max 3 tries; apology only after all failed")
     assert result.apologised > 0, "no question outlasted the retries: the apology path was not tested"
     # Past all retries: three tries of the job, each with the LLM client's three requests.
-    calls = llm_calls_per_question(bot.llm.calls())
+    calls = llm_calls_per_question(bot.llm.calls)
     assert {calls.get(ref(n)) for n in result.apologised_ids} == {3 * 3}
 
 
 def test_llm_hangs_past_its_timeout_for_a_while(cluster, fault_report):
     bot = cluster(worker_args=("--max-tries", "3"))
-    bot.llm.default({"text": GOOD, "delay": 0.2})
+    bot.llm.set_script([], default={"text": GOOD, "delay": 0.2})
 
     def llm_hangs():
-        bot.llm.default({"text": GOOD, "delay": LLM_TIMEOUT_S + 3})
+        bot.llm.set_script([], default={"text": GOOD, "delay": LLM_TIMEOUT_S + 3})
 
     def llm_back():
-        bot.llm.default({"text": GOOD, "delay": 0.2})
+        bot.llm.set_script([], default={"text": GOOD, "delay": 0.2})
 
     timeline = Timeline((2.0, llm_hangs), (8.0, llm_back))
     drill(bot, "LLM hangs > timeout for 6 s", fault_report, timeline=timeline, llm_may_fail=True,
           notes=f"replies after {LLM_TIMEOUT_S + 3:g} s, timeout {LLM_TIMEOUT_S:g} s")
-    hung = [c for c in bot.llm.calls() if c["delay"] > LLM_TIMEOUT_S]
+    hung = [c for c in bot.llm.calls if c.delay > LLM_TIMEOUT_S]
     assert hung, "no LLM request hit the hang"
 
 
 def test_slack_answers_429_in_bursts(cluster, fault_report):
     bot = cluster()
-    bot.llm.default({"text": GOOD, "delay": 0.2})
+    bot.llm.set_script([], default={"text": GOOD, "delay": 0.2})
 
     def burst():
         bot.slack.rate_limit(times=30, retry_after=1)
 
     timeline = Timeline((1.0, burst), (4.0, burst), (7.0, burst))
     drill(bot, "Slack 429 bursts", fault_report, timeline=timeline, notes="3 bursts of 30 x 429, Retry-After 1")
-    limited = [c for c in bot.slack.calls() if c["status"] == 429]
+    limited = [c for c in bot.slack.calls() if c.status == 429]
     assert len(limited) == 90
     # Retry-After is honoured: the next try of a refused post comes a second later or more.
     posts = bot.slack.calls("chat.postMessage")
-    refused = [c for c in posts if c["status"] == 429]
+    refused = [c for c in posts if c.status == 429]
     assert refused, "no answer post hit a burst"
     for call in refused:
-        thread = call["body"].get("thread_ts")
-        later = [c["at"] for c in posts if c["body"].get("thread_ts") == thread and c["at"] > call["at"]]
+        thread = call.body.get("thread_ts")
+        later = [c.at for c in posts if c.body.get("thread_ts") == thread and c.at > call.at]
         assert later, f"the post in {thread} was never tried again after a 429"
-        assert min(later) - call["at"] >= 0.9, f"post in {thread} retried {min(later) - call['at']:.2f}s after a 429"
+        assert min(later) - call.at >= 0.9, f"post in {thread} retried {min(later) - call.at:.2f}s after a 429"
 
 
 def test_every_event_delivered_twice(cluster, fault_report):
     bot = cluster()
-    bot.llm.default({"text": GOOD, "delay": 0.2})
+    bot.llm.set_script([], default={"text": GOOD, "delay": 0.2})
     _, deliveries = drill(bot, "every event twice", fault_report, duplicate=True,
                           notes="half after the ack, half at the same time")
     assert all(len(d.attempts) == 2 for d in deliveries)
-    assert len(bot.llm.calls()) == QUESTIONS, "an event delivered twice made a second job"
+    assert len(bot.llm.calls) == QUESTIONS, "an event delivered twice made a second job"
 

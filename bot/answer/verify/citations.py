@@ -24,12 +24,13 @@ numbers or quotations and without any citation in their paragraph (a heading,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bot.answer.verify.links import find_links, missing_links
 from bot.answer.verify.numbers import missing_numbers
 from bot.answer.verify.refs import IdSet, Ref, find_refs, ordered_ids, strip_refs
-from bot.answer.verify.support import negation_backed
+from bot.answer.verify.support import Weigher, negation_backed, weigher
 from bot.answer.verify.text import is_refusal, paragraphs, quote_in, quoted_passages, sentences, strip_think
 from bot.models import Evidence, Verdict, Violation
 
@@ -84,7 +85,9 @@ def _inherit(group: list[_Sentence]) -> None:
         s.cited = source.own_ids if source else ()
 
 
-def _check_sentence(s: _Sentence, blocks: dict[str, list[str]], language: str) -> list[Violation]:
+def _check_sentence(
+    s: _Sentence, blocks: dict[str, list[str]], language: str, weight: Weigher
+) -> list[Violation]:
     body = strip_refs(s.text, s.refs)
     quotes = quoted_passages(body)
     unquoted = body
@@ -121,7 +124,7 @@ def _check_sentence(s: _Sentence, blocks: dict[str, list[str]], language: str) -
     # A quotation's negation is checked verbatim with it; the refusal sentence
     # next to an answer ("... [id]. The KB does not cover the rest.") says what
     # the KB lacks, which no block can state.
-    if not is_refusal(unquoted) and not negation_backed(unquoted, sources, language):
+    if not is_refusal(unquoted) and not negation_backed(unquoted, sources, language, weight):
         violations.append(
             Violation(
                 kind="NEGATION_NOT_IN_SOURCE",
@@ -150,8 +153,15 @@ def _unknown_id_violations(all_sentences: list[_Sentence]) -> list[Violation]:
     return out
 
 
-def verify_citations(draft_text: str, evidence: list[Evidence], language: str = "en") -> Verdict:
-    """Check a citations-mode draft against the context blocks it was written from."""
+def verify_citations(
+    draft_text: str, evidence: list[Evidence], language: str = "en", idf: Mapping[str, float] | Weigher | None = None
+) -> Verdict:
+    """Check a citations-mode draft against the context blocks it was written from.
+
+    `idf` weighs words where the negation rule looks for a sentence's best
+    matches (support.weigher); without it every word weighs the same.
+    """
+    weight = weigher(idf)
     text = strip_think(draft_text)
     known = IdSet([ev.entry_id for ev in evidence])
     groups = _sentences(text, known, language)
@@ -167,5 +177,5 @@ def verify_citations(draft_text: str, evidence: list[Evidence], language: str = 
     for group in groups:
         _inherit(group)
     for s in flat:
-        violations += _check_sentence(s, blocks, language)
+        violations += _check_sentence(s, blocks, language, weight)
     return Verdict(ok=not violations, violations=violations, citations=citations)

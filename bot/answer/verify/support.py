@@ -15,7 +15,8 @@ of the knowledge base (`weigher`), rare words count for more: a claim about
 "pyridostatin" and "double-strand breaks" is about pyridostatin first, and a
 passage on double-strand breaks that never names it is not its source. A word
 the table does not know weighs as much as the rarest one it does. The table is
-the caller's (computed from the KB index); this module stays pure.
+the caller's: the pipeline passes the KB index's (kb_index Retriever.idf, the
+formula impacts.idf_table); this module stays pure.
 
 Calibration (bench/verifier_scifact.py --tune, SciFact train split only): each
 SUPPORT claim against its gold abstract, the best-ranked non-gold abstract (the
@@ -35,7 +36,6 @@ to keep to the block's wording should share more of its words (not measured here
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -146,11 +146,6 @@ def weigher(idf: Mapping[str, float] | Weigher | None) -> Weigher:
     table = dict(idf)
     unknown = max(table.values(), default=1.0)
     return lambda term: table.get(term, unknown)
-
-
-def idf_table(document_frequencies: Mapping[str, int], n_documents: int) -> dict[str, float]:
-    """Smoothed IDF, log((N + 1) / (df + 0.5)): what `weigher` expects."""
-    return {t: math.log((n_documents + 1) / (df + 0.5)) for t, df in document_frequencies.items()}
 
 
 @dataclass(frozen=True)
