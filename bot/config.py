@@ -31,6 +31,8 @@ LLM_BACKENDS = ("extractive", "openai", "ollama")
 # auto: the in-process embedder where its package is installed, else none (BM25 only).
 EMBEDDERS = ("auto", "local", "openai", "ollama", "none")
 LANGUAGES = ("en", "de")
+# off: the deterministic checks alone; llm: the answering model also judges support (bot.answer.judge).
+JUDGES = ("off", "llm")
 OLLAMA_DEFAULT_URL = "http://localhost:11434"
 
 # Endpoint suffixes people paste along with the server root; the backends add
@@ -157,6 +159,7 @@ class Settings(BaseSettings):
     llm_api_key: str | None = Field(None, validation_alias="CITEBOT_LLM_API_KEY", repr=False)
     llm_timeout: float = Field(60.0, validation_alias="CITEBOT_LLM_TIMEOUT")
     answer_mode: AnswerMode = Field(AnswerMode.CITATIONS, validation_alias="CITEBOT_ANSWER_MODE")
+    judge: Annotated[str, _one_of(JUDGES)] = Field("off", validation_alias="CITEBOT_JUDGE")
     top_k: int = Field(8, validation_alias="CITEBOT_TOP_K")
     prompt_budget_chars: int = Field(24_000, validation_alias="CITEBOT_PROMPT_BUDGET_CHARS")
     review_channel: str | None = Field(None, validation_alias="CITEBOT_REVIEW_CHANNEL")
@@ -254,6 +257,12 @@ class Settings(BaseSettings):
             raise _fail(f"CITEBOT_LLM_URL: required when CITEBOT_LLM={self.llm}")
         if self.llm != "extractive" and not self.llm_model:
             raise _fail(f"CITEBOT_LLM_MODEL: required when CITEBOT_LLM={self.llm}")
+        return self
+
+    @model_validator(mode="after")
+    def _check_judge(self) -> Settings:
+        if self.judge == "llm" and self.llm == "extractive":
+            raise _fail("CITEBOT_JUDGE: llm needs a model to judge with (CITEBOT_LLM=openai or ollama)")
         return self
 
     @model_validator(mode="after")

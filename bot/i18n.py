@@ -2,9 +2,10 @@
 
 Three readers share the table: the asker (the bot's own messages and the notes
 under an answer), the Slack interface (buttons, modal titles, card headings)
-and the model (the prompt's rules, block labels and retry feedback). A
-translation is one edit here, and the refusal sentence the prompt asks the
-model for is the string the verifier looks for: both read Key.REFUSAL.
+and the model (the prompt's rules, block labels and retry feedback, and the
+entailment judge's instructions). A translation is one edit here, and the
+refusal sentence the prompt asks the model for is the string the verifier
+looks for: both read Key.REFUSAL.
 
 One fallback rule: a language the bot does not speak gets English, whole
 (`normalize_language`). Within a language every key is present (the tests check
@@ -91,6 +92,11 @@ class Key(StrEnum):
     PROMPT_QUESTION = "prompt_question"
     PROMPT_RETRY_INTRO = "prompt_retry_intro"
     PROMPT_RETRY_OUTRO = "prompt_retry_outro"
+    # -- the entailment judge (bot.answer.judge): its own words, so that a change to the
+    # answer prompt never changes what the judge is asked, nor the reverse
+    JUDGE_RULES = "judge_rules"  # {example}: the reply's JSON form; the verdict words stay English (JSON values)
+    JUDGE_STATEMENTS = "judge_statements"
+    JUDGE_CITES = "judge_cites"
 
 
 _TEXT: dict[str, dict[Key, str]] = {
@@ -198,6 +204,14 @@ Rules:
         Key.PROMPT_RETRY_OUTRO: (
             "Answer again and follow the rules. If the blocks do not answer the question, say so as the rules ask."
         ),
+        Key.JUDGE_RULES: """You check statements against knowledge-base blocks. For each statement below, read the blocks it cites, and only those, and decide:
+- supports: the cited blocks state it. Copy into "quote" the words of one block that state it, exactly as they stand there.
+- contradicts: the cited blocks state something else (the opposite, another number, date or condition). Copy the words that say so into "quote".
+- not_stated: the cited blocks do not say it, or only part of it. Leave "quote" empty.
+Judge by the blocks alone, never by your own knowledge.
+Reply with JSON only, one verdict for every statement, in this form: {example}""",
+        Key.JUDGE_STATEMENTS: "Statements to check:",
+        Key.JUDGE_CITES: "cites",
     },
     "de": {
         Key.REFUSAL: "Dazu enthält die Wissensbasis keine Aussage.",
@@ -306,6 +320,14 @@ Regeln:
             "Antworte noch einmal und halte dich an die Regeln. Wenn die Blöcke die Frage nicht beantworten, "
             "sag das so, wie die Regeln es verlangen."
         ),
+        Key.JUDGE_RULES: """Du prüfst Aussagen anhand von Blöcken aus der Wissensbasis. Lies für jede Aussage unten die Blöcke, die sie zitiert, und nur diese, und entscheide:
+- supports: Die zitierten Blöcke sagen das aus. Kopiere die Worte eines Blocks, die es aussagen, genau so in "quote", wie sie dort stehen.
+- contradicts: Die zitierten Blöcke sagen etwas anderes (das Gegenteil, eine andere Zahl, ein anderes Datum, eine andere Bedingung). Kopiere die Worte, die das sagen, in "quote".
+- not_stated: Die zitierten Blöcke sagen das nicht oder nur zum Teil. Lass "quote" leer.
+Urteile nur nach den Blöcken, nie nach eigenem Wissen.
+Antworte nur mit JSON, mit einem Urteil für jede Aussage, in dieser Form: {example}""",
+        Key.JUDGE_STATEMENTS: "Zu prüfende Aussagen:",
+        Key.JUDGE_CITES: "zitiert",
     },
 }
 

@@ -99,9 +99,48 @@ class Evidence(BaseModel):
 class Violation(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    kind: str  # e.g. UNKNOWN_ID, NO_CITATION, NUMBER_NOT_IN_SOURCE, SCHEMA_INVALID
+    kind: str  # e.g. UNKNOWN_ID, NO_CITATION, NUMBER_NOT_IN_SOURCE, SCHEMA_INVALID, JUDGE_NOT_STATED
     detail: str
     claim: int | None = None  # claims mode: 0-based claim index; citations mode: sentence index
+
+
+# The entailment judge's violation kinds (bot.answer.judge): the cited blocks say
+# the opposite, or the judge could not show (by a verbatim quote) that they say it.
+JUDGE_CONTRADICTS = "JUDGE_CONTRADICTS"
+JUDGE_NOT_STATED = "JUDGE_NOT_STATED"
+
+
+class Support(StrEnum):
+    """What the entailment judge may say about a statement and the blocks it cites."""
+
+    SUPPORTS = "supports"
+    CONTRADICTS = "contradicts"
+    NOT_STATED = "not_stated"
+
+
+class JudgeStatus(StrEnum):
+    PASSED = "passed"  # every statement supported, each with a quote found in its blocks
+    FAILED = "failed"  # some statement contradicted or not stated: its violations are in the verdict
+    UNAVAILABLE = "unavailable"  # no usable reply (model down, timeout, not the schema): the checks' verdict stands
+
+
+class JudgedStatement(BaseModel):
+    """One sentence (citations mode) or claim (claims mode) as the judge saw and judged it."""
+
+    item: int  # the sentence or claim index, as in Violation.claim
+    text: str
+    cites: list[str] = Field(default_factory=list)  # as the draft cites: KB-IDs, or E1..En in claims mode
+    said: str = ""  # the judge's reply for it, as given; "" when it gave none
+    quote: str = ""
+    quote_found: bool = False  # the quote is in one of the cited blocks (bot.answer.verify.judgement)
+    support: Support = Support.NOT_STATED  # what counts: SUPPORTS only with a quote found
+
+
+class Judgement(BaseModel):
+    status: JudgeStatus
+    model: str = ""
+    statements: list[JudgedStatement] = Field(default_factory=list)
+    error: str | None = None  # why the judge was unavailable
 
 
 class Claim(BaseModel):
@@ -118,6 +157,7 @@ class Verdict(BaseModel):
     audit_mode: AuditMode | None = None  # claims mode only
     claims: list[Claim] = Field(default_factory=list)  # claims mode only
     json_fixups: list[str] = Field(default_factory=list)  # claims mode only
+    judgement: Judgement | None = None  # the entailment judge's, when it ran on this draft
 
 
 class GenerationRequest(BaseModel):
@@ -172,6 +212,9 @@ class Answer(BaseModel):
     partial: bool = Field(default=False, exclude=True)  # HYBRID: only the verified claims
     model: str = Field(default="", exclude=True)
     json_fixups: list[str] = Field(default_factory=list, exclude=True)
+    # The entailment judge's verdicts on the kept draft (None: the judge is off or
+    # did not run); for the audit trail, not part of `citebot ask --json`.
+    judgement: Judgement | None = Field(default=None, exclude=True)
     # Every block the model was shown, numbered as in the prompt: what a
     # reviewer of a rejected draft needs to see, and the audit trail records.
     context: list[Source] = Field(default_factory=list, exclude=True)

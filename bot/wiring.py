@@ -18,7 +18,7 @@ from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
 from bot.answer.backends import make_backend
-from bot.answer.pipeline import Pipeline
+from bot.answer.pipeline import make_pipeline
 from bot.channels import load_channels
 from bot.config import Settings
 from bot.embedder import make_embedder
@@ -134,13 +134,7 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
         handlers = JobHandlers(
             settings=settings,
             slack=slack,
-            pipeline=Pipeline(
-                retriever,
-                backend,
-                mode=settings.answer_mode,
-                top_k=settings.top_k,
-                budget_chars=settings.prompt_budget_chars,
-            ),
+            pipeline=make_pipeline(settings, retriever, backend),
             records=records,
             ledger=ledger,
             reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger),

@@ -17,9 +17,13 @@ from bot.models import (
     Answer,
     AnswerMode,
     AuditMode,
+    JudgedStatement,
+    Judgement,
+    JudgeStatus,
     Outcome,
     Question,
     SlackQuestion,
+    Support,
     Violation,
 )
 from bot.slack.posting import PostLedger
@@ -29,6 +33,7 @@ from bot.store.audit import (
     CURRENT,
     REMOVED,
     UNKNOWN,
+    AuditEntry,
     AuditTrail,
     audit_entry,
     check_cited,
@@ -114,6 +119,48 @@ async def test_a_refusal_before_the_model_is_recorded_with_its_reason(trail):
     entry = await trail.get(q.id)
     assert entry.answerability == decision
     assert "coverage    refused before the model: nothing close: best cosine 0.740" in format_entry(entry, {})
+
+
+JUDGED = Judgement(status=JudgeStatus.FAILED, model="judge-model", statements=[
+    JudgedStatement(item=0, text="You get 28 days.", cites=["hb-pto-01"], said="supports", quote="gets 28 days",
+                    quote_found=True, support=Support.SUPPORTS),
+    JudgedStatement(item=1, text="Tell HR.", cites=["hb-sick-01"], said="supports", quote="Tell HR",
+                    support=Support.NOT_STATED),
+    JudgedStatement(item=2, text="No note needed.", cites=["hb-sick-01"], said="contradicts",
+                    quote="from day 4 a doctor's note is needed", quote_found=True, support=Support.CONTRADICTS),
+])
+
+
+async def test_the_judges_verdicts_are_recorded_and_shown(trail):
+    q = question()
+    await trail.record(audit_entry(q, answered(q).model_copy(update={"judgement": JUDGED})))
+    entry = await trail.get(q.id)
+    assert entry.judgement == JUDGED
+    lines = format_entry(entry, {}).splitlines()
+    start = lines.index("judge       failed · model judge-model")
+    assert lines[start + 1:start + 4] == [
+        "  #1 supports [hb-pto-01]: You get 28 days. · quote 'gets 28 days'",
+        "  #2 not_stated (said supports; the quote is not in the blocks) [hb-sick-01]: Tell HR. · quote 'Tell HR'",
+        '  #3 contradicts [hb-sick-01]: No note needed. · quote "from day 4 a doctor\'s note is needed"',
+    ]
+
+
+async def test_an_unavailable_judge_is_shown_with_its_reason(trail):
+    q = question()
+    judgement = Judgement(status=JudgeStatus.UNAVAILABLE, model="m", error="LLMUnavailable: HTTP 503")
+    await trail.record(audit_entry(q, answered(q).model_copy(update={"judgement": judgement})))
+    text = format_entry(await trail.get(q.id), {})
+    assert "judge       unavailable · model m · LLMUnavailable: HTTP 503 (the checks' verdict stands)" in text
+
+
+async def test_entries_written_before_the_judge_existed_read_back_without_one(trail):
+    q = question()
+    await trail.record(audit_entry(q, answered(q)))
+    raw = (await trail.redis.xrange(keys.AUDIT_STREAM))[0][1]
+    data = json.loads(raw.get("data", raw.get(b"data")))
+    del data["judgement"]
+    old = AuditEntry.model_validate(data)
+    assert old.judgement is None and "judge " not in format_entry(old, {})
 
 
 async def test_cited_by_keeps_only_the_last_thirty_days(trail):

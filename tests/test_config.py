@@ -135,6 +135,16 @@ def test_ollama_defaults_to_its_local_port():
     assert s.llm_url == "http://localhost:11434"
 
 
+def test_the_judge_is_off_unless_asked_for_and_needs_a_model():
+    assert load_settings(env_file=None).judge == "off"
+    on = load_settings(env_file=None, CITEBOT_JUDGE="LLM", CITEBOT_LLM="ollama", CITEBOT_LLM_MODEL="qwen3")
+    assert on.judge == "llm"
+    assert config_error(CITEBOT_JUDGE="model") == "CITEBOT_JUDGE: must be one of off, llm (got 'model')"
+    assert config_error(CITEBOT_JUDGE="llm") == (
+        "CITEBOT_JUDGE: llm needs a model to judge with (CITEBOT_LLM=openai or ollama)"
+    )
+
+
 def test_llm_timeout_must_be_positive():
     assert config_error(CITEBOT_LLM_TIMEOUT="0").startswith("CITEBOT_LLM_TIMEOUT: must be a positive number")
     assert load_settings(env_file=None, CITEBOT_LLM_TIMEOUT="2.5").llm_timeout == 2.5

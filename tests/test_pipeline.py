@@ -8,10 +8,20 @@ import pytest
 
 from bot.answer.backends import LLMError, OllamaBackend, OpenAIBackend
 from bot.answer.extractive import ExtractiveBackend
+from bot.answer.judge import LLMJudge
 from bot.answer.pipeline import Pipeline
 from bot.answer.verify.support import assess
 from bot.i18n import Key, message
-from bot.models import AnswerMode, AuditMode, Outcome, Question
+from bot.models import (
+    JUDGE_CONTRADICTS,
+    JUDGE_NOT_STATED,
+    AnswerMode,
+    AuditMode,
+    JudgeStatus,
+    Outcome,
+    Question,
+    Support,
+)
 from kb_index import Retriever, build_index
 from tests.fakes import FakeLLMServer, Reply
 from tests.kb_fixtures import write_entry, write_mini_kb
@@ -37,10 +47,11 @@ def llm():
 async def pipeline(retriever, llm):
     made = []
 
-    def make(backend_cls=OpenAIBackend, **kwargs):
+    def make(backend_cls=OpenAIBackend, *, judged: bool = False, judge_timeout: float | None = None, **kwargs):
         backend = backend_cls(llm.url, "test-model", retries=1, backoff=0)
         made.append(backend)
-        return Pipeline(retriever, backend, **kwargs)
+        judge = LLMJudge(backend, timeout=judge_timeout) if judged else None
+        return Pipeline(retriever, backend, judge=judge, **kwargs)
 
     yield make
     for backend in made:
@@ -244,3 +255,105 @@ async def test_the_verifier_weighs_words_by_the_kbs_idf(tmp_path, llm):
     assert assess(claim, [answer.context[0].passage]).supported  # uniform weights would let it through
     assert (answer.verified, answer.outcome) == (False, Outcome.UNCERTAIN)
     assert [v.kind for v in answer.violations] == ["UNSUPPORTED_CLAIM"]
+
+
+# ---------------------------------------------------------------- with the entailment judge
+
+ATZ_DRAFT = "Altersteilzeit ist ab dem 55. Lebensjahr möglich [lb-atz-01]."
+ATZ_QUOTE = "Altersteilzeit ist ab dem 55. Lebensjahr möglich"
+
+
+def verdicts(*rows: tuple[str, str]) -> str:
+    """The judge's reply: (verdict, quote) per statement, S1 first."""
+    return json.dumps({"verdicts": [{"id": f"S{i + 1}", "verdict": v, "quote": q} for i, (v, q) in enumerate(rows)]})
+
+
+SUPPORTS = verdicts(("supports", ATZ_QUOTE))
+CONTRADICTS = verdicts(("contradicts", "ab dem 55. Lebensjahr"))
+NOT_STATED = verdicts(("not_stated", ""))
+
+
+async def test_supported_draft_is_posted_with_the_judgement(pipeline, llm):
+    llm.script(ATZ_DRAFT, SUPPORTS)
+    answer = await pipeline(judged=True).answer(ATZ)
+    assert (answer.verified, answer.outcome, answer.regenerations) == (True, Outcome.ANSWERED, 0)
+    judgement = answer.judgement
+    assert judgement.status is JudgeStatus.PASSED and judgement.model == "test-model"
+    (judged,) = judgement.statements
+    assert (judged.support, judged.quote, judged.quote_found, judged.cites) == (
+        Support.SUPPORTS, ATZ_QUOTE, True, ["lb-atz-01"]
+    )
+    assert set(answer.timings_ms) == {"retrieve", "generate", "verify", "judge"}
+
+
+async def test_a_contradiction_is_regenerated_with_the_judges_feedback_and_can_recover(pipeline, llm):
+    llm.script(ATZ_DRAFT, CONTRADICTS, ATZ_DRAFT, SUPPORTS)
+    answer = await pipeline(judged=True).answer(ATZ)
+    assert answer.verified and answer.regenerations == 1 and len(llm.calls) == 4
+    feedback = llm.calls[2].body["messages"][-1]["content"]
+    assert f"{JUDGE_CONTRADICTS} (#1)" in feedback and "ab dem 55. Lebensjahr" in feedback
+    assert answer.judgement.status is JudgeStatus.PASSED  # the judgement of the draft that was kept
+
+
+async def test_contradicted_twice_gives_the_uncertain_reply_with_the_draft_for_review(pipeline, llm):
+    llm.script(ATZ_DRAFT, CONTRADICTS, ATZ_DRAFT, CONTRADICTS)
+    answer = await pipeline(judged=True).answer(ATZ)
+    assert (answer.verified, answer.outcome, answer.answer) == (False, Outcome.UNCERTAIN, message(Key.UNCERTAIN, "de"))
+    assert answer.draft == ATZ_DRAFT and [v.kind for v in answer.violations] == [JUDGE_CONTRADICTS]
+    assert answer.judgement.status is JudgeStatus.FAILED
+
+
+async def test_a_block_that_omits_the_statement_fails_it(pipeline, llm):
+    llm.script(ATZ_DRAFT, NOT_STATED, ATZ_DRAFT, NOT_STATED)
+    answer = await pipeline(judged=True).answer(ATZ)
+    assert answer.outcome is Outcome.UNCERTAIN and [v.kind for v in answer.violations] == [JUDGE_NOT_STATED]
+
+
+async def test_supports_with_a_quote_the_block_does_not_hold_fails_as_not_stated(pipeline, llm):
+    made_up = verdicts(("supports", "Altersteilzeit ist ab dem 50. Lebensjahr möglich"))
+    llm.script(ATZ_DRAFT, made_up, ATZ_DRAFT, made_up)
+    answer = await pipeline(judged=True).answer(ATZ)
+    assert answer.outcome is Outcome.UNCERTAIN
+    (violation,) = answer.violations
+    assert violation.kind == JUDGE_NOT_STATED and "50. Lebensjahr" in violation.detail
+
+
+@pytest.mark.parametrize("failure", [
+    (Reply(status=503), Reply(status=503)),  # the model is down, the retry too
+    ("Looks right to me.",),  # not the judge's schema
+    (Reply(text=json.dumps({"verdicts": []}), delay=5.0),),  # past the judge's time
+])
+async def test_a_judge_that_cannot_judge_leaves_the_verified_answer_standing(pipeline, llm, failure):
+    llm.script(ATZ_DRAFT, *failure)
+    answer = await pipeline(judged=True, judge_timeout=1.0).answer(ATZ)
+    assert (answer.verified, answer.outcome, answer.regenerations) == (True, Outcome.ANSWERED, 0)
+    assert answer.answer == "Altersteilzeit ist ab dem 55. Lebensjahr möglich [1]."
+    judgement = answer.judgement
+    assert judgement.status is JudgeStatus.UNAVAILABLE and judgement.error
+    assert [s.text for s in judgement.statements] == ["Altersteilzeit ist ab dem 55. Lebensjahr möglich."]
+
+
+async def test_judge_off_makes_no_extra_call(pipeline, llm):
+    llm.script(ATZ_DRAFT)
+    answer = await pipeline().answer(ATZ)
+    assert answer.verified and answer.judgement is None and len(llm.calls) == 1
+
+
+async def test_a_draft_that_fails_the_checks_or_refuses_is_not_judged(pipeline, llm):
+    llm.script("ATZ gilt ab 60 [lb-atz-99].", f"Zu dieser Frage: {message(Key.REFUSAL, 'de')}")
+    answer = await pipeline(judged=True).answer(ATZ)
+    assert answer.refused and answer.verified and len(llm.calls) == 2  # two drafts, no judge call
+
+
+async def test_claims_mode_drops_the_claim_the_judge_fails_and_posts_the_rest_as_partial(pipeline, llm):
+    draft = json.dumps({"claims": [
+        {"text": "Altersteilzeit ist ab dem 55. Lebensjahr möglich", "evidence_ids": ["E1"]},
+        {"text": "Die Arbeitszeit wird bis zur Rente halbiert", "evidence_ids": ["E1"]},
+    ]})
+    judged = verdicts(("supports", ATZ_QUOTE), ("contradicts", "halbiert"))
+    llm.script(draft, judged, draft, judged)
+    answer = await pipeline(judged=True, mode=AnswerMode.CLAIMS).answer(ATZ)
+    assert (answer.audit_mode, answer.partial, answer.regenerations) == (AuditMode.HYBRID, True, 1)
+    assert "55. Lebensjahr" in answer.answer and "halbiert" not in answer.answer
+    assert [(v.kind, v.claim) for v in answer.violations] == [(JUDGE_CONTRADICTS, 1)]
+    assert "S2 (zitiert E1): Die Arbeitszeit wird bis zur Rente halbiert" in llm.calls[1].body["messages"][1]["content"]

@@ -8,6 +8,8 @@ worker runs it per job. The rules that make it safe:
   goes to the model, which is told to say when the blocks do not answer;
 - a draft that fails verification is regenerated once, with the violations
   as feedback; a second failure gives the uncertain message and keeps the draft;
+- with an entailment judge (CITEBOT_JUDGE=llm, bot.answer.judge), a draft the
+  checks pass is judged too, and what it fails counts as a violation;
 - the model being down is not an answer: `LLMError` propagates, so the caller
   can retry the job or, after the last try, apologise.
 """
@@ -20,10 +22,13 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 from bot.answer.assemble import build_answer, make_source, refusal_answer
-from bot.answer.backends import Backend
+from bot.answer.backends import Backend, make_backend
+from bot.answer.judge import LLMJudge, make_judge
 from bot.answer.prompt import build_evidence, build_request, clip_history, retry_messages, trim_to_budget
 from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES, verify_claims
+from bot.answer.verify.judgement import wants_judgement
+from bot.config import Settings
 from bot.models import Answer, AnswerMode, AuditMode, Evidence, GenerationRequest, Question, Verdict, Violation
 from kb_index import Retriever
 from kb_index.question import retrieval_text
@@ -40,9 +45,11 @@ class Pipeline:
         top_k: int = 8,
         budget_chars: int | None = 24_000,
         allowed_roles: frozenset[str] = DEFAULT_ALLOWED_ROLES,
+        judge: LLMJudge | None = None,
     ):
         self.retriever = retriever
         self.backend = backend
+        self.judge = judge
         self.mode = mode
         self.top_k = top_k
         self.budget_chars = budget_chars
@@ -80,6 +87,7 @@ class Pipeline:
         answer.regenerations = regenerations
         answer.answerability = retrieval.answerability.to_dict()
         answer.model = self.backend.name
+        answer.judgement = verdict.judgement
         answer.timings_ms = timings
         return answer
 
@@ -101,6 +109,9 @@ class Pipeline:
             draft = await self.backend.generate(request)
         with _timed(timings, "verify"):
             verdict = self.verify(draft.text, evidence, request.mode, language)
+        if self.judge is not None and wants_judgement(verdict):
+            with _timed(timings, "judge"):
+                verdict = await self.judge.review(draft.text, verdict, evidence, request.mode, language)
         return draft.text, verdict
 
     def verify(self, draft: str, evidence: list[Evidence], mode: AnswerMode, language: str) -> Verdict:
@@ -109,6 +120,20 @@ class Pipeline:
         if mode is AnswerMode.CLAIMS:
             return verify_claims(draft, evidence, language, allowed_roles=self.allowed_roles, idf=idf)
         return _block_roles(verify_citations(draft, evidence, language, idf=idf), evidence, self.allowed_roles)
+
+
+def make_pipeline(settings: Settings, retriever: Retriever, backend: Backend | None = None) -> Pipeline:
+    """The pipeline the settings describe, for `citebot ask` and the worker alike;
+    the caller closes its backend."""
+    backend = backend or make_backend(settings)
+    return Pipeline(
+        retriever,
+        backend,
+        mode=settings.answer_mode,
+        top_k=settings.top_k,
+        budget_chars=settings.prompt_budget_chars,
+        judge=make_judge(settings, backend),
+    )
 
 
 def _block_roles(verdict: Verdict, evidence: list[Evidence], allowed: frozenset[str]) -> Verdict:

@@ -290,16 +290,9 @@ def make_question(text: str, settings: Settings, *, language: str | None = None,
 
 
 def make_pipeline(settings: Settings, retriever):
-    from bot.answer.backends import make_backend
-    from bot.answer.pipeline import Pipeline
+    from bot.answer.pipeline import make_pipeline
 
-    return Pipeline(
-        retriever,
-        make_backend(settings),
-        mode=settings.answer_mode,
-        top_k=settings.top_k,
-        budget_chars=settings.prompt_budget_chars,
-    )
+    return make_pipeline(settings, retriever)
 
 
 def cmd_ask(args, settings: Settings) -> int:

@@ -32,7 +32,7 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
 from redis.typing import EncodableT
 
-from bot.models import Answer, Outcome, SlackQuestion, Violation
+from bot.models import Answer, JudgedStatement, Judgement, JudgeStatus, Outcome, SlackQuestion, Support, Violation
 from bot.store import keys
 from bot.store.records import PostRecord
 from bot.terminal import clean
@@ -88,6 +88,9 @@ class AuditEntry(BaseModel):
     audit_mode: str | None = None
     violations: list[Violation] = Field(default_factory=list)
     json_fixups: list[str] = Field(default_factory=list)
+    # The entailment judge's verdicts on the kept draft; None when it is off or did not
+    # run (and in entries written before it existed).
+    judgement: Judgement | None = None
     regenerations: int = 0
     n_context: int = 0
     cited: list[CitedChunk] = Field(default_factory=list)
@@ -150,6 +153,7 @@ def audit_entry(
             "audit_mode": str(answer.audit_mode) if answer.audit_mode else None,
             "violations": list(answer.violations),
             "json_fixups": list(answer.json_fixups),
+            "judgement": answer.judgement,
             "regenerations": answer.regenerations,
             "n_context": answer.n_context,
             "cited": cited,
@@ -268,6 +272,29 @@ def entry_json(entry: AuditEntry, status: dict[int, str]) -> dict:
     return data
 
 
+def judgement_lines(judgement: Judgement | None) -> list[str]:
+    """The judge's part of `citebot audit show`: its status, then one line per statement."""
+    if judgement is None:
+        return []
+    head = f"judge       {judgement.status} · model {judgement.model or '-'}"
+    if judgement.status is JudgeStatus.UNAVAILABLE:
+        return [f"{head} · {judgement.error or 'no reason recorded'} (the checks' verdict stands)"]
+    lines = [head]
+    for s in judgement.statements:
+        quote = f" · quote {s.quote!r}" if s.quote else ""
+        lines.append(f"  #{s.item + 1} {s.support}{_overruled(s)} [{', '.join(s.cites)}]: {s.text}{quote}")
+    return lines
+
+
+def _overruled(statement: JudgedStatement) -> str:
+    """Why what counts differs from what the judge said, if it does."""
+    if statement.said == statement.support:
+        return ""
+    if statement.said == Support.SUPPORTS:
+        return " (said supports; the quote is not in the blocks)"
+    return f" (said {statement.said!r})" if statement.said else " (no verdict given)"
+
+
 def format_entry(entry: AuditEntry, status: dict[int, str]) -> str:
     """`citebot audit show`: the entry as an operator reads it."""
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(entry.at))
@@ -290,6 +317,7 @@ def format_entry(entry: AuditEntry, status: dict[int, str]) -> str:
         lines.append("violations  " + ("none" if not entry.violations else f"{len(entry.violations)}"))
         lines += [f"  {v.kind}: {v.detail}" for v in entry.violations]
         lines.append("fix-ups     " + (", ".join(entry.json_fixups) or "none"))
+        lines += judgement_lines(entry.judgement)
     if entry.answerability:
         a = entry.answerability
         verdict = "answerable" if a.get("answerable") else "refused before the model"

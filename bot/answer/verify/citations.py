@@ -24,6 +24,7 @@ numbers or quotations and without any citation in their paragraph (a heading,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -133,6 +134,32 @@ def _check_sentence(
             )
         )
     return violations
+
+
+# "möglich [lb-atz-01]." without its reference: "möglich ." -> "möglich."
+_SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])")
+
+
+@dataclass(frozen=True)
+class CitedSentence:
+    index: int  # 0-based over the whole answer, as in Violation.claim
+    text: str  # without its references
+    cited: tuple[str, ...]  # the KB-IDs it relies on (module docstring: its own, or its paragraph's)
+
+
+def cited_sentences(draft_text: str, evidence: list[Evidence], language: str = "en") -> list[CitedSentence]:
+    """The sentences of a draft that rest on blocks, with the KB-IDs each rests on: what
+    the entailment judge is asked about. The refusal sentence beside an answer is left
+    out: it says what the KB lacks, which no block can state."""
+    known = IdSet([ev.entry_id for ev in evidence])
+    out = []
+    for group in _sentences(strip_think(draft_text), known, language):
+        _inherit(group)
+        for s in group:
+            body = _SPACE_BEFORE_STOP.sub(r"\1", " ".join(strip_refs(s.text, s.refs).split()))
+            if s.cited and any(ch.isalnum() for ch in body) and not is_refusal(body):
+                out.append(CitedSentence(s.index, body, s.cited))
+    return out
 
 
 def _unknown_id_violations(all_sentences: list[_Sentence]) -> list[Violation]:

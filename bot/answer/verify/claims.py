@@ -8,8 +8,9 @@ claim is checked on its own; the verdict's audit mode then says what may be post
   (UNKNOWN_EVIDENCE_ID, UNSUPPORTED_CLAIM, NUMBER_NOT_IN_SOURCE,
   LINK_NOT_IN_SOURCE: a URL, e-mail address, phone number or Slack link the
   evidence does not state, NEGATION_NOT_IN_SOURCE: the claim negates and its
-  best-matching evidence sentences do not, TOO_MANY_CLAIMS); only the verified
-  claims are posted, marked partial.
+  best-matching evidence sentences do not, TOO_MANY_CLAIMS, and the entailment
+  judge's JUDGE_CONTRADICTS and JUDGE_NOT_STATED); only the verified claims are
+  posted, marked partial.
 - UNGROUNDED: the output is not the schema (SCHEMA_INVALID), a claim quotes
   (MANUAL_QUOTE_VIOLATION: quotations cannot be checked claim by claim, so none
   are allowed), a claim relies on a blocked source role (SOURCE_ROLE_BLOCKED), or
@@ -37,7 +38,7 @@ from bot.answer.verify.links import missing_links
 from bot.answer.verify.numbers import missing_numbers
 from bot.answer.verify.support import Weigher, assess, weigher
 from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, is_refusal, strip_think
-from bot.models import AuditMode, Claim, Evidence, Verdict, Violation
+from bot.models import JUDGE_CONTRADICTS, JUDGE_NOT_STATED, AuditMode, Claim, Evidence, Verdict, Violation
 
 # Source roles a claim may rest on. Background material (noisy_background_source)
 # gives context to the model but is not what an employee should be told as fact.
@@ -62,6 +63,8 @@ _CLAIM_LOCAL = {
     "LINK_NOT_IN_SOURCE",
     "NEGATION_NOT_IN_SOURCE",
     "TOO_MANY_CLAIMS",
+    JUDGE_CONTRADICTS,  # the entailment judge fails one claim at a time (bot.answer.judge)
+    JUDGE_NOT_STATED,
 }
 
 
@@ -104,7 +107,8 @@ class EvidenceIndex:
         return self._by_key.get(token.casefold(), [])
 
 
-def _haystack(ev: Evidence) -> str:
+def evidence_text(ev: Evidence) -> str:
+    """A block as the model saw it: the header counts, a claim may repeat the Stand or a legal basis."""
     c = ev.chunk
     header = " ".join(filter(None, [c.title, c.section, c.stand or "", *c.legal_bases]))
     return f"{header}\n{c.text}"
@@ -138,7 +142,7 @@ def _check_claim(
     if not claim.evidence_ids:
         add("UNSUPPORTED_CLAIM", "the claim cites no evidence")
     elif resolved:
-        haystacks = [_haystack(ev) for ev in resolved]
+        haystacks = [evidence_text(ev) for ev in resolved]
         for number in missing_numbers(claim.text, haystacks, language):
             add("NUMBER_NOT_IN_SOURCE", f"{number!r} is not stated in the cited evidence")
         for link in missing_links(claim.text, haystacks):
@@ -156,7 +160,7 @@ def _check_claim(
     return Claim(text=claim.text, evidence_ids=pointers, verified=not out), out
 
 
-def _audit_mode(violations: list[Violation], n_verified: int) -> AuditMode:
+def audit_mode(violations: list[Violation], n_verified: int) -> AuditMode:
     if n_verified == 0 or any(v.kind not in _CLAIM_LOCAL for v in violations):
         return AuditMode.UNGROUNDED
     return AuditMode.HYBRID if violations else AuditMode.STRICT
@@ -166,7 +170,7 @@ def _refusal(fixups: list[str]) -> Verdict:
     return Verdict(ok=True, refusal=True, audit_mode=AuditMode.STRICT, json_fixups=fixups)
 
 
-def _citations(claims: list[Claim], index: EvidenceIndex) -> list[str]:
+def verified_citations(claims: list[Claim], index: EvidenceIndex) -> list[str]:
     seen: list[str] = []
     for claim in claims:
         if claim.verified:
@@ -210,11 +214,11 @@ def verify_claims(
         violations += found
     if len(claims) > max_claims:
         violations.append(Violation(kind="TOO_MANY_CLAIMS", detail=f"{len(claims)} claims; at most {max_claims}"))
-    mode = _audit_mode(violations, sum(c.verified for c in checked))
+    mode = audit_mode(violations, sum(c.verified for c in checked))
     return Verdict(
         ok=mode is AuditMode.STRICT,
         violations=violations,
-        citations=_citations(checked, index),
+        citations=verified_citations(checked, index),
         audit_mode=mode,
         claims=checked,
         json_fixups=fixups,

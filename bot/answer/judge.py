@@ -1,0 +1,123 @@
+"""The entailment judge: one structured call that asks the model whether the cited blocks
+support what a draft says (CITEBOT_JUDGE=llm; off by default).
+
+It runs after the deterministic checks pass (bot.answer.pipeline), on what would
+be posted: every cited sentence (citations mode) or verified claim (claims
+mode), each with the blocks it cites. The model answers supports, contradicts or
+not_stated per statement with the words it relies on quoted; reading that reply,
+checking each quote against the blocks and turning failures into violations is
+bot.answer.verify.judgement. A failed statement fails like any violation: the
+draft is regenerated with the feedback, then the uncertain reply and the review
+card (claims mode: the claim is dropped, the answer posted as partial).
+
+The call goes through the same `Backend.generate` as the draft, with the
+judge's JSON schema, so whatever structured-output form the server takes for
+claims serves the judge too.
+
+When the judge cannot judge (the model is down past the backend's retries, the
+call takes longer than `timeout`, the reply is not the judge's schema), the
+deterministic verdict stands: the answer goes out as it would with the judge
+off, and the judgement, recorded in the audit trail, says "unavailable" and why
+(docs/DESIGN.md 3.6 argues the rule).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+from bot.answer.backends import Backend, LLMError
+from bot.answer.prompt import render_block
+from bot.answer.verify.judgement import (
+    JUDGE_JSON_SCHEMA,
+    JudgeReplyInvalid,
+    Statement,
+    apply_judgement,
+    item_label,
+    read_judgement,
+    statements,
+    unavailable,
+)
+from bot.config import Settings
+from bot.i18n import Key, message, normalize_language
+from bot.models import AnswerMode, Evidence, GenerationRequest, Judgement, Support, Verdict
+
+log = logging.getLogger(__name__)
+
+# The reply's form, shown to the model in its instructions (the schema constrains
+# it too, where the server supports that).
+_EXAMPLE = {"verdicts": [{"id": item_label(0), "verdict": Support.SUPPORTS.value, "quote": "..."}]}
+
+
+def judge_messages(asked: list[Statement], language: str) -> list[dict[str, str]]:
+    """The instructions, every block the statements cite (once, in prompt order), then the statements."""
+    blocks: dict[str, Evidence] = {}
+    for statement in asked:
+        for ev in statement.blocks:
+            blocks.setdefault(ev.pointer_id, ev)
+    cites = message(Key.JUDGE_CITES, language)
+    lines = [
+        f"{item_label(i)} ({cites} {', '.join(s.pointers)}): {s.text}" for i, s in enumerate(asked)
+    ]
+    user = "\n\n".join(
+        [
+            message(Key.PROMPT_BLOCKS, language),
+            *(render_block(ev, AnswerMode.CLAIMS, language) for ev in sorted(blocks.values(), key=lambda e: e.block)),
+            message(Key.JUDGE_STATEMENTS, language) + "\n" + "\n".join(lines),
+        ]
+    )
+    rules = message(Key.JUDGE_RULES, language, example=json.dumps(_EXAMPLE))
+    return [{"role": "system", "content": rules}, {"role": "user", "content": user}]
+
+
+def judge_request(asked: list[Statement], mode: AnswerMode, language: str) -> GenerationRequest:
+    blocks = list({ev.pointer_id: ev for s in asked for ev in s.blocks}.values())
+    return GenerationRequest(
+        messages=judge_messages(asked, language),
+        mode=mode,
+        question="",  # chat backends send the messages; the judge has no question of its own
+        evidence=blocks,
+        language=normalize_language(language),
+        json_schema=JUDGE_JSON_SCHEMA,
+    )
+
+
+class LLMJudge:
+    """Judges statements with `backend`'s model; `timeout` bounds the whole call, retries included."""
+
+    def __init__(self, backend: Backend, *, timeout: float | None = None):
+        self.backend = backend
+        self.timeout = timeout
+
+    async def review(
+        self, draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str
+    ) -> Verdict:
+        """The deterministic verdict on `draft`, with the judge's verdicts applied and recorded."""
+        asked = statements(draft, verdict, evidence, mode, language)
+        if not asked:
+            return verdict
+        judgement = await self.judge(asked, mode, language)
+        return apply_judgement(verdict, judgement, evidence, mode)
+
+    async def judge(self, asked: list[Statement], mode: AnswerMode, language: str) -> Judgement:
+        """One call for all of `asked`; an unavailable judgement when none can be had."""
+        model = self.backend.name
+        try:
+            async with asyncio.timeout(self.timeout):
+                reply = await self.backend.generate(judge_request(asked, mode, language))
+            return read_judgement(reply.text, asked, language, model)
+        except (LLMError, JudgeReplyInvalid) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        except TimeoutError:
+            error = f"no reply within {self.timeout:g}s"
+        log.warning("entailment judge unavailable, the checks' verdict stands: %s", error)
+        return unavailable(asked, error, model)
+
+
+def make_judge(settings: Settings, backend: Backend) -> LLMJudge | None:
+    """The judge CITEBOT_JUDGE asks for, on the answering model; None when it is off."""
+    if settings.judge == "off":
+        return None
+    # One request's time: past that, the asker waits for a check the answer can do without.
+    return LLMJudge(backend, timeout=settings.llm_timeout)

@@ -1,0 +1,232 @@
+"""The entailment judge's reply, read and checked against the blocks; its verdicts applied.
+
+Pure functions (the call itself is bot.answer.judge). For each statement (a
+sentence in citations mode, a claim in claims mode) the judge says whether the
+blocks it cites support it, contradict it, or do not state it, and quotes the
+words it relies on. Its word is not taken on trust:
+
+- "supports" counts only with a quote found in one of the blocks the statement
+  cites, holding at least one content word. Found means verbatim up to what a
+  copy changes without changing the words: whitespace, typographic apostrophes,
+  dashes and double quotes, letter case; an ellipsis stands for an omission, as
+  for quotations in answers (text.quote_in). A quote the blocks do not hold is a
+  support the judge made up: the statement counts as not stated.
+- "contradicts" and "not_stated" count as said; failing needs no quote.
+- a statement the reply has no verdict for, or a verdict word it does not know,
+  counts as not stated: the judge did not vouch for it.
+- a reply that is not the judge's schema at all (no JSON, no "verdicts" list)
+  is no judgement: JudgeReplyInvalid, and the caller counts the judge as
+  unavailable.
+
+`apply_judgement` turns the statements that failed into violations
+(JUDGE_CONTRADICTS, JUDGE_NOT_STATED) of the deterministic verdict. In citations
+mode the draft then fails; in claims mode the claim is no longer verified and
+the audit mode is worked out again (the violations are claim-local: a STRICT
+answer with one unsupported claim becomes HYBRID).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from bot.answer.verify.citations import cited_sentences
+from bot.answer.verify.claims import EvidenceIndex, audit_mode, evidence_text, verified_citations
+from bot.answer.verify.lenient_json import parse_lenient_json
+from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, quote_in
+from bot.models import (
+    JUDGE_CONTRADICTS,
+    JUDGE_NOT_STATED,
+    AnswerMode,
+    AuditMode,
+    Evidence,
+    JudgedStatement,
+    Judgement,
+    JudgeStatus,
+    Support,
+    Verdict,
+    Violation,
+)
+from kb_index.analysis import terms
+
+JUDGE_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdicts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "verdict": {"type": "string", "enum": [s.value for s in Support]},
+                    "quote": {"type": "string"},
+                },
+                "required": ["id", "verdict", "quote"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["verdicts"],
+    "additionalProperties": False,
+}
+
+
+class JudgeReplyInvalid(ValueError):
+    """The reply is not the judge's schema: no judgement was made."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    """What the judge is asked about: one sentence or claim and the blocks it cites."""
+
+    item: int  # sentence or claim index, as in Violation.claim
+    text: str
+    cites: tuple[str, ...]  # as the draft cites: KB-IDs (citations mode), E1..En (claims mode)
+    blocks: tuple[Evidence, ...]
+
+    @property
+    def pointers(self) -> list[str]:
+        return [ev.pointer_id for ev in self.blocks]
+
+
+def wants_judgement(verdict: Verdict) -> bool:
+    """Does the verdict let something be posted? Only that needs the judge: a failed
+    draft is regenerated or refused anyway, and a refusal states nothing."""
+    return not verdict.refusal and (verdict.ok or verdict.audit_mode is AuditMode.HYBRID)
+
+
+def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str) -> list[Statement]:
+    """What would be posted, statement by statement, each with its blocks."""
+    if mode is AnswerMode.CLAIMS:
+        by_pointer = {ev.pointer_id: ev for ev in evidence}
+        return [
+            Statement(i, claim.text, tuple(claim.evidence_ids), tuple(by_pointer[p] for p in claim.evidence_ids))
+            for i, claim in enumerate(verdict.claims)
+            if claim.verified  # verified claims cite resolved pointer ids only
+        ]
+    return [
+        Statement(s.index, s.text, s.cited, tuple(ev for ev in evidence if ev.entry_id in s.cited))
+        for s in cited_sentences(draft, evidence, language)
+    ]
+
+
+# ------------------------------------------------------------------ reading the reply
+
+_ITEM_ID = re.compile(r"^\s*[Ss]?\s*(\d+)\s*$")
+_WORDS = {s.value for s in Support}
+_PLAIN_QUOTES = str.maketrans({ch: '"' for ch in DOUBLE_QUOTE_CHARS})
+
+
+def item_label(position: int) -> str:
+    """The id a statement has in the judge's prompt: S1, S2, ..."""
+    return f"S{position + 1}"
+
+
+def _position(raw: Any) -> int | None:
+    match = _ITEM_ID.match(str(raw))
+    return int(match.group(1)) - 1 if match else None
+
+
+def _verdict_rows(text: str) -> list[dict[str, Any]]:
+    try:
+        obj, _ = parse_lenient_json(text)
+    except json.JSONDecodeError as exc:
+        raise JudgeReplyInvalid(f"not JSON: {exc.msg}") from None
+    rows = obj.get("verdicts") if isinstance(obj, dict) else None
+    if not isinstance(rows, list):
+        raise JudgeReplyInvalid('expected an object {"verdicts": [...]}')
+    return [row for row in rows if isinstance(row, dict)]
+
+
+def _plain(text: str) -> str:
+    return text.translate(_PLAIN_QUOTES).casefold()
+
+
+def quote_found(quote: str, blocks: tuple[Evidence, ...], language: str) -> bool:
+    """Is the quote in one of the blocks, and does it say something (a content word)?"""
+    if not terms(quote, language):
+        return False
+    return any(quote_in(_plain(quote), _plain(evidence_text(ev))) for ev in blocks)
+
+
+def _judged(statement: Statement, row: dict[str, Any] | None, language: str) -> JudgedStatement:
+    said = str(row.get("verdict", "")).strip().lower() if row else ""
+    quote = str(row.get("quote") or "").strip() if row else ""
+    found = bool(quote) and quote_found(quote, statement.blocks, language)
+    support = Support(said) if said in _WORDS else Support.NOT_STATED
+    if support is Support.SUPPORTS and not found:
+        support = Support.NOT_STATED
+    return JudgedStatement(
+        item=statement.item, text=statement.text, cites=list(statement.cites), said=said, quote=quote,
+        quote_found=found, support=support,
+    )
+
+
+def read_judgement(text: str, asked: list[Statement], language: str, model: str = "") -> Judgement:
+    """The judgement in the judge's reply to `asked`; JudgeReplyInvalid if it is not one."""
+    rows: dict[int, dict[str, Any]] = {}
+    for row in _verdict_rows(text):
+        position = _position(row.get("id"))
+        if position is not None and 0 <= position < len(asked):
+            rows.setdefault(position, row)  # a second verdict for a statement does not overrule the first
+    judged = [_judged(s, rows.get(i), language) for i, s in enumerate(asked)]
+    passed = all(j.support is Support.SUPPORTS for j in judged)
+    return Judgement(status=JudgeStatus.PASSED if passed else JudgeStatus.FAILED, model=model, statements=judged)
+
+
+def unavailable(asked: list[Statement], error: str, model: str = "") -> Judgement:
+    """No judgement: the statements as asked, none judged, and why."""
+    return Judgement(
+        status=JudgeStatus.UNAVAILABLE,
+        model=model,
+        error=error,
+        statements=[JudgedStatement(item=s.item, text=s.text, cites=list(s.cites)) for s in asked],
+    )
+
+
+# ------------------------------------------------------------------ applying it
+
+
+def _violation(judged: JudgedStatement) -> Violation | None:
+    blocks = f"the blocks it cites ([{', '.join(judged.cites)}])"
+    if judged.support is Support.SUPPORTS:
+        return None
+    if judged.support is Support.CONTRADICTS:
+        said = f": {judged.quote!r}" if judged.quote else ""
+        return Violation(kind=JUDGE_CONTRADICTS, detail=f"{blocks} say otherwise{said}; the statement: {judged.text}",
+                         claim=judged.item)
+    if judged.said == Support.SUPPORTS:
+        quoted = f"the judge's quote {judged.quote!r} is not in" if judged.quote else "the judge quoted nothing from"
+        detail = f"{quoted} {blocks}, so their support is not shown: {judged.text}"
+    elif judged.said:
+        detail = f"{blocks} do not state this: {judged.text}"
+    else:
+        detail = f"the judge gave no verdict on: {judged.text}"
+    return Violation(kind=JUDGE_NOT_STATED, detail=detail, claim=judged.item)
+
+
+def apply_judgement(verdict: Verdict, judgement: Judgement, evidence: list[Evidence], mode: AnswerMode) -> Verdict:
+    """The verdict with the judgement recorded and its failed statements as violations.
+    An unavailable judge leaves the checks' verdict as it was."""
+    found = [v for j in judgement.statements if judgement.status is not JudgeStatus.UNAVAILABLE
+             if (v := _violation(j)) is not None]
+    if not found:
+        return verdict.model_copy(update={"judgement": judgement})
+    violations = [*verdict.violations, *found]
+    if mode is not AnswerMode.CLAIMS:
+        return verdict.model_copy(update={"ok": False, "violations": violations, "judgement": judgement})
+    failed = {v.claim for v in found}
+    claims = [c.model_copy(update={"verified": False}) if i in failed else c for i, c in enumerate(verdict.claims)]
+    mode_now = audit_mode(violations, sum(c.verified for c in claims))
+    return verdict.model_copy(
+        update={
+            "ok": mode_now is AuditMode.STRICT,
+            "audit_mode": mode_now,
+            "violations": violations,
+            "claims": claims,
+            "citations": verified_citations(claims, EvidenceIndex(evidence)),
+            "judgement": judgement,
+        }
+    )

@@ -1,0 +1,154 @@
+"""The entailment judge's call against a fake model, and `citebot ask` with the judge end to end
+(the pipeline with the judge, in-process: tests/test_pipeline.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from bot.answer.backends import OpenAIBackend
+from bot.answer.judge import LLMJudge, judge_messages, make_judge
+from bot.answer.prompt import build_evidence
+from bot.answer.verify.judgement import JUDGE_JSON_SCHEMA, Statement
+from bot.cli import main
+from bot.config import load_settings
+from bot.i18n import Key, message
+from bot.models import JUDGE_CONTRADICTS, JUDGE_NOT_STATED, AnswerMode, AuditMode, JudgeStatus, Support
+from kb_index import ChunkResult
+from tests.fakes import FakeLLMServer, Reply
+
+ATZ = "Altersteilzeit ist ab dem 55. Lebensjahr möglich. Die Arbeitszeit wird bis zur Rente halbiert."
+EVIDENCE = build_evidence([
+    ChunkResult(chunk_id=f"c{i}", entry_id=entry, section=section, text=text, title="Altersteilzeit", stand="2026-01")
+    for i, (entry, section, text) in enumerate([
+        ("lb-atz-01", "Zusammenfassung", ATZ),
+        ("lb-atz-02", "Aufstockung", "Der Arbeitgeber stockt das Entgelt um 20 Prozent auf."),
+        ("lb-atz-01", "Voraussetzungen", "Beschäftigte müssen 1.080 Kalendertage versicherungspflichtig gewesen sein."),
+    ])
+])
+FIRST = Statement(0, "Altersteilzeit gibt es ab 55.", ("lb-atz-01",), (EVIDENCE[2], EVIDENCE[0]))
+SECOND = Statement(2, "Die Arbeitszeit wird halbiert.", ("lb-atz-01",), (EVIDENCE[0],))
+
+
+def verdicts(*rows: tuple[str, str]) -> str:
+    """The judge's reply: (verdict, quote) per statement, S1 first."""
+    return json.dumps({"verdicts": [{"id": f"S{i + 1}", "verdict": v, "quote": q} for i, (v, q) in enumerate(rows)]})
+
+
+@pytest.fixture
+def llm():
+    with FakeLLMServer() as server:
+        yield server
+
+
+# ------------------------------------------------------------------ the call
+
+
+async def test_the_judge_is_one_structured_call_in_the_answers_language(llm):
+    llm.script(verdicts(("supports", "ab dem 55. Lebensjahr möglich"), ("not_stated", "")))
+    async with OpenAIBackend(llm.url, "judge-model", retries=0) as backend:
+        judgement = await LLMJudge(backend).judge([FIRST, SECOND], AnswerMode.CITATIONS, "de")
+    assert judgement.status is JudgeStatus.FAILED and judgement.model == "judge-model"
+    assert [(s.item, s.support) for s in judgement.statements] == [(0, Support.SUPPORTS), (2, Support.NOT_STATED)]
+    (call,) = llm.calls
+    assert call.body["response_format"]["json_schema"]["schema"] == JUDGE_JSON_SCHEMA
+    system, user = call.body["messages"]
+    assert system["content"].startswith("Du prüfst Aussagen anhand von Blöcken aus der Wissensbasis.")
+    assert system["content"].endswith('{"verdicts": [{"id": "S1", "verdict": "supports", "quote": "..."}]}')
+    assert user["content"].startswith(message(Key.PROMPT_BLOCKS, "de") + "\n\nBlock 1 — E1 — [lb-atz-01]")
+
+
+def test_each_block_is_shown_once_in_prompt_order_and_each_statement_with_what_it_cites():
+    user = judge_messages([FIRST, SECOND], "en")[1]["content"]
+    assert user.count("Block 1 — E1 — [lb-atz-01]") == 1 and "Block 2 —" not in user
+    assert user.index("Block 1 — E1") < user.index("Block 3 — E3") and "Stand: 2026-01" in user
+    assert user.endswith("Statements to check:\nS1 (cites E3, E1): Altersteilzeit gibt es ab 55.\n"
+                         "S2 (cites E1): Die Arbeitszeit wird halbiert.")
+
+
+async def test_a_judge_that_cannot_judge_says_why(llm):
+    llm.script(Reply(status=503), "no JSON here")
+    async with OpenAIBackend(llm.url, "m", retries=0) as backend:
+        down = await LLMJudge(backend).judge([FIRST], AnswerMode.CITATIONS, "en")
+        garbled = await LLMJudge(backend).judge([FIRST], AnswerMode.CITATIONS, "en")
+    assert (down.status, garbled.status) == (JudgeStatus.UNAVAILABLE, JudgeStatus.UNAVAILABLE)
+    assert down.error.startswith("LLMUnavailable: ") and "503" in down.error
+    assert garbled.error == "JudgeReplyInvalid: not JSON: Expecting value"
+    assert [s.text for s in down.statements] == ["Altersteilzeit gibt es ab 55."]
+
+
+def test_the_judge_follows_the_setting(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    backend = OpenAIBackend("http://127.0.0.1:9", "m")
+    assert make_judge(load_settings(env_file=None), backend) is None
+    on = load_settings(env_file=None, llm="openai", llm_url="http://127.0.0.1:9", llm_model="m", judge="llm",
+                       llm_timeout=7)
+    judge = make_judge(on, backend)
+    assert isinstance(judge, LLMJudge) and judge.backend is backend and judge.timeout == 7
+
+
+# ------------------------------------------------------------------ `citebot ask`, end to end
+
+
+# The bundled sample KB, which `citebot ask` indexes on first use.
+PTO_QUESTION = "How many vacation days can I carry over?"
+PTO_DRAFT = "You can carry over up to 5 unused days of annual leave; they must be taken by 31 March [hb-pto-01]."
+PTO_QUOTE = "can carry over up to 5 unused days of annual leave"
+
+
+@pytest.fixture
+def ask(tmp_path, monkeypatch, llm):
+    monkeypatch.chdir(tmp_path)
+    for var in [v for v in os.environ if v.startswith("CITEBOT_")]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("CITEBOT_LLM", "openai")
+    monkeypatch.setenv("CITEBOT_LLM_URL", llm.url)
+    monkeypatch.setenv("CITEBOT_LLM_MODEL", "m")
+
+    def run(capsys, *args: str, judge: str | None = "llm") -> tuple[int, dict]:
+        if judge:
+            monkeypatch.setenv("CITEBOT_JUDGE", judge)
+        code = main(["ask", PTO_QUESTION, "--json", *args])
+        return code, json.loads(capsys.readouterr().out)
+
+    return run
+
+
+def test_ask_posts_what_the_judge_supports(ask, llm, capsys):
+    llm.script(PTO_DRAFT, verdicts(("supports", PTO_QUOTE)))
+    code, answer = ask(capsys)
+    assert code == 0 and answer["verified"] and answer["citations"] == ["hb-pto-01"]
+    assert len(llm.calls) == 2 and llm.calls[1].body["response_format"]["json_schema"]["schema"] == JUDGE_JSON_SCHEMA
+    assert "judge" in answer["timings_ms"] and "judgement" not in answer  # the --json contract is unchanged
+
+
+def test_ask_refuses_to_post_what_the_judge_contradicts(ask, llm, capsys):
+    contradicted = verdicts(("contradicts", "forfeited"))
+    llm.script(PTO_DRAFT, contradicted, PTO_DRAFT, contradicted)
+    code, answer = ask(capsys)
+    assert code == 0 and not answer["verified"] and answer["draft"] == PTO_DRAFT
+    assert answer["answer"] == message(Key.UNCERTAIN, "en")
+    assert [v["kind"] for v in answer["violations"]] == [JUDGE_CONTRADICTS] and answer["regenerations"] == 1
+
+
+def test_ask_claims_mode_with_a_claim_the_blocks_omit(ask, llm, capsys):
+    draft = json.dumps({"claims": [{"text": "You can carry over up to 5 unused days of annual leave",
+                                    "evidence_ids": ["E1"]}]})
+    llm.script(draft, verdicts(("not_stated", "")), draft, verdicts(("not_stated", "")))
+    code, answer = ask(capsys, "--mode", "claims")
+    assert code == 0 and not answer["verified"] and answer["audit_mode"] == AuditMode.UNGROUNDED
+    assert [v["kind"] for v in answer["violations"]] == [JUDGE_NOT_STATED]
+
+
+def test_ask_with_the_judge_down_answers_as_the_checks_decided(ask, llm, capsys):
+    llm.script(PTO_DRAFT, Reply(status=400))
+    code, answer = ask(capsys)
+    assert code == 0 and answer["verified"] and answer["citations"] == ["hb-pto-01"] and len(llm.calls) == 2
+
+
+def test_ask_with_the_judge_off_makes_one_call(ask, llm, capsys):
+    llm.script(PTO_DRAFT)
+    code, answer = ask(capsys, judge=None)
+    assert code == 0 and answer["verified"] and len(llm.calls) == 1 and "judge" not in answer["timings_ms"]
