@@ -24,6 +24,11 @@ STAGE_SECONDS = Histogram(
 )
 REGENERATIONS = Counter("citebot_regenerations_total", "Drafts regenerated after failed verification", registry=REGISTRY)
 LLM_ERRORS = Counter("citebot_llm_errors_total", "LLM failures past the client's retries", ["kind"], registry=REGISTRY)
+# "unavailable" is the one to alert on: the judge is configured but answers go out on the checks alone.
+JUDGE_CALLS = Counter(
+    "citebot_judge_calls_total", "Entailment judge calls, by result: passed, failed, unavailable", ["status"],
+    registry=REGISTRY,
+)
 # By Slack's error code ("not_in_channel", "msg_too_long", "ratelimited", "http_503",
 # "timeout"…): the codes that need an operator stand out from the ones a retry cures.
 SLACK_ERRORS = Counter(

@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from bot import metrics
 from bot.answer.backends import OpenAIBackend
 from bot.answer.judge import LLMJudge, judge_messages, make_judge
 from bot.answer.prompt import build_evidence
@@ -37,6 +38,10 @@ def verdicts(*rows: tuple[str, str]) -> str:
     return json.dumps({"verdicts": [{"id": f"S{i + 1}", "verdict": v, "quote": q} for i, (v, q) in enumerate(rows)]})
 
 
+def judge_calls(status: str) -> float:
+    return metrics.REGISTRY.get_sample_value("citebot_judge_calls_total", {"status": status}) or 0.0
+
+
 @pytest.fixture
 def llm():
     with FakeLLMServer() as server:
@@ -48,9 +53,11 @@ def llm():
 
 async def test_the_judge_is_one_structured_call_in_the_answers_language(llm):
     llm.script(verdicts(("supports", "ab dem 55. Lebensjahr möglich"), ("not_stated", "")))
+    before = judge_calls("failed")
     async with OpenAIBackend(llm.url, "judge-model", retries=0) as backend:
         judgement = await LLMJudge(backend).judge([FIRST, SECOND], AnswerMode.CITATIONS, "de")
     assert judgement.status is JudgeStatus.FAILED and judgement.model == "judge-model"
+    assert judge_calls("failed") == before + 1
     assert [(s.item, s.support) for s in judgement.statements] == [(0, Support.SUPPORTS), (2, Support.NOT_STATED)]
     (call,) = llm.calls
     assert call.body["response_format"]["json_schema"]["schema"] == JUDGE_JSON_SCHEMA
@@ -68,12 +75,14 @@ def test_each_block_is_shown_once_in_prompt_order_and_each_statement_with_what_i
                          "S2 (cites E1): Die Arbeitszeit wird halbiert.")
 
 
-async def test_a_judge_that_cannot_judge_says_why(llm):
+async def test_a_judge_that_cannot_judge_says_why_and_is_counted(llm):
     llm.script(Reply(status=503), "no JSON here")
+    before = judge_calls("unavailable")
     async with OpenAIBackend(llm.url, "m", retries=0) as backend:
         down = await LLMJudge(backend).judge([FIRST], AnswerMode.CITATIONS, "en")
         garbled = await LLMJudge(backend).judge([FIRST], AnswerMode.CITATIONS, "en")
     assert (down.status, garbled.status) == (JudgeStatus.UNAVAILABLE, JudgeStatus.UNAVAILABLE)
+    assert judge_calls("unavailable") == before + 2
     assert down.error.startswith("LLMUnavailable: ") and "503" in down.error
     assert garbled.error == "JudgeReplyInvalid: not JSON: Expecting value"
     assert [s.text for s in down.statements] == ["Altersteilzeit gibt es ab 55."]

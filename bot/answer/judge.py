@@ -27,6 +27,7 @@ import asyncio
 import json
 import logging
 
+from bot import metrics
 from bot.answer.backends import Backend, LLMError
 from bot.answer.prompt import render_block
 from bot.answer.verify.judgement import (
@@ -102,6 +103,11 @@ class LLMJudge:
 
     async def judge(self, asked: list[Statement], mode: AnswerMode, language: str) -> Judgement:
         """One call for all of `asked`; an unavailable judgement when none can be had."""
+        judgement = await self._call(asked, mode, language)
+        metrics.JUDGE_CALLS.labels(status=judgement.status).inc()
+        return judgement
+
+    async def _call(self, asked: list[Statement], mode: AnswerMode, language: str) -> Judgement:
         model = self.backend.name
         try:
             async with asyncio.timeout(self.timeout):
