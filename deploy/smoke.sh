@@ -356,7 +356,7 @@ container_env=(
   -e "CITEBOT_LLM_URL=$llm_url"
   -e CITEBOT_LLM_MODEL=smoke-model
   -e CITEBOT_LLM_TIMEOUT=20
-  -e CITEBOT_REVIEW_CHANNEL=CSMOKEREVIEW
+  -e "CITEBOT_REVIEW_CHANNEL=#citebot-review"
   # The baked index is there: nothing to index at start, as in Kubernetes.
   -e CITEBOT_INDEX_ON_START=never
 )
