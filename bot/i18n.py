@@ -63,6 +63,7 @@ class Key(StrEnum):
     NO_SOURCES = "no_sources"
     APPROVE = "approve"
     WRITE_ANSWER = "write_answer"
+    ANSWER_REQUIRED = "answer_required"  # the write-answer modal submitted empty
     DISMISS = "dismiss"
     APPROVED_BY = "approved_by"
     ANSWERED_BY = "answered_by"
@@ -152,6 +153,7 @@ _TEXT: dict[str, dict[Key, str]] = {
         Key.NO_SOURCES: "No sources were retrieved.",
         Key.APPROVE: "Approve draft",
         Key.WRITE_ANSWER: "Write answer",
+        Key.ANSWER_REQUIRED: "Please write an answer.",
         Key.DISMISS: "Dismiss",
         Key.APPROVED_BY: "✅ Approved by {user} at {time}",
         Key.ANSWERED_BY: "✍️ Answered by {user} at {time}",
@@ -259,6 +261,7 @@ Rules:
         Key.NO_SOURCES: "Es wurden keine Quellen gefunden.",
         Key.APPROVE: "Entwurf freigeben",
         Key.WRITE_ANSWER: "Antwort schreiben",
+        Key.ANSWER_REQUIRED: "Bitte eine Antwort schreiben.",
         Key.DISMISS: "Verwerfen",
         Key.APPROVED_BY: "✅ Freigegeben von {user} am {time}",
         Key.ANSWERED_BY: "✍️ Beantwortet von {user} am {time}",
