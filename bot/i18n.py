@@ -64,6 +64,7 @@ class Key(StrEnum):
     NO_SOURCES = "no_sources"
     APPROVE = "approve"
     WRITE_ANSWER = "write_answer"
+    ANSWER_REQUIRED = "answer_required"  # the write-answer modal submitted empty
     DISMISS = "dismiss"
     APPROVED_BY = "approved_by"
     ANSWERED_BY = "answered_by"
@@ -158,6 +159,7 @@ _TEXT: dict[str, dict[Key, str]] = {
         Key.NO_SOURCES: "No sources were retrieved.",
         Key.APPROVE: "Approve draft",
         Key.WRITE_ANSWER: "Write answer",
+        Key.ANSWER_REQUIRED: "Please write an answer.",
         Key.DISMISS: "Dismiss",
         Key.APPROVED_BY: "✅ Approved by {user} at {time}",
         Key.ANSWERED_BY: "✍️ Answered by {user} at {time}",
@@ -273,6 +275,7 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.NO_SOURCES: "Es wurden keine Quellen gefunden.",
         Key.APPROVE: "Entwurf freigeben",
         Key.WRITE_ANSWER: "Antwort schreiben",
+        Key.ANSWER_REQUIRED: "Bitte eine Antwort schreiben.",
         Key.DISMISS: "Verwerfen",
         Key.APPROVED_BY: "✅ Freigegeben von {user} am {time}",
         Key.ANSWERED_BY: "✍️ Beantwortet von {user} am {time}",

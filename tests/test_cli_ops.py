@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+from tests.fakes.slack_server import FakeSlackServer
 from tests.harness import ROOT
 
 
@@ -22,8 +23,9 @@ def test_worker_without_slack_settings_names_the_variable(tmp_path):
 
 
 def test_worker_without_redis_says_so_in_one_line(tmp_path):
-    done = run_cli("worker", "--metrics-port", "0", SLACK_BOT_TOKEN="xoxb-x", SLACK_SIGNING_SECRET="s",
-                   CITEBOT_REDIS_URL="redis://127.0.0.1:1/0", CITEBOT_INDEX_DIR=str(tmp_path / "ix"))
+    with FakeSlackServer() as slack:  # the start-up's Slack checks pass; Redis is what is missing
+        done = run_cli("worker", "--metrics-port", "0", SLACK_BOT_TOKEN="xoxb-x", CITEBOT_SLACK_API_URL=slack.url,
+                       CITEBOT_REDIS_URL="redis://127.0.0.1:1/0", CITEBOT_INDEX_DIR=str(tmp_path / "ix"))
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("citebot: worker cannot start: Redis at 127.0.0.1:1/0")

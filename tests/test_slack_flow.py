@@ -286,6 +286,12 @@ def test_a_reviewer_writes_the_answer_or_dismisses(citebot):
                                                                       "value": "Ask HR: it depends on your contract."}}}},
         },
     }
+    # An empty submission keeps the modal open with the reason, in the question's language.
+    empty = json.loads(json.dumps(submission))
+    empty["view"]["state"]["values"]["citebot_review_answer"]["answer"]["value"] = "  "
+    refused = bot.send_action(empty)
+    assert refused.json() == {"response_action": "errors",
+                              "errors": {"citebot_review_answer": message(Key.ANSWER_REQUIRED, "en")}}
     assert bot.send_action(submission).status_code == 200
     posts = answers_in(bot, "CGENERAL", first["event"]["ts"], count=2)
     assert "it depends on your contract" in posts[1]["text"]

@@ -22,6 +22,7 @@ from slack_bolt.async_app import AsyncApp
 from bot import metrics
 from bot.channels import ChannelsConfig
 from bot.config import Settings
+from bot.i18n import Key, message
 from bot.jobs.queue import Job, JobQueue
 from bot.logs import about_question
 from bot.models import SlackQuestion, clip_question
@@ -245,7 +246,9 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
     async def on_answer_submitted(ack, body, view):
         text = review_card.review_answer_from(view)
         if not text:
-            await ack(response_action="errors", errors={review_card.REVIEW_ANSWER_BLOCK: "Please write an answer."})
+            record = await records.review(view.get("private_metadata") or "")
+            required = message(Key.ANSWER_REQUIRED, record.language if record else "en")
+            await ack(response_action="errors", errors={review_card.REVIEW_ANSWER_BLOCK: required})
             return
         await ack()
         user = body["user"]["id"]

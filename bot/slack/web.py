@@ -34,8 +34,23 @@ _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 def create_web_app(bolt: AsyncApp, *, signing_secret: str | None, health=None, queue=None) -> web.Application:
     """Without a signing secret (Socket Mode) there is no events route: nothing
     could prove that a request came from Slack."""
-    verifier = SignatureVerifier(signing_secret or "")
 
+    async def metrics_route(request: web.Request) -> web.Response:
+        return web.Response(body=await metrics.render(queue), headers={"Content-Type": metrics.CONTENT_TYPE})
+
+    async def healthz(request: web.Request) -> web.Response:
+        report = await health() if health else {"ok": True}
+        return web.json_response(report, status=200 if report.get("ok") else 503)
+
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    if signing_secret:
+        app.router.add_post(EVENTS_PATH, _events_route(bolt, SignatureVerifier(signing_secret)))
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics_route)
+    return app
+
+
+def _events_route(bolt: AsyncApp, verifier: SignatureVerifier):
     async def events(request: web.Request) -> web.Response:
         raw = await request.read()
         body = raw.decode("utf-8", errors="replace")
@@ -51,19 +66,7 @@ def create_web_app(bolt: AsyncApp, *, signing_secret: str | None, health=None, q
             metrics.EVENTS.labels(result="failed").inc()
         return await to_aiohttp_response(bolt_response)
 
-    async def metrics_route(request: web.Request) -> web.Response:
-        return web.Response(body=await metrics.render(queue), headers={"Content-Type": metrics.CONTENT_TYPE})
-
-    async def healthz(request: web.Request) -> web.Response:
-        report = await health() if health else {"ok": True}
-        return web.json_response(report, status=200 if report.get("ok") else 503)
-
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
-    if signing_secret:
-        app.router.add_post(EVENTS_PATH, events)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/metrics", metrics_route)
-    return app
+    return events
 
 
 def create_metrics_app() -> web.Application:

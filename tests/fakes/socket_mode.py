@@ -51,6 +51,7 @@ class FakeSocketMode:
         asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+        self._loop.close()
 
     def __enter__(self) -> Self:
         return self.start()
