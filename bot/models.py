@@ -130,12 +130,14 @@ class GenerationRequest(BaseModel):
     evidence: list[Evidence]
     language: str = "en"
     json_schema: dict[str, Any] | None = None  # claims mode: constrain the output
+    max_tokens: int | None = None  # the output cap; None: the backend's (CITEBOT_LLM_MAX_TOKENS or its default)
 
 
 class Draft(BaseModel):
     text: str  # reasoning blocks already stripped
     model: str
     raw: str = ""  # as the backend returned it
+    truncated: bool = False  # the model stopped at the output cap, not at the end of its answer
 
 
 class Source(BaseModel):
@@ -172,6 +174,7 @@ class Answer(BaseModel):
     partial: bool = Field(default=False, exclude=True)  # HYBRID: only the verified claims
     model: str = Field(default="", exclude=True)
     json_fixups: list[str] = Field(default_factory=list, exclude=True)
+    drafts_cut: int = Field(default=0, exclude=True)  # drafts that stopped at the output cap (Draft.truncated)
     # Every block the model was shown, numbered as in the prompt: what a
     # reviewer of a rejected draft needs to see, and the audit trail records.
     context: list[Source] = Field(default_factory=list, exclude=True)

@@ -1,5 +1,6 @@
-"""How long an asker can be kept waiting by the model: the Retry-After cap and the
-question's time budget (end to end: serve, worker, real Redis, fake Slack, fake LLM)."""
+"""How long an asker can be kept waiting by the model: the Retry-After cap, the question's time
+budget, a refused request that is not retried, and what the worker finds out about the model at
+start (end to end: serve, worker, real Redis, fake Slack, fake LLM)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from bot.i18n import Key, message
 from tests.citebot_fixtures import answers_in
 from tests.fakes import Reply
 from tests.harness import mention_event
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -40,3 +42,25 @@ def test_a_hanging_model_is_cut_off_by_the_question_budget_over_all_tries(citebo
     [post] = answers_in(bot, "CGENERAL", event["event"]["ts"], timeout=60)
     assert post["text"] == message(Key.LLM_DOWN, "en")
     assert len(bot.llm.calls) <= 7
+
+
+def test_a_request_the_model_server_refuses_is_not_retried_as_an_outage(citebot):
+    # A wrong model name or API key is the operator's to fix: the asker hears back at once,
+    # and not that the model is not responding.
+    bot = citebot(worker_args=("--max-tries", "3", "--backoff-base", "0.1"))
+    bot.llm.set_script([], default=Reply(status=404))
+    event = mention_event(PTO_QUESTION)
+    bot.send_event(event)
+    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"], timeout=30)
+    assert post["text"] == message(Key.FAILED, "en")
+    assert len(bot.llm.calls) == 1
+
+
+def test_the_worker_says_at_start_what_the_model_can_do(citebot):
+    bot = citebot()
+    lines = wait_until(lambda: [line for line in bot.worker_logs().splitlines() if "model test-model at" in line],
+                       20, "the worker's line about the model")
+    assert len(lines) == 1
+    assert "answers in" in lines[0] and "structured output as json_schema" in lines[0]
+    # The probe's requests are its own: no question's scripted reply went to them.
+    assert bot.llm.calls == [] and len(bot.llm.probes) == 2

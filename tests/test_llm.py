@@ -1,4 +1,7 @@
-"""LLM backends against the fake LLM server (both routes) and httpx.MockTransport."""
+"""LLM backends against the fake LLM server (both routes) and httpx.MockTransport.
+
+How each real server's rules are met (structured-output forms, the output
+cap, the time budget): tests/test_llm_servers.py."""
 
 from __future__ import annotations
 
@@ -12,19 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.answer.backends import (
-    MAX_BACKOFF,
-    MAX_RETRY_AFTER,
-    Backend,
-    LLMBadReply,
-    LLMError,
-    LLMRejected,
-    LLMUnavailable,
-    OllamaBackend,
-    OpenAIBackend,
-    make_backend,
-)
+from bot.answer.backends import Backend, OllamaBackend, OpenAIBackend, make_backend
 from bot.answer.extractive import ExtractiveBackend
+from bot.answer.llm_http import MAX_BACKOFF, MAX_RETRY_AFTER, LLMBadReply, LLMError, LLMRejected, LLMUnavailable
 from bot.config import load_settings
 from bot.models import AnswerMode, GenerationRequest
 from tests.fakes import FakeLLMServer, Reply
@@ -108,24 +101,19 @@ async def test_returns_the_reply_text_as_draft(llm_server, backends, cls):
 async def test_openai_body_in_citations_mode(llm_server, backends):
     await backends(OpenAIBackend, llm_server.url, "m1").generate(request())
     body = llm_server.calls[0].body
-    assert body == {"model": "m1", "messages": MESSAGES, "temperature": 0, "stream": False}
+    assert body == {"model": "m1", "messages": MESSAGES, "temperature": 0, "stream": False, "max_tokens": 512}
 
 
-async def test_openai_body_in_claims_mode_constrains_output_twice(llm_server, backends):
+async def test_openai_body_in_claims_mode_asks_for_the_schema_in_one_form(llm_server, backends):
     await backends(OpenAIBackend, llm_server.url, "m1").generate(request(claims=True))
     body = llm_server.calls[0].body
     assert body["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "claims", "schema": SCHEMA, "strict": True},
+        "json_schema": {"name": "answer", "schema": SCHEMA, "strict": True},
     }
-    assert body["guided_json"] == SCHEMA
-
-
-async def test_openai_guided_json_can_be_switched_off(llm_server, backends):
-    await backends(OpenAIBackend, llm_server.url, "m1", guided_json=False).generate(request(claims=True))
-    body = llm_server.calls[0].body
+    # One form per request: llama-server refuses a schema next to a grammar, api.openai.com any field it does not know.
     assert "guided_json" not in body
-    assert body["response_format"]["json_schema"]["schema"] == SCHEMA
+    assert body["max_tokens"] == 1024
 
 
 async def test_ollama_body(llm_server, backends):
@@ -133,8 +121,9 @@ async def test_ollama_body(llm_server, backends):
     await backend.generate(request())
     await backend.generate(request(claims=True))
     plain, claims = (c.body for c in llm_server.calls)
-    assert plain == {"model": "llama3", "messages": MESSAGES, "stream": False, "options": {"temperature": 0}}
-    assert claims["format"] == SCHEMA
+    assert plain == {"model": "llama3", "messages": MESSAGES, "stream": False,
+                     "options": {"temperature": 0, "num_predict": 512}}
+    assert claims["format"] == SCHEMA and claims["options"]["num_predict"] == 1024
 
 
 async def configured(kind: str, url: str) -> Backend:
@@ -393,7 +382,7 @@ async def test_backend_closes_as_async_context_manager():
     async with backend:
         pass
     with pytest.raises(RuntimeError):  # httpx refuses a closed client
-        await backend._client.get("http://llm.test/")
+        await backend.client.info("/", timeout=1)
 
 
 # ----------------------------------------------------------------- factory
@@ -411,12 +400,12 @@ def test_make_backend_extractive_needs_no_endpoint():
 async def test_make_backend_chat_kinds(kind, cls, endpoint):
     settings = load_settings(env_file=None, CITEBOT_LLM=kind, CITEBOT_LLM_URL="http://h:8000/v1",
                              CITEBOT_LLM_MODEL="m", CITEBOT_LLM_API_KEY="key", CITEBOT_LLM_TIMEOUT="12.5",
-                             CITEBOT_LLM_MAX_RETRY_AFTER_S="4")
+                             CITEBOT_LLM_MAX_RETRY_AFTER_S="4", CITEBOT_LLM_MAX_TOKENS="300")
     backend = make_backend(settings)
     try:
         assert type(backend) is cls
         assert backend.endpoint == endpoint and backend.name == "m" and backend.timeout == 12.5
-        assert backend.max_retry_after == 4.0
+        assert backend.max_retry_after == 4.0 and backend.max_tokens == 300
     finally:
         await backend.aclose()
 
