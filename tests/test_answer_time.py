@@ -18,12 +18,18 @@ PTO_QUESTION = "How many days of annual leave do I get?"
 FAST_RETRIES = ("--max-tries", "2", "--backoff-base", "0.1")
 
 
-def test_a_retry_after_longer_than_the_bot_waits_gives_up_the_try(citebot):
-    bot = citebot(worker_args=FAST_RETRIES)
-    bot.llm.set_script([], default=Reply(status=429, retry_after=3600))
+def reply_when_the_model_answers(bot, model: Reply, *, timeout: float) -> dict:
+    """What the asker of one question gets when every model request gets `model`."""
+    bot.llm.set_script([], default=model)
     event = mention_event(PTO_QUESTION)
     bot.send_event(event)
-    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"], timeout=20)
+    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"], timeout=timeout)
+    return post
+
+
+def test_a_retry_after_longer_than_the_bot_waits_gives_up_the_try(citebot):
+    bot = citebot(worker_args=FAST_RETRIES)
+    post = reply_when_the_model_answers(bot, Reply(status=429, retry_after=3600), timeout=20)
     assert post["text"] == message(Key.LLM_DOWN, "en")
     # One request per try: the hour was waited out neither in the client nor between tries.
     assert len(bot.llm.calls) == 2
@@ -36,10 +42,7 @@ def test_a_hanging_model_is_cut_off_by_the_question_budget_over_all_tries(citebo
     # about six, however slow the machine: counting them cannot flake, timing could.
     bot = citebot(worker_args=("--max-tries", "5", "--backoff-base", "0.1"),
                   CITEBOT_LLM_TIMEOUT="1", CITEBOT_QUESTION_BUDGET_S="5")
-    bot.llm.set_script([], default=Reply(delay=30))
-    event = mention_event(PTO_QUESTION)
-    bot.send_event(event)
-    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"], timeout=60)
+    post = reply_when_the_model_answers(bot, Reply(delay=30), timeout=60)
     assert post["text"] == message(Key.LLM_DOWN, "en")
     assert len(bot.llm.calls) <= 7
 
@@ -48,10 +51,7 @@ def test_a_request_the_model_server_refuses_is_not_retried_as_an_outage(citebot)
     # A wrong model name or API key is the operator's to fix: the asker hears back at once,
     # and not that the model is not responding.
     bot = citebot(worker_args=("--max-tries", "3", "--backoff-base", "0.1"))
-    bot.llm.set_script([], default=Reply(status=404))
-    event = mention_event(PTO_QUESTION)
-    bot.send_event(event)
-    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"], timeout=30)
+    post = reply_when_the_model_answers(bot, Reply(status=404), timeout=30)
     assert post["text"] == message(Key.FAILED, "en")
     assert len(bot.llm.calls) == 1
 

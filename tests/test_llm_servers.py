@@ -14,11 +14,10 @@ from bot.answer.backends import PROSE_MAX_TOKENS, STRUCTURED_MAX_TOKENS, ChatBac
 from bot.answer.budget import BudgetSpent, time_left, within_budget
 from bot.answer.llm_http import LLMRejected, LLMUnavailable
 from bot.answer.prompt import CLAIMS_JSON_SCHEMA
-from bot.models import AnswerMode, GenerationRequest
+from tests.backend_fixtures import MESSAGES, chat_request
 from tests.fakes import FakeLLMServer, Reply
 from tests.fakes.llm_shapes import CONTEXT_TOKENS, SERVED_MODEL, SHAPES
 
-MESSAGES = [{"role": "user", "content": "How many vacation days do I get?"}]
 CLAIMS = '{"claims": [{"text": "Employees get 30 days.", "evidence_ids": ["E1"]}]}'
 
 # server shape -> the form it takes, and the statuses of the requests it took to find it out
@@ -33,58 +32,25 @@ FORMS = {
 }
 
 
-def request(claims: bool = False, **extra) -> GenerationRequest:
-    return GenerationRequest(
-        messages=MESSAGES,
-        mode=AnswerMode.CLAIMS if claims else AnswerMode.CITATIONS,
-        question="How many vacation days do I get?",
-        evidence=[],
-        json_schema=CLAIMS_JSON_SCHEMA if claims else None,
-        **extra,
-    )
-
-
-def backend_class(shape: str) -> type[ChatBackend]:
-    return OllamaBackend if SHAPES[shape].path == "/api/chat" else OpenAIBackend
-
-
-class NoSleep:
-    def __init__(self):
-        self.delays: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
-
-
-@pytest.fixture
-async def connect():
-    """Makes backends with instant retries for a fake server; closes them after the test."""
-    made: list[ChatBackend] = []
-
-    def make(server: FakeLLMServer, cls: type[ChatBackend] | None = None, model: str = SERVED_MODEL, **kwargs):
-        cls = cls or (backend_class(server.shape.name) if server.shape else OpenAIBackend)
-        kwargs.setdefault("backoff", 0)
-        kwargs.setdefault("sleep", NoSleep())
-        backend = cls(server.url, model, **kwargs)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        await backend.aclose()
+def backend_for(backends, server: FakeLLMServer, cls: type[ChatBackend] | None = None, model: str = SERVED_MODEL,
+                **kwargs) -> ChatBackend:
+    """A backend (instant retries) of the kind the server's shape speaks; OpenAI-compatible without a shape."""
+    if cls is None:
+        cls = OllamaBackend if server.shape and server.shape.path == "/api/chat" else OpenAIBackend
+    return backends(cls, server.url, model, **kwargs)
 
 
 # ----------------------------------------------------------------- structured output: which form, per server
 
 
 @pytest.mark.parametrize("shape", sorted(FORMS))
-async def test_claims_mode_finds_the_form_each_server_takes_and_keeps_it(connect, caplog, shape):
+async def test_claims_mode_finds_the_form_each_server_takes_and_keeps_it(backends, caplog, shape):
     form, statuses = FORMS[shape]
     with FakeLLMServer(default=CLAIMS, shape=shape) as server:
-        backend = connect(server)
+        backend = backend_for(backends, server)
         with caplog.at_level(logging.INFO, logger="bot.answer.backends"):
-            first = await backend.generate(request(claims=True))
-            second = await backend.generate(request(claims=True))
+            first = await backend.generate(chat_request(claims=True))
+            second = await backend.generate(chat_request(claims=True))
         assert first.text == second.text == CLAIMS
         assert backend.structured_form is not None and backend.structured_form.name == form
         # The search happens once; the next request goes straight to the form the server took.
@@ -95,38 +61,36 @@ async def test_claims_mode_finds_the_form_each_server_takes_and_keeps_it(connect
 
 
 @pytest.mark.parametrize("shape", sorted(FORMS))
-async def test_citations_mode_is_taken_at_once_by_every_server(connect, shape):
+async def test_citations_mode_is_taken_at_once_by_every_server(backends, shape):
     with FakeLLMServer(default="Employees get 30 days [hr-vac].", shape=shape) as server:
-        draft = await connect(server).generate(request())
+        draft = await backend_for(backends, server).generate(chat_request())
         assert draft.text == "Employees get 30 days [hr-vac]." and not draft.truncated
         assert [c.status for c in server.calls] == [200]
 
 
-async def test_a_refused_form_is_not_retried_as_an_outage(connect):
+async def test_a_refused_form_is_not_retried_as_an_outage(backends, sleeps):
     # llama-cpp-python answers json_schema with HTTP 500: its body names the field, so it is a refusal.
     with FakeLLMServer(default=CLAIMS, shape="llama-cpp-python") as server:
-        sleeps = NoSleep()
-        await connect(server, retries=2, sleep=sleeps).generate(request(claims=True))
+        await backend_for(backends, server, retries=2).generate(chat_request(claims=True))
         assert [c.status for c in server.calls] == [500, 200]
         assert sleeps.delays == []
         assert server.calls[1].body["response_format"] == {"type": "json_object", "schema": CLAIMS_JSON_SCHEMA}
 
 
-async def test_a_5xx_that_names_no_field_is_an_outage_and_retried(connect):
+async def test_a_5xx_that_names_no_field_is_an_outage_and_retried(backends, sleeps):
     with FakeLLMServer(default=Reply(status=503)) as server:
-        sleeps = NoSleep()
         with pytest.raises(LLMUnavailable):
-            await connect(server, retries=2, sleep=sleeps).generate(request(claims=True))
+            await backend_for(backends, server, retries=2).generate(chat_request(claims=True))
         # All three tries in the first form: an overloaded server says nothing about the form.
         assert len(server.calls) == 3 and len(sleeps.delays) == 2
         assert all(c.body["response_format"]["type"] == "json_schema" for c in server.calls)
 
 
-async def test_when_every_form_is_refused_one_line_says_what_the_server_said(connect):
+async def test_when_every_form_is_refused_one_line_says_what_the_server_said(backends):
     with FakeLLMServer(default=Reply(status=400)) as server:
-        backend = connect(server)
+        backend = backend_for(backends, server)
         with pytest.raises(LLMRejected) as info:
-            await backend.generate(request(claims=True))
+            await backend.generate(chat_request(claims=True))
         assert len(server.calls) == 4  # json_schema, json_object+schema, guided_json, prompt only
         assert "guided_json" in server.calls[2].body and "response_format" not in server.calls[3].body
     error = info.value
@@ -140,20 +104,20 @@ async def test_when_every_form_is_refused_one_line_says_what_the_server_said(con
 
 
 @pytest.mark.parametrize("shape", ["vllm", "ollama"])
-async def test_a_wrong_model_name_fails_at_once_in_the_first_form(connect, shape):
+async def test_a_wrong_model_name_fails_at_once_in_the_first_form(backends, shape):
     with FakeLLMServer(default=CLAIMS, shape=shape) as server:
         with pytest.raises(LLMRejected) as info:
-            await connect(server, model="no-such-model").generate(request(claims=True))
+            await backend_for(backends, server, model="no-such-model").generate(chat_request(claims=True))
         assert info.value.status == 404 and len(server.calls) == 1
 
 
-async def test_the_form_search_starts_again_from_the_kept_form_when_it_is_refused(connect):
+async def test_the_form_search_starts_again_from_the_kept_form_when_it_is_refused(backends):
     with FakeLLMServer(default=CLAIMS) as server:
-        backend = connect(server)
-        await backend.generate(request(claims=True))
+        backend = backend_for(backends, server)
+        await backend.generate(chat_request(claims=True))
         assert backend.structured_form.name == "json_schema"
         server.script(Reply(status=422), CLAIMS)
-        assert (await backend.generate(request(claims=True))).text == CLAIMS
+        assert (await backend.generate(chat_request(claims=True))).text == CLAIMS
         assert backend.structured_form.name == "json_object+schema"
 
 
@@ -180,7 +144,7 @@ def test_each_shape_refuses_what_its_server_refuses():
 
 
 @pytest.mark.parametrize(("cls", "field"), [(OpenAIBackend, ("max_tokens",)), (OllamaBackend, ("options", "num_predict"))])
-async def test_every_request_carries_an_output_cap(connect, cls, field):
+async def test_every_request_carries_an_output_cap(backends, cls, field):
     def cap(call):
         value = call.body
         for key in field:
@@ -188,20 +152,20 @@ async def test_every_request_carries_an_output_cap(connect, cls, field):
         return value
 
     with FakeLLMServer(default=CLAIMS) as server:
-        await connect(server, cls).generate(request())
-        await connect(server, cls).generate(request(claims=True))
-        await connect(server, cls, max_tokens=300).generate(request(claims=True))
-        await connect(server, cls, max_tokens=300).generate(request(max_tokens=20))
+        await backend_for(backends, server, cls).generate(chat_request())
+        await backend_for(backends, server, cls).generate(chat_request(claims=True))
+        await backend_for(backends, server, cls, max_tokens=300).generate(chat_request(claims=True))
+        await backend_for(backends, server, cls, max_tokens=300).generate(chat_request(max_tokens=20))
         assert [cap(c) for c in server.calls] == [PROSE_MAX_TOKENS, STRUCTURED_MAX_TOKENS, 300, 20]
 
 
 @pytest.mark.parametrize("shape", ["llama-cpp-python", "ollama"])
-async def test_a_draft_cut_at_the_cap_is_marked_and_kept_as_it_came(connect, shape):
+async def test_a_draft_cut_at_the_cap_is_marked_and_kept_as_it_came(backends, shape):
     long = "Employees get thirty days of paid leave every calendar year [hr-vac]."
     with FakeLLMServer(default=long, shape=shape) as server:
-        draft = await connect(server, max_tokens=4).generate(request())
+        draft = await backend_for(backends, server, max_tokens=4).generate(chat_request())
         assert draft.truncated and draft.text == "Employees get thirty days"
-        assert not (await connect(server, max_tokens=40).generate(request())).truncated
+        assert not (await backend_for(backends, server, max_tokens=40).generate(chat_request())).truncated
 
 
 # ----------------------------------------------------------------- the question's time budget
@@ -220,30 +184,29 @@ async def test_within_budget_sets_the_deadline_and_says_when_it_passed():
         await within_budget(asyncio.sleep(30), 0.05)
 
 
-async def test_a_hanging_model_is_cut_off_by_what_is_left_of_the_budget_not_the_request_timeout(connect):
+async def test_a_hanging_model_is_cut_off_by_what_is_left_of_the_budget_not_the_request_timeout(backends):
     # The request timeout (30 s) and three tries would keep the asker a minute and a half;
     # the budget of 1 s caps the first request's timeout, and no second request is sent.
     with FakeLLMServer(default=Reply(delay=60)) as server:
-        backend = connect(server, timeout=30, retries=2)
+        backend = backend_for(backends, server, timeout=30, retries=2)
         started = time.monotonic()
         with pytest.raises(BudgetSpent):
-            await within_budget(backend.generate(request()), 1.0)
+            await within_budget(backend.generate(chat_request()), 1.0)
         assert time.monotonic() - started < 15
         assert len(server.wait_for_calls(1)) == 1
 
 
-async def test_a_retry_that_cannot_start_within_the_budget_is_not_waited_for(connect):
+async def test_a_retry_that_cannot_start_within_the_budget_is_not_waited_for(backends, sleeps):
     with FakeLLMServer(default=Reply(status=503, retry_after=20)) as server:
-        sleeps = NoSleep()
-        backend = connect(server, retries=2, sleep=sleeps, max_retry_after=30)
+        backend = backend_for(backends, server, retries=2, max_retry_after=30)
         with pytest.raises(BudgetSpent) as info:
-            await within_budget(backend.generate(request()), 5.0)
+            await within_budget(backend.generate(chat_request()), 5.0)
         assert sleeps.delays == [] and len(server.calls) == 1
         assert "HTTP 503" in str(info.value)
 
 
-async def test_without_a_budget_the_request_timeout_alone_bounds_a_try(connect):
+async def test_without_a_budget_the_request_timeout_alone_bounds_a_try(backends):
     with FakeLLMServer(default=Reply(delay=60)) as server:
         with pytest.raises(LLMUnavailable) as info:
-            await connect(server, timeout=0.2, retries=0).generate(request())
+            await backend_for(backends, server, timeout=0.2, retries=0).generate(chat_request())
         assert "timed out after 0.2s" in str(info.value)
