@@ -71,7 +71,3 @@ OLLAMA_FORMS = (
 # or 429 says nothing about the body: another form would fare no better).
 BODY_REFUSED = frozenset({400, 422})
 
-
-def names_field(form: StructuredForm, error_body: str) -> bool:
-    """Whether a server's error body is about this form's field (llama-cpp-python answers a 500 that says so)."""
-    return form.field is not None and form.field in error_body
