@@ -9,7 +9,8 @@ time ends the question with BudgetSpent instead of a wait nobody benefits from.
 Errors. httpx exceptions never leave this module; they are translated once,
 here, and re-raised `from` the original:
 
-    LLMError                  base; the worker catches this and apologises
+    LLMError                  base; a worker tries a retryable one again and
+                              apologises after the last try, the others at once
      ├── LLMUnavailable       connection refused/reset, timeout, 429, 5xx:
      │                        the retries ran out (`retryable` is True, so the
      │                        job may be tried again later)
