@@ -419,16 +419,23 @@ with urllib.request.urlopen(request, timeout=10) as resp:
 
 
 def get(path):
-    with urllib.request.urlopen(control + path, timeout=100) as resp:
+    with urllib.request.urlopen(control + path, timeout=10) as resp:
         return json.loads(resp.read())
 
 
-try:
-    get("/_wait?method=chat.postMessage&count=1&timeout=90")
-except urllib.error.HTTPError as exc:
-    sys.exit(f"smoke: no chat.postMessage within 90 s ({exc.code})")
+def posts_in_thread():
+    return [c["body"] for c in get("/_calls")["calls"]
+            if c["method"] == "chat.postMessage" and c["status"] == 200 and not c["error"]
+            and c["body"].get("thread_ts") == ts]
+
+
+deadline = time.monotonic() + 90
+while not posts_in_thread():
+    if time.monotonic() > deadline:
+        sys.exit("smoke: no chat.postMessage into the question's thread within 90 s")
+    time.sleep(0.5)
 time.sleep(2)  # a second post, if there were one, would arrive now
-posts = [m for m in get("/_messages?channel=CSMOKE")["messages"] if m.get("thread_ts") == ts]
+posts = posts_in_thread()
 problems = []
 if len(posts) != 1:
     problems.append(f"{len(posts)} posts in the question's thread, not 1")

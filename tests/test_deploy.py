@@ -716,7 +716,10 @@ def test_dockerfile_builds_wheels_once_and_installs_only_them():
     assert "--mount=type=bind,from=wheels,source=/wheels" in install
     assert "--no-index --find-links /wheels citebot" in install
     assert "-e " not in install and "--editable" not in install
-    assert "COPY --from=wheels" not in runtime
+    # Only the wheels' checksums are copied in, so that new wheels mean a new install layer.
+    copied = re.findall(r"COPY --from=wheels (\S+)", runtime)
+    assert copied == ["/wheels/SHA256SUMS"]
+    assert "sha256sum *.whl > SHA256SUMS" in wheels
 
 
 def test_dockerignore_keeps_secrets_and_local_state_out():
