@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from bot.commands import EXIT_USAGE, CliError
+from bot.commands.doctor import cmd_doctor
 from bot.commands.kb import cmd_ask, cmd_index, cmd_search
 from bot.commands.ops import cmd_audit_show, cmd_review_gaps, cmd_review_list, cmd_serve, cmd_worker
 from bot.config import ConfigError, load_settings
@@ -66,6 +67,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", action="append", help="answer only from this collection (repeatable)")
     p.add_argument("--language", choices=("en", "de"), help="the bot's language (default: guessed from the question)")
     p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("doctor", help="check the configuration: the model, Slack, Redis and the index")
+    p.add_argument("--json", action="store_true", help="print the findings as one JSON object")
+    p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("serve", help="the web process: Slack events and interactivity, /healthz")
     p.add_argument("--port", type=int, default=3000)

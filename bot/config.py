@@ -158,6 +158,8 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(None, validation_alias="CITEBOT_LLM_MODEL")
     llm_api_key: str | None = Field(None, validation_alias="CITEBOT_LLM_API_KEY", repr=False)
     llm_timeout: float = Field(60.0, validation_alias="CITEBOT_LLM_TIMEOUT")
+    # The output cap of every model call; unset: sized for the answer the prompt asks for (bot.answer.backends).
+    llm_max_tokens: int | None = Field(None, validation_alias="CITEBOT_LLM_MAX_TOKENS")
     answer_mode: AnswerMode = Field(AnswerMode.CITATIONS, validation_alias="CITEBOT_ANSWER_MODE")
     judge: Annotated[str, _one_of(JUDGES)] = Field("off", validation_alias="CITEBOT_JUDGE")
     top_k: int = Field(8, validation_alias="CITEBOT_TOP_K")
@@ -186,6 +188,11 @@ class Settings(BaseSettings):
     @classmethod
     def _check_positive(cls, value: Any) -> int:
         return _positive_int(value)
+
+    @field_validator("llm_max_tokens", mode="before")
+    @classmethod
+    def _check_max_tokens(cls, value: Any) -> int | None:
+        return None if value is None else _positive_int(value)
 
     @field_validator("llm_timeout", "question_budget_s", "socket_mode_grace_s", mode="before")
     @classmethod

@@ -170,12 +170,14 @@ class GenerationRequest(BaseModel):
     evidence: list[Evidence]
     language: str = "en"
     json_schema: dict[str, Any] | None = None  # claims mode: constrain the output
+    max_tokens: int | None = None  # the output cap; None: the backend's (CITEBOT_LLM_MAX_TOKENS or its default)
 
 
 class Draft(BaseModel):
     text: str  # reasoning blocks already stripped
     model: str
     raw: str = ""  # as the backend returned it
+    truncated: bool = False  # the model stopped at the output cap, not at the end of its answer
 
 
 class Source(BaseModel):
@@ -212,6 +214,7 @@ class Answer(BaseModel):
     partial: bool = Field(default=False, exclude=True)  # HYBRID: only the verified claims
     model: str = Field(default="", exclude=True)
     json_fixups: list[str] = Field(default_factory=list, exclude=True)
+    drafts_cut: int = Field(default=0, exclude=True)  # drafts that stopped at the output cap (Draft.truncated)
     # The entailment judge's verdicts on the kept draft (None: the judge is off or
     # did not run); for the audit trail, not part of `citebot ask --json`.
     judgement: Judgement | None = Field(default=None, exclude=True)

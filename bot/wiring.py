@@ -17,8 +17,9 @@ from typing import Any
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
-from bot.answer.backends import make_backend
+from bot.answer.backends import Backend, make_backend
 from bot.answer.pipeline import make_pipeline
+from bot.answer.probe import probe_model
 from bot.channels import load_channels
 from bot.config import Settings
 from bot.embedder import make_embedder
@@ -144,12 +145,29 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
             "worker started: %d jobs at once, index %s, LLM %s, embedder %s",
             concurrency, retriever.generation, backend.name, embedder.name if embedder else "none (BM25 only)",
         )
+        # Questions are taken meanwhile: a model that is slow or down is reported, not waited for.
+        probing = asyncio.create_task(_report_model(backend, settings), name="model-probe")
+        stack.callback(probing.cancel)
         consumer = Consumer(
             handlers.handle, on_dead=handlers.on_dead, redis_url=settings.redis_url, concurrency=concurrency,
             **consumer_options,
         )
         with _on_signals(consumer.stop):
             await consumer.run()
+
+
+async def _report_model(backend: Backend, settings: Settings) -> None:
+    """The capability probe's one line (bot.answer.probe); it also leaves the backend knowing its
+    structured-output form before the first claims question."""
+    try:
+        report = await probe_model(backend, settings.question_budget_s)
+    except Exception:  # noqa: BLE001 - a report, never a reason for the worker to stop
+        log.exception("the model probe failed")
+        return
+    if report.answers:
+        log.info("%s", report.line())
+    else:
+        log.warning("%s", report.line())
 
 
 async def _serve_metrics(stack: AsyncExitStack, port: int) -> None:

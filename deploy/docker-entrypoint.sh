@@ -1,7 +1,7 @@
 #!/bin/sh
 # Entrypoint of the citebot image.
 #
-# - A citebot command as the first argument (serve, worker, index, search, ask, review)
+# - A citebot command as the first argument (serve, worker, index, search, ask, review, doctor)
 #   runs `citebot` with the arguments: `docker run IMAGE worker --concurrency 8`.
 #   Anything else runs as given: `docker run -it IMAGE sh`.
 # - Before serve, worker, search and ask, the index is built from CITEBOT_KB_DIR when
@@ -16,7 +16,7 @@
 set -eu
 
 case "${1:-}" in
-  serve|worker|index|search|ask|review|-h|--help)
+  serve|worker|index|search|ask|review|doctor|-h|--help)
     set -- citebot "$@"
     ;;
 esac

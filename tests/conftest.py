@@ -4,6 +4,7 @@ Fixtures (no import needed in a test module):
   redis_url        a real Redis DB of its own, flushed around each test (tests/redis_fixtures.py)
   citebot, index_dir
                    a running citebot: serve + workers, fake Slack, fake LLM (tests/citebot_fixtures.py)
+  backends, sleeps chat backends with instant retries, and the delays they asked for (tests/backend_fixtures.py)
 
 Kinds (pytest markers, registered in pyproject.toml):
   e2e     starts citebot's serve/worker processes or another server process, or goes
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["tests.redis_fixtures", "tests.citebot_fixtures"]
+pytest_plugins = ["tests.redis_fixtures", "tests.citebot_fixtures", "tests.backend_fixtures"]
 
 KINDS = ("unit", "e2e", "faults")
 

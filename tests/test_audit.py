@@ -231,6 +231,16 @@ def test_check_cited_compares_each_chunk_with_the_live_index(tmp_path):
     assert check_cited(entry, None) == {1: UNKNOWN, 2: UNKNOWN}
 
 
+async def test_drafts_cut_at_the_output_cap_are_recorded_and_shown(trail):
+    q = question()
+    cut = answered(q).model_copy(update={"drafts_cut": 2})
+    await trail.record(audit_entry(q, cut))
+    entry = await trail.get(q.id)
+    assert entry is not None and entry.drafts_cut == 2
+    assert "1 regeneration(s) · 5 context block(s) · 2 draft(s) cut at the output cap" in format_entry(entry, {})
+    assert "cut at the output cap" not in format_entry(audit_entry(q, answered(q)), {})
+
+
 def test_format_of_a_dm_entry_never_shows_the_dm_channel():
     q = question(is_dm=True)
     posted = PostRecord(question_id=q.id, channel="DASKER", ts="1700000009.000100", posted_at=0)

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -73,6 +74,22 @@ def test_llm_down_apologises_and_exits_one(fresh, capsys, monkeypatch):
     assert code == 1
     assert json.loads(out)["answer"] == message(Key.LLM_DOWN, "en")
     assert "503" in err
+
+
+def test_ask_keeps_to_the_question_budget_over_all_tries(fresh, capsys, monkeypatch):
+    # Three tries of 30 s each would take a minute and a half; the budget of 3 s ends the question.
+    with FakeLLMServer(default=Reply(text="too late", delay=60)) as llm:
+        for name, value in {"CITEBOT_LLM": "openai", "CITEBOT_LLM_URL": llm.url, "CITEBOT_LLM_MODEL": "m",
+                            "CITEBOT_LLM_TIMEOUT": "30", "CITEBOT_QUESTION_BUDGET_S": "3"}.items():
+            monkeypatch.setenv(name, value)
+        started = time.monotonic()
+        code = main(["ask", "How many vacation days can I carry over?", "--json"])
+        elapsed = time.monotonic() - started
+        assert len(llm.calls) <= 1
+    out, err = capsys.readouterr()
+    assert code == 1 and elapsed < 30
+    assert json.loads(out)["answer"] == message(Key.LLM_DOWN, "en")
+    assert "citebot: no answer within CITEBOT_QUESTION_BUDGET_S=3s" in err
 
 
 def test_empty_question_is_a_usage_error(fresh, capsys):

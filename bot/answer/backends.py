@@ -1,28 +1,27 @@
-"""LLM backends over httpx.
+"""LLM backends: a `GenerationRequest` in, a `Draft` out.
 
-A backend turns a `GenerationRequest` into a `Draft`. Three kinds exist:
-`extractive` (no model, see `bot.answer.extractive`), `openai` (any server that speaks
-POST /v1/chat/completions: vLLM, llama.cpp, LM Studio, OpenAI) and `ollama`
-(POST /api/chat). Transient failures (connection errors, timeouts, HTTP 429
-and 5xx) are retried with exponential backoff; a 429 or 503 with Retry-After
-waits at least that long. Reasoning blocks (<think>…</think>) are removed from
-`Draft.text`; `Draft.raw` keeps the reply as it came.
+Three kinds exist: `extractive` (no model, see `bot.answer.extractive`),
+`openai` (any server that speaks POST /v1/chat/completions: vLLM, llama.cpp,
+llama-cpp-python, LM Studio, OpenAI) and `ollama` (POST /api/chat). The HTTP
+underneath (retries, the question's deadline, the error tree) is
+`bot.answer.llm_http`.
 
-Errors. httpx exceptions never leave this module; they are translated once,
-here, and re-raised `from` the original:
+Output cap. Every request carries one (`max_tokens`; Ollama's
+`options.num_predict`): without it a model that rambles writes until the
+server's context is full, and the asker waits minutes for an apology. A draft
+that stopped at the cap has `Draft.truncated` set; it is verified as it is,
+never completed (bot.answer.pipeline).
 
-    LLMError                  base; the worker catches this and apologises
-     ├── LLMUnavailable       connection refused/reset, timeout, 429, 5xx:
-     │                        the retries ran out (`retryable` is True, so the
-     │                        job may be tried again later)
-     ├── LLMRejected          any other 4xx (wrong model name, bad API key, a
-     │                        body the server refuses), a redirect, a request
-     │                        httpx cannot send; not retried (`retryable` False)
-     └── LLMBadReply          2xx, but not a chat reply: not JSON, or no
-                              choices/message/content (`retryable` False)
+Structured output. A request with a JSON schema (claims mode) is sent in the
+first of the backend's forms (bot.answer.structured) that the server takes; the
+form is kept for the backend's lifetime (one backend per process and server)
+and logged once. A form the server refuses (HTTP 400 or 422, or a 5xx whose
+body names the form's field) is a configuration matter, not an outage: the
+next form is tried at once, and when every form is refused the error is one
+LLMRejected line with what the server said to each.
 
-Every error carries `url` (credentials removed), `status` (None when no HTTP
-response came) and `attempts` (requests sent); its message names URL and status.
+Reasoning blocks (<think>…</think>) are removed from `Draft.text`; `Draft.raw`
+keeps the reply as it came.
 """
 
 from __future__ import annotations
@@ -30,65 +29,39 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
 from bot.answer.extractive import ExtractiveBackend
+from bot.answer.llm_http import (
+    DEFAULT_BACKOFF,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    MAX_RETRY_AFTER,
+    LLMBadReply,
+    LLMClient,
+    LLMRejected,
+    Sleep,
+    excerpt,
+)
+from bot.answer.structured import BODY_REFUSED, OLLAMA_FORMS, OPENAI_FORMS, PROMPT_ONLY, StructuredForm
 from bot.answer.verify.text import strip_think
 from bot.config import Settings
 from bot.models import Draft, GenerationRequest
-from kb_index.retry import backoff_delay, parse_retry_after
 
 log = logging.getLogger(__name__)
 
-Sleep = Callable[[float], Awaitable[None]]
-
-DEFAULT_TIMEOUT = 60.0  # seconds per attempt; a local model writing a long answer is slow
-DEFAULT_RETRIES = 2  # after the first attempt: three tries in all
-DEFAULT_BACKOFF = 0.5  # seconds before the first retry, doubled each time
-MAX_BACKOFF = 8.0
-# Up to this fraction is added to each delay, so workers that failed together
-# do not all come back in the same instant.
-JITTER = 0.1
-# A Retry-After longer than this is not waited out: the asker is watching a
-# Slack thread, an apology now beats an answer in ten minutes. The default of
-# CITEBOT_LLM_MAX_RETRY_AFTER_S.
-MAX_RETRY_AFTER = 30.0
-# The connect phase gets its own short limit: an unreachable host should fail
-# fast, while generating may legitimately take the whole timeout.
-CONNECT_TIMEOUT = 10.0
-# How much of an error body goes into the message (servers send whole HTML pages).
-ERROR_EXCERPT = 200
-
-
-class LLMError(Exception):
-    """The LLM could not produce a draft. See the module docstring for the tree."""
-
-    retryable = False
-
-    def __init__(self, message: str, *, url: str, status: int | None = None):
-        super().__init__(message)
-        self.url = url
-        self.status = status
-        self.attempts = 1  # how many requests were sent before giving up, for the audit
-
-
-class LLMUnavailable(LLMError):
-    retryable = True
-
-    def __init__(self, message: str, *, url: str, status: int | None = None, retry_after: float | None = None):
-        super().__init__(message, url=url, status=status)
-        self.retry_after = retry_after  # seconds the server asked us to wait, if it said
-
-
-class LLMRejected(LLMError):
-    pass
-
-
-class LLMBadReply(LLMError):
-    pass
+# The output cap when CITEBOT_LLM_MAX_TOKENS is not set, sized on what the
+# prompt asks for (bot.i18n PROMPT_RULES_*): a brief prose answer is a few
+# sentences, well under 300 tokens in English and somewhat more in German;
+# claims JSON is at most 12 claims of one short statement each, about 50 tokens
+# apiece with their JSON around them. Twice that leaves room; a model that
+# writes past it is rambling.
+PROSE_MAX_TOKENS = 512
+STRUCTURED_MAX_TOKENS = 1024
+# What a server says about itself (its context length) must not hold up anything.
+INFO_TIMEOUT = 5.0
 
 
 @runtime_checkable
@@ -100,30 +73,14 @@ class Backend(Protocol):
     async def aclose(self) -> None: ...
 
 
-# ----------------------------------------------------------------- retries
-
-
-def _is_retryable_status(status: int) -> bool:
-    return status == 429 or status >= 500
-
-
-# Transport failures worth another try; the rest (a bad scheme, a request
-# httpx cannot even build) will fail the same way every time.
-_TRANSIENT_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
-
-
-def _redact(url: str) -> str:
-    """The URL as shown in errors and logs: without user:password."""
-    return str(httpx.URL(url).copy_with(username=None, password=None))
-
-
 # ----------------------------------------------------------------- chat backends
 
 
-class _ChatBackend:
-    """What both chat APIs share: one client, the retry loop, error translation."""
+class ChatBackend:
+    """What both chat APIs share: the client, the output cap, the structured-output forms."""
 
     path = ""
+    forms: tuple[StructuredForm, ...] = (PROMPT_ONLY,)
 
     def __init__(
         self,
@@ -133,29 +90,27 @@ class _ChatBackend:
         timeout: float = DEFAULT_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
         *,
+        max_tokens: int | None = None,
         backoff: float = DEFAULT_BACKOFF,
         max_retry_after: float = MAX_RETRY_AFTER,
         sleep: Sleep = asyncio.sleep,
         transport: httpx.AsyncBaseTransport | None = None,
     ):
-        if retries < 0:
-            raise ValueError(f"retries must be >= 0, got {retries}")
         self.name = model
         self.model = model
         # `url` is the server root (Settings.llm_url is normalised to it); each API adds its path.
-        self.endpoint = url.rstrip("/") + self.path
-        self._shown = _redact(self.endpoint)
-        self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
-        self.max_retry_after = max_retry_after
-        self._sleep = sleep
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.AsyncClient(
-            headers=headers,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
-            transport=transport,
+        self.client = LLMClient(
+            url, api_key=api_key, timeout=timeout, retries=retries, backoff=backoff,
+            max_retry_after=max_retry_after, sleep=sleep, transport=transport,
         )
+        self.endpoint = self.client.root + self.path
+        self.shown = self.client.shown(self.path)
+        self.timeout = timeout
+        self.max_retry_after = max_retry_after
+        self.max_tokens = max_tokens  # None: PROSE_MAX_TOKENS or STRUCTURED_MAX_TOKENS
+        # The form the server took (None until a request with a schema got through), and where to start next time.
+        self.structured_form: StructuredForm | None = None
+        self._form_at = 0
 
     async def __aenter__(self):
         return self
@@ -164,19 +119,76 @@ class _ChatBackend:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self.client.aclose()
+
+    def cap(self, request: GenerationRequest) -> int:
+        """The output cap of this request: its own, the configured one, or the default for its kind."""
+        default = PROSE_MAX_TOKENS if request.json_schema is None else STRUCTURED_MAX_TOKENS
+        return request.max_tokens or self.max_tokens or default
 
     async def generate(self, request: GenerationRequest) -> Draft:
-        reply = await self._post(self._body(request))
+        cap = self.cap(request)
+        if request.json_schema is None:
+            reply = await self.client.post(self.path, self._body(request, cap))
+        else:
+            reply = await self._structured(request, request.json_schema, cap)
         raw = self._content(reply)
+        truncated = self._stopped_at_cap(reply)
+        if truncated:
+            log.info("the model's draft stopped at the output cap of %d tokens", cap)
         # Reasoning never reaches the verifier or Slack; `raw` keeps it for the audit.
-        return Draft(text=strip_think(raw), model=self.name, raw=raw)
+        return Draft(text=strip_think(raw), model=self.name, raw=raw, truncated=truncated)
 
-    def _body(self, request: GenerationRequest) -> dict[str, Any]:
+    async def _structured(self, request: GenerationRequest, schema: dict[str, Any], cap: int) -> Any:
+        """The reply to the request in the first form, from the one the server took last, that it takes."""
+        refused: list[tuple[StructuredForm, LLMRejected]] = []
+        for at in range(self._form_at, len(self.forms)):
+            form = self.forms[at]
+            body = self._body(request, cap)
+            form.apply(body, schema)
+            try:
+                reply = await self.client.post(self.path, body, refusable=form.field)
+            except LLMRejected as exc:
+                if exc.status not in BODY_REFUSED and (exc.status or 0) < 500:
+                    raise  # a wrong key or model name: another form would fare no better
+                refused.append((form, exc))
+                continue
+            self._settle(at, refused)
+            return reply
+        said = "; ".join(f"{form.name}: HTTP {exc.status}: {exc.body}" for form, exc in refused)
+        last = refused[-1][1]
+        error = LLMRejected(
+            f"LLM at {self.shown} refused the request in every form of structured output it was tried in; it said: {said}",
+            url=self.shown, status=last.status, body=last.body,
+        )
+        error.attempts = sum(exc.attempts for _, exc in refused)
+        raise error
+
+    def _settle(self, at: int, refused: list[tuple[StructuredForm, LLMRejected]]) -> None:
+        """Keeps the form the server took; says so once (and again only if the server changes its mind)."""
+        form = self.forms[at]
+        if self.structured_form is form:
+            return
+        self.structured_form, self._form_at = form, at
+        why = "".join(f"; {f.name} refused: HTTP {exc.status}: {exc.body}" for f, exc in refused)
+        if form.constrained:
+            log.info("LLM at %s takes structured output as %s%s", self.shown, form.name, why)
+        else:
+            log.warning("LLM at %s refused every form of structured output%s: claims answers rely on the prompt "
+                        "and the lenient JSON parser alone", self.shown, why)
+
+    async def context_length(self) -> tuple[int, str] | None:
+        """(tokens, where the server said so), for the servers that tell; None otherwise."""
+        return None
+
+    def _body(self, request: GenerationRequest, cap: int) -> dict[str, Any]:
         raise NotImplementedError
 
     def _message(self, reply: Any) -> Any:
         """The assistant message object of a parsed reply (KeyError etc. if absent)."""
+        raise NotImplementedError
+
+    def _stopped_at_cap(self, reply: Any) -> bool:
         raise NotImplementedError
 
     def _content(self, reply: Any) -> str:
@@ -186,140 +198,85 @@ class _ChatBackend:
             content = None
         if not isinstance(content, str):
             raise LLMBadReply(
-                f"LLM reply from {self._shown} has no message content: {_excerpt(json.dumps(reply))}",
-                url=self._shown,
+                f"LLM reply from {self.shown} has no message content: {excerpt(json.dumps(reply))}",
+                url=self.shown,
                 status=200,
             )
         return content
 
-    async def _post(self, body: dict[str, Any]) -> Any:
-        """POST with retries; the parsed JSON reply, or an LLMError."""
-        attempt = 0
-        while True:
-            try:
-                return await self._post_once(body)
-            except LLMError as exc:
-                delay = self._retry_delay(exc, attempt)
-                if delay is None:
-                    exc.attempts = attempt + 1
-                    raise
-                log.warning("%s; retry %d/%d in %.2fs", exc, attempt + 1, self.retries, delay)
-                await self._sleep(delay)
-                attempt += 1
 
-    def _retry_delay(self, exc: LLMError, attempt: int) -> float | None:
-        """Seconds to wait before the next try, or None to give up."""
-        if not isinstance(exc, LLMUnavailable) or attempt >= self.retries:
-            return None
-        delay = backoff_delay(attempt, base=self.backoff, cap=MAX_BACKOFF, jitter=JITTER)
-        if exc.retry_after is not None:
-            if exc.retry_after > self.max_retry_after:
-                return None
-            delay = max(delay, exc.retry_after)
-        return delay
-
-    async def _post_once(self, body: dict[str, Any]) -> Any:
-        try:
-            response = await self._client.post(self.endpoint, json=body)
-        except httpx.TimeoutException as exc:
-            raise LLMUnavailable(
-                f"LLM request to {self._shown} timed out after {self.timeout:g}s", url=self._shown
-            ) from exc
-        except _TRANSIENT_TRANSPORT as exc:
-            raise LLMUnavailable(
-                f"LLM at {self._shown} could not be reached: {exc!r}", url=self._shown
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise LLMRejected(f"LLM request to {self._shown} failed: {exc!r}", url=self._shown) from exc
-        self._raise_for_status(response)
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise LLMBadReply(
-                f"LLM reply from {self._shown} is not JSON: {_excerpt(response.text)}",
-                url=self._shown,
-                status=response.status_code,
-            ) from exc
-
-    def _raise_for_status(self, response: httpx.Response) -> None:
-        status = response.status_code
-        if status < 300:
-            return
-        if status < 400:
-            # Not followed: a redirected POST may turn into a GET, and the fix
-            # (the right URL in the settings) is the operator's to make.
-            where = response.headers.get("Location", "?")
-            raise LLMRejected(
-                f"LLM request to {self._shown} was redirected (HTTP {status}) to {where}; use that URL",
-                url=self._shown,
-                status=status,
-            )
-        message = f"LLM request to {self._shown} failed: HTTP {status}: {_excerpt(response.text)}"
-        if not _is_retryable_status(status):
-            raise LLMRejected(message, url=self._shown, status=status)
-        retry_after = parse_retry_after(response.headers.get("Retry-After"))
-        raise LLMUnavailable(message, url=self._shown, status=status, retry_after=retry_after)
-
-
-def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= ERROR_EXCERPT else text[:ERROR_EXCERPT] + "…"
-
-
-class OpenAIBackend(_ChatBackend):
-    """Any OpenAI-compatible server: POST {root}/v1/chat/completions.
-
-    In claims mode the schema goes out twice: as `response_format` (OpenAI,
-    llama.cpp, newer vLLM) and as vLLM's `guided_json`. Servers that reject
-    unknown fields (api.openai.com) need `guided_json=False`.
-    """
+class OpenAIBackend(ChatBackend):
+    """Any OpenAI-compatible server: POST {root}/v1/chat/completions."""
 
     path = "/v1/chat/completions"
+    forms = OPENAI_FORMS
 
-    def __init__(self, url: str, model: str, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT,
-                 retries: int = DEFAULT_RETRIES, guided_json: bool = True, **kwargs: Any):
-        super().__init__(url, model, api_key, timeout, retries, **kwargs)
-        self.guided_json = guided_json
-
-    def _body(self, request: GenerationRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": request.messages,
-            "temperature": 0,
-            "stream": False,
-        }
-        schema = request.json_schema
-        if schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "claims", "schema": schema, "strict": True},
-            }
-            if self.guided_json:
-                body["guided_json"] = schema
-        return body
+    def _body(self, request: GenerationRequest, cap: int) -> dict[str, Any]:
+        return {"model": self.model, "messages": request.messages, "temperature": 0, "stream": False, "max_tokens": cap}
 
     def _message(self, reply: Any) -> Any:
         return reply["choices"][0]["message"]
 
+    def _stopped_at_cap(self, reply: Any) -> bool:
+        return _dig(reply, "choices", 0, "finish_reason") == "length"
 
-class OllamaBackend(_ChatBackend):
+    async def context_length(self) -> tuple[int, str] | None:
+        # llama.cpp's llama-server says it in /props; vLLM per model in /v1/models.
+        props = await self.client.info("/props", timeout=INFO_TIMEOUT)
+        n_ctx = _dig(props, "default_generation_settings", "n_ctx") or _dig(props, "n_ctx")
+        if isinstance(n_ctx, int) and n_ctx > 0:
+            return n_ctx, "/props"
+        models = _dig(await self.client.info("/v1/models", timeout=INFO_TIMEOUT), "data")
+        for entry in models if isinstance(models, list) else []:
+            if isinstance(entry, dict) and entry.get("id") == self.model and isinstance(entry.get("max_model_len"), int):
+                return entry["max_model_len"], "/v1/models"
+        return None
+
+
+class OllamaBackend(ChatBackend):
     """Ollama's native API: POST {root}/api/chat, JSON schema in `format`."""
 
     path = "/api/chat"
+    forms = OLLAMA_FORMS
 
-    def _body(self, request: GenerationRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def _body(self, request: GenerationRequest, cap: int) -> dict[str, Any]:
+        return {
             "model": self.model,
             "messages": request.messages,
             "stream": False,
-            "options": {"temperature": 0},
+            "options": {"temperature": 0, "num_predict": cap},
         }
-        if request.json_schema is not None:
-            body["format"] = request.json_schema
-        return body
 
     def _message(self, reply: Any) -> Any:
         return reply["message"]
+
+    def _stopped_at_cap(self, reply: Any) -> bool:
+        return _dig(reply, "done_reason") == "length"
+
+    async def context_length(self) -> tuple[int, str] | None:
+        # The num_ctx the model runs with, when its Modelfile sets one; else what the model was trained for
+        # (Ollama itself may run it with less: its default num_ctx, or OLLAMA_CONTEXT_LENGTH).
+        show = await self.client.info("/api/show", {"model": self.model}, timeout=INFO_TIMEOUT)
+        parameters = _dig(show, "parameters")
+        for line in parameters.splitlines() if isinstance(parameters, str) else []:
+            name, _, value = line.partition(" ")
+            if name == "num_ctx" and value.strip().isdigit():
+                return int(value.strip()), "/api/show num_ctx"
+        info = _dig(show, "model_info")
+        for key, value in info.items() if isinstance(info, dict) else []:
+            if key.endswith(".context_length") and isinstance(value, int):
+                return value, "/api/show (the model's; Ollama may run it with a smaller num_ctx)"
+        return None
+
+
+def _dig(data: Any, *path: str | int) -> Any:
+    """data[p0][p1]…, or None where the path does not exist."""
+    for key in path:
+        try:
+            data = data[key]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
 
 
 # ----------------------------------------------------------------- factory
@@ -337,5 +294,6 @@ def make_backend(settings: Settings) -> Backend:
         settings.llm_model,
         api_key=settings.llm_api_key,
         timeout=settings.llm_timeout,
+        max_tokens=settings.llm_max_tokens,
         max_retry_after=settings.llm_max_retry_after_s,
     )

@@ -15,10 +15,11 @@ judge's JSON schema, so whatever structured-output form the server takes for
 claims serves the judge too.
 
 When the judge cannot judge (the model is down past the backend's retries, the
-call takes longer than `timeout`, the reply is not the judge's schema), the
-deterministic verdict stands: the answer goes out as it would with the judge
-off, and the judgement, recorded in the audit trail, says "unavailable" and why
-(docs/DESIGN.md 3.6 argues the rule).
+call takes longer than `timeout` or than what is left of the question's time
+budget, the reply is not the judge's schema), the deterministic verdict
+stands: the answer goes out as it would with the judge off, and the judgement,
+recorded in the audit trail, says "unavailable" and why (docs/DESIGN.md 3.6
+argues the rule).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ import json
 import logging
 
 from bot import metrics
-from bot.answer.backends import Backend, LLMError
+from bot.answer.backends import Backend
+from bot.answer.budget import BudgetSpent, time_left
+from bot.answer.llm_http import LLMError
 from bot.answer.prompt import render_block
 from bot.answer.verify.judgement import (
     JUDGE_JSON_SCHEMA,
@@ -45,6 +48,10 @@ from bot.i18n import Key, message, normalize_language
 from bot.models import AnswerMode, Evidence, GenerationRequest, Judgement, Support, Verdict
 
 log = logging.getLogger(__name__)
+
+# What the question needs after the judge (the answer assembled and handed back
+# to be posted): the judge gives up this long before the question's deadline.
+BUDGET_RESERVE_S = 1.0
 
 # The reply's form, shown to the model in its instructions (the schema constrains
 # it too, where the server supports that).
@@ -107,16 +114,29 @@ class LLMJudge:
         metrics.JUDGE_CALLS.labels(status=judgement.status).inc()
         return judgement
 
+    def time_limit(self) -> float | None:
+        """Seconds the call may take: `timeout`, and never past the question's deadline less
+        BUDGET_RESERVE_S (bot.answer.budget), so that the answer already verified is still
+        returned in time; None: no limit."""
+        left = time_left()
+        if left is None:
+            return self.timeout
+        room = left - BUDGET_RESERVE_S
+        return room if self.timeout is None else min(self.timeout, room)
+
     async def _call(self, asked: list[Statement], mode: AnswerMode, language: str) -> Judgement:
         model = self.backend.name
+        limit = self.time_limit()
         try:
-            async with asyncio.timeout(self.timeout):
+            if limit is not None and limit <= 0:
+                raise BudgetSpent("no time left of the question's budget for the judge")
+            async with asyncio.timeout(limit):
                 reply = await self.backend.generate(judge_request(asked, mode, language))
             return read_judgement(reply.text, asked, language, model)
-        except (LLMError, JudgeReplyInvalid) as exc:
+        except (LLMError, BudgetSpent, JudgeReplyInvalid) as exc:
             error = f"{type(exc).__name__}: {exc}"
         except TimeoutError:
-            error = f"no reply within {self.timeout:g}s"
+            error = f"no reply within {limit:g}s"
         log.warning("entailment judge unavailable, the checks' verdict stands: %s", error)
         return unavailable(asked, error, model)
 

@@ -8,6 +8,8 @@ worker runs it per job. The rules that make it safe:
   goes to the model, which is told to say when the blocks do not answer;
 - a draft that fails verification is regenerated once, with the violations
   as feedback; a second failure gives the uncertain message and keeps the draft;
+- a draft that stopped at the output cap is checked as it is, never completed:
+  unless it is claims JSON that closed before the cap, it fails (CUT_AT_OUTPUT_CAP);
 - with an entailment judge (CITEBOT_JUDGE=llm, bot.answer.judge), a draft the
   checks pass is judged too, and what it fails counts as a violation;
 - the model being down is not an answer: `LLMError` propagates, so the caller
@@ -29,7 +31,7 @@ from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES, verify_claims
 from bot.answer.verify.judgement import wants_judgement
 from bot.config import Settings
-from bot.models import Answer, AnswerMode, AuditMode, Evidence, GenerationRequest, Question, Verdict, Violation
+from bot.models import Answer, AnswerMode, AuditMode, Draft, Evidence, GenerationRequest, Question, Verdict, Violation
 from kb_index import Retriever
 from kb_index.question import retrieval_text
 from kb_index.search import Retrieval
@@ -72,17 +74,20 @@ class Pipeline:
         evidence = build_evidence(trim_to_budget(retrieval.hits, self._block_budget(question)))
         request = build_request(question, evidence, mode)
         draft, verdict = await self._generate_and_verify(request, evidence, question.language, timings)
+        drafts_cut = int(draft.truncated)
         regenerations = 0
         if not (verdict.ok or verdict.refusal):
             regenerations = 1
             retry = request.model_copy(
-                update={"messages": retry_messages(request.messages, draft, verdict.violations, question.language)}
+                update={"messages": retry_messages(request.messages, draft.text, verdict.violations, question.language)}
             )
             second_draft, second = await self._generate_and_verify(retry, evidence, question.language, timings)
+            drafts_cut += second_draft.truncated
             if _rank(second) >= _rank(verdict):
                 draft, verdict = second_draft, second
 
-        answer = build_answer(question, draft, verdict, evidence, mode, question.language)
+        answer = build_answer(question, draft.text, verdict, evidence, mode, question.language)
+        answer.drafts_cut = drafts_cut
         answer.context = [make_source(ev.block, ev) for ev in evidence]
         answer.regenerations = regenerations
         answer.answerability = retrieval.answerability.to_dict()
@@ -104,15 +109,17 @@ class Pipeline:
 
     async def _generate_and_verify(
         self, request: GenerationRequest, evidence: list[Evidence], language: str, timings: dict[str, float]
-    ) -> tuple[str, Verdict]:
+    ) -> tuple[Draft, Verdict]:
         with _timed(timings, "generate"):
             draft = await self.backend.generate(request)
         with _timed(timings, "verify"):
             verdict = self.verify(draft.text, evidence, request.mode, language)
+        if draft.truncated:
+            verdict = _cut_short(verdict, request.mode)
         if self.judge is not None and wants_judgement(verdict):
             with _timed(timings, "judge"):
                 verdict = await self.judge.review(draft.text, verdict, evidence, request.mode, language)
-        return draft.text, verdict
+        return draft, verdict
 
     def verify(self, draft: str, evidence: list[Evidence], mode: AnswerMode, language: str) -> Verdict:
         # The KB's own word weights, as bench/verifier_scifact.py measures the verifier with.
@@ -144,6 +151,18 @@ def _block_roles(verdict: Verdict, evidence: list[Evidence], allowed: frozenset[
         return verdict
     extra = [Violation(kind="SOURCE_ROLE_BLOCKED", detail=f"[{eid}] is a {roles[eid]}, not an answer source") for eid in blocked]
     return verdict.model_copy(update={"ok": False, "violations": [*verdict.violations, *extra]})
+
+
+def _cut_short(verdict: Verdict, mode: AnswerMode) -> Verdict:
+    """The verdict on a draft that stopped at the output cap, which is checked as it is and never completed.
+
+    A claims draft whose JSON closed before the cap holds every claim whole.
+    Any other cut draft may end before the sentence that qualifies the rest,
+    so it fails, and the regeneration is told why."""
+    if mode is AnswerMode.CLAIMS and not any(v.kind == "SCHEMA_INVALID" for v in verdict.violations):
+        return verdict
+    cut = Violation(kind="CUT_AT_OUTPUT_CAP", detail="the answer stopped at the length limit before it ended; answer more briefly")
+    return verdict.model_copy(update={"ok": False, "refusal": False, "violations": [*verdict.violations, cut]})
 
 
 def _rank(verdict: Verdict) -> int:

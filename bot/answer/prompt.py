@@ -132,7 +132,7 @@ def build_messages(
 
 def build_request(question: Question, evidence: list[Evidence], mode: AnswerMode) -> GenerationRequest:
     """Everything a backend needs; claims mode carries the JSON schema that
-    constrains decoding (vLLM guided_json, response_format, Ollama format)."""
+    constrains decoding (in the form the server takes: bot.answer.structured)."""
     return GenerationRequest(
         messages=build_messages(question.text, evidence, mode, question.language, question.history),
         mode=mode,

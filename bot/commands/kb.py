@@ -299,7 +299,8 @@ def cmd_ask(args, settings: Settings) -> int:
     import asyncio
 
     from bot.answer.assemble import error_answer, format_text_answer
-    from bot.answer.backends import LLMError
+    from bot.answer.budget import BudgetSpent, within_budget
+    from bot.answer.llm_http import LLMError
     from bot.models import AnswerMode
 
     if not args.question.strip():
@@ -312,15 +313,18 @@ def cmd_ask(args, settings: Settings) -> int:
         with open_retriever(settings.index_dir, settings) as retriever:
             pipeline = make_pipeline(settings, retriever)
             try:
-                return await pipeline.answer(question, mode=mode)
+                # The same time budget as a question asked in Slack (CITEBOT_QUESTION_BUDGET_S).
+                return await within_budget(pipeline.answer(question, mode=mode), settings.question_budget_s)
             finally:
                 await pipeline.backend.aclose()
 
     code = EXIT_OK
     try:
         answer = asyncio.run(run())
-    except LLMError as exc:
-        echo(f"citebot: the language model failed: {exc}", file=sys.stderr, newlines=False)
+    except (LLMError, BudgetSpent) as exc:
+        failed = (f"no answer within CITEBOT_QUESTION_BUDGET_S={settings.question_budget_s:g}s"
+                  if isinstance(exc, BudgetSpent) else "the language model failed")
+        echo(f"citebot: {failed}: {exc}", file=sys.stderr, newlines=False)
         answer = error_answer(question, question.language, mode or settings.answer_mode)
         code = EXIT_FAILED
     if args.json:

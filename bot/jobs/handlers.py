@@ -20,6 +20,8 @@ trail (bot.store.audit) right after its post.
 What the asker hears when something fails, past all tries:
     the model                     the model-down apology; also when the question
                                   used up CITEBOT_QUESTION_BUDGET_S, at once
+    the model refused the request a general apology, at once: a wrong model name
+                                  or key is the operator's to fix, not an outage
     Slack                         never an apology for the model: the reply the
                                   question earned where Slack takes it, else
                                   nothing (the log and citebot_slack_errors_total
@@ -29,7 +31,6 @@ What the asker hears when something fails, past all tries:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -39,7 +40,8 @@ from redis.exceptions import RedisError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
-from bot.answer.backends import LLMError
+from bot.answer.budget import BudgetSpent, within_budget
+from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import Pipeline
 from bot.config import Settings
 from bot.jobs.queue import Job, QueueUnavailable, Transient
@@ -65,8 +67,8 @@ class ModelUnavailable(Transient):
     """The model failed this try; past the last one the asker gets the model-down apology."""
 
 
-class BudgetSpent(Exception):
-    """The question used up CITEBOT_QUESTION_BUDGET_S: the asker hears back now, not after more tries."""
+class ModelRejected(Exception):
+    """The model's server refused the request: another try would be refused the same way."""
 
 
 @dataclass
@@ -211,26 +213,26 @@ class JobHandlers:
     async def _generate(self, question: Question) -> Answer:
         """The pipeline's answer within what is left of the question's time budget.
 
-        The budget runs from the first model call over all tries: a model that
-        hangs would otherwise keep the asker waiting for every try's timeouts
-        and backoffs in turn (minutes at the default timeout).
+        The budget runs from the first model call over all tries, and every
+        model call of this try sees what is left of it (bot.answer.budget): a
+        model that hangs would otherwise keep the asker waiting for every
+        try's timeouts and backoffs in turn (minutes at the default timeout).
         """
         budget = self.settings.question_budget_s
+        spent = f"question {question.id} used up its time budget of {budget:g}s"
         left = await self.records.question_started(question.id) + budget - time.time()
         if left <= 0:
-            raise BudgetSpent(f"question {question.id} used up its time budget of {budget:g}s")
-        timeout = asyncio.timeout(left)
+            raise BudgetSpent(spent)
         try:
-            async with timeout:
-                return await self.pipeline.answer(question)
-        except TimeoutError:
-            if not timeout.expired():
-                raise
-            raise BudgetSpent(f"question {question.id} used up its time budget of {budget:g}s") from None
+            return await within_budget(self.pipeline.answer(question), left)
+        except BudgetSpent as exc:
+            raise BudgetSpent(f"{spent} ({exc})") from None
         except LLMError as exc:
             metrics.LLM_ERRORS.labels(kind=type(exc).__name__).inc()
             # Nothing was posted in this try: the next one need not look for a post.
             await self.ledger.release_post(question.id)
+            if not exc.retryable:
+                raise ModelRejected(f"LLM: {exc}") from exc
             raise ModelUnavailable(f"LLM: {exc}", retry_after=self._retry_after(exc)) from exc
 
     def _retry_after(self, exc: LLMError) -> float | None:

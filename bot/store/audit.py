@@ -92,6 +92,7 @@ class AuditEntry(BaseModel):
     # run (and in entries written before it existed).
     judgement: Judgement | None = None
     regenerations: int = 0
+    drafts_cut: int = 0  # drafts that stopped at the output cap (CITEBOT_LLM_MAX_TOKENS)
     n_context: int = 0
     cited: list[CitedChunk] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
@@ -155,6 +156,7 @@ def audit_entry(
             "json_fixups": list(answer.json_fixups),
             "judgement": answer.judgement,
             "regenerations": answer.regenerations,
+            "drafts_cut": answer.drafts_cut,
             "n_context": answer.n_context,
             "cited": cited,
             "timings_ms": dict(answer.timings_ms),
@@ -313,6 +315,7 @@ def format_entry(entry: AuditEntry, status: dict[int, str]) -> str:
         lines.append(
             f"mode        {entry.mode} · model {entry.model or '-'} · audit mode {entry.audit_mode or '-'}"
             f" · {entry.regenerations} regeneration(s) · {entry.n_context} context block(s)"
+            + (f" · {entry.drafts_cut} draft(s) cut at the output cap" if entry.drafts_cut else "")
         )
         lines.append("violations  " + ("none" if not entry.violations else f"{len(entry.violations)}"))
         lines += [f"  {v.kind}: {v.detail}" for v in entry.violations]

@@ -9,6 +9,15 @@ script gives the default reply. A reply is one of:
     {"status": 429, "retry_after": 1}        an error status (+ Retry-After)
     {"body": "not json"}                     this raw body instead of a chat reply
 
+A reply longer than the request's output cap (max_tokens, Ollama's
+options.num_predict; a word counts as a token) is cut there and marked as cut
+(finish_reason / done_reason "length"), as a real server does.
+
+`shape` makes it check each request the way one real server does before the
+script is asked (tests/fakes/llm_shapes.py): FakeLLMServer(shape="vllm").
+Requests of the capability probe (bot.answer.probe) are answered at once and
+kept in `probes`, apart from `calls` and the script, which stay the questions'.
+
 In-process:
 
     with FakeLLMServer() as server:
@@ -36,7 +45,9 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from bot.answer.probe import PROBE_MARK
 from tests.fakes.base import QuietHandler, ThreadedFake, send_body, serve_until_signalled, server_arguments
+from tests.fakes.llm_shapes import SHAPES
 
 OPENAI_PATH = "/v1/chat/completions"
 OLLAMA_PATH = "/api/chat"
@@ -77,11 +88,14 @@ class Call:
 class FakeLLMServer(ThreadedFake):
     thread_name = "fake-llm"
 
-    def __init__(self, replies=(), default: Reply | str | dict = DEFAULT_TEXT, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, replies=(), default: Reply | str | dict = DEFAULT_TEXT, host: str = "127.0.0.1", port: int = 0,
+                 shape: str | None = None):
         self._lock = threading.Condition()
         self._script: deque[Reply] = deque(Reply.parse(r) for r in replies)
         self._default = Reply.parse(default)
         self._calls: list[Call] = []
+        self._probes: list[Call] = []
+        self.shape = SHAPES[shape] if shape else None
         self._bind(host, port, _handler_for(self))
 
     @property
@@ -110,6 +124,11 @@ class FakeLLMServer(ThreadedFake):
         with self._lock:
             return list(self._calls)
 
+    @property
+    def probes(self) -> list[Call]:
+        with self._lock:
+            return list(self._probes)
+
     def wait_for_calls(self, n: int, timeout: float = 5.0) -> list[Call]:
         """The calls, once there are at least `n`; AssertionError after `timeout`."""
         with self._lock:
@@ -125,19 +144,48 @@ class FakeLLMServer(ThreadedFake):
             self._lock.notify_all()
             return reply
 
+    def _record(self, call: Call, *, probe: bool) -> None:
+        """Record a call answered without the script: refused by the shape, or the probe's."""
+        with self._lock:
+            (self._probes if probe else self._calls).append(call)
+            self._lock.notify_all()
+
     def _hang(self, seconds: float) -> None:
         self._stopping.wait(seconds)
 
 
-def chat_reply(path: str, text: str, model: str) -> dict[str, Any]:
+def chat_reply(path: str, text: str, cut: bool = False, model: str = "") -> dict[str, Any]:
     if path == OLLAMA_PATH:
-        return {"model": model, "message": {"role": "assistant", "content": text}, "done": True}
+        return {"model": model, "message": {"role": "assistant", "content": text}, "done": True,
+                "done_reason": "length" if cut else "stop"}
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                     "finish_reason": "length" if cut else "stop"}],
     }
+
+
+def capped(text: str, body: Any) -> tuple[str, bool]:
+    """The reply as far as the request's output cap lets it go, and whether it was cut."""
+    cap = body.get("max_tokens") or (body.get("options") or {}).get("num_predict") if isinstance(body, dict) else None
+    words = text.split(" ")
+    if not isinstance(cap, int) or len(words) <= cap:
+        return text, False
+    return " ".join(words[:cap]), True
+
+
+def probe_text(body: Any) -> str | None:
+    """The capability probe's question, None for any other request."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    asked = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict)) if isinstance(messages, list) else ""
+    return asked if PROBE_MARK in asked else None
+
+
+def probe_reply(asked: str) -> str:
+    """What the probe asks for: an empty claims object, or the word ok."""
+    return '{"claims": []}' if '{"claims": []}' in asked else "ok"
 
 
 def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
@@ -146,7 +194,12 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             if self.path == "/_calls":
                 self._send(200, json.dumps([asdict(c) for c in server.calls]))
             else:
-                self._send(404, '{"error": "not found"}')
+                self._info("GET")
+
+        def _info(self, method: str) -> None:
+            """What the shape's server says about itself on this route, else a 404."""
+            info = server.shape.info.get((method, self.path)) if server.shape else None
+            self._send(200, json.dumps(info)) if info is not None else self._send(404, '{"error": "not found"}')
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8", "replace")
@@ -155,14 +208,22 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             elif self.path == "/_script":
                 self._set_script(raw)
             else:
-                self._send(404, '{"error": "not found"}')
+                self._info("POST")
 
         def _chat(self, raw: str) -> None:
             try:
                 body = json.loads(raw)
             except ValueError:
                 body = raw
-            reply = server._take(Call(self.path, dict(self.headers.items()), body))
+            call = Call(self.path, dict(self.headers.items()), body)
+            refusal = server.shape.check(self.path, body) if server.shape else None
+            probe = probe_text(body)
+            if refusal is not None or probe is not None:
+                status, payload = refusal or (200, chat_reply(self.path, *capped(probe_reply(probe or ""), body)))
+                server._record(replace(call, status=status), probe=probe is not None)
+                self._send(status, json.dumps(payload))
+                return
+            reply = server._take(call)
             if reply.delay:
                 server._hang(reply.delay)
             if reply.body is not None:
@@ -171,7 +232,7 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 payload = json.dumps({"error": f"scripted HTTP {reply.status}"})
             else:
                 model = body.get("model", "") if isinstance(body, dict) else ""
-                payload = json.dumps(chat_reply(self.path, reply.text, model))
+                payload = json.dumps(chat_reply(self.path, *capped(reply.text, body), model=model))
             headers = {"Retry-After": str(reply.retry_after)} if reply.retry_after is not None else {}
             self._send(reply.status, payload, headers)
 
@@ -202,9 +263,11 @@ def load_script(path: str | None) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = server_arguments("python -m tests.fakes.llm_server", __doc__.split("\n")[0])
     parser.add_argument("--script", help="JSON file: a list of replies, or {replies, default}")
+    parser.add_argument("--shape", choices=sorted(SHAPES), help="check requests the way this server does")
     args = parser.parse_args(argv)
     script = load_script(args.script)
-    server = FakeLLMServer(script.get("replies", []), script.get("default", DEFAULT_TEXT), args.host, args.port)
+    server = FakeLLMServer(script.get("replies", []), script.get("default", DEFAULT_TEXT), args.host, args.port,
+                           shape=args.shape)
     serve_until_signalled(server, server.url)
     sys.exit(0)
 

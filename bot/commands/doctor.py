@@ -1,0 +1,195 @@
+"""`citebot doctor`: can this configuration work? One line per finding: ok, warn or fail.
+
+It looks at what a running citebot needs, in the order a question meets it:
+the model (bot.answer.probe: answers at all, in which structured-output form,
+how fast, with how much context), Slack (the tokens, auth.test, Socket Mode
+or the signing secret, the review channel), Redis, and the index (its
+generation, entries and vectors, and the embedder). It changes nothing.
+
+`fail` is what cannot work as configured, and makes the exit status 1; `warn`
+is what works, but not as well as it could, or only for `citebot ask`
+(without a Slack token, Slack and Redis are not needed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.commands import EXIT_FAILED, EXIT_OK
+from bot.config import ConfigError, Settings
+from bot.models import AnswerMode
+from bot.terminal import echo, json_text
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+REDIS_TIMEOUT_S = 5.0
+# Redis commands citebot relies on (XAUTOCLAIM, GETDEL) came with 6.2.
+REDIS_MIN_VERSION = (6, 2)
+# Characters per token when guessing how many tokens a full prompt takes: low on
+# purpose (German and numbers tokenize densely), so that a warning comes early.
+CHARS_PER_TOKEN = 3
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str  # model, slack, redis, index
+    status: str  # OK, WARN or FAIL
+    detail: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"check": self.check, "status": self.status, "detail": self.detail, **self.data}
+
+
+def cmd_doctor(args, settings: Settings) -> int:
+    import asyncio
+
+    findings = asyncio.run(examine(settings))
+    failed = any(f.status == FAIL for f in findings)
+    if args.json:
+        print(json_text({"ok": not failed, "findings": [f.as_json() for f in findings]}, indent=1))
+    else:
+        for f in findings:
+            echo(f"{f.status:<4}  {f.check:<5}  {f.detail}", newlines=False)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+async def examine(settings: Settings) -> list[Finding]:
+    return [*await check_model(settings), *await check_slack(settings), await check_redis(settings),
+            *check_index(settings)]
+
+
+# ---------------------------------------------------------------- the model
+
+
+async def check_model(settings: Settings) -> list[Finding]:
+    from bot.answer.backends import make_backend
+    from bot.answer.probe import probe_model
+
+    backend = make_backend(settings)
+    try:
+        report = await probe_model(backend, settings.question_budget_s)
+    finally:
+        await backend.aclose()
+    findings = [Finding("model", OK if report.answers else FAIL, report.line(), report.as_json())]
+    if not report.answers:
+        return findings
+    if settings.answer_mode is AnswerMode.CLAIMS and not report.constrained:
+        findings.append(Finding("model", WARN, "claims mode, but the server constrains no output to the schema: "
+                                "answers rely on the prompt and the lenient JSON parser"))
+    if report.context is not None:
+        findings += _context_fits(settings, report.context[0])
+    return findings
+
+
+def _context_fits(settings: Settings, context: int) -> list[Finding]:
+    """A full prompt and the output cap must fit the context, or the server refuses or cuts the prompt."""
+    from bot.answer.backends import PROSE_MAX_TOKENS, STRUCTURED_MAX_TOKENS
+    from bot.answer.prompt import system_rules
+
+    structured = settings.answer_mode is AnswerMode.CLAIMS
+    cap = settings.llm_max_tokens or (STRUCTURED_MAX_TOKENS if structured else PROSE_MAX_TOKENS)
+    rules = max(len(system_rules(mode, language)) for mode in AnswerMode for language in ("en", "de"))
+    prompt = math.ceil((settings.prompt_budget_chars + rules) / CHARS_PER_TOKEN)
+    if prompt + cap <= context:
+        return []
+    fits = max(0, (context - cap) * CHARS_PER_TOKEN - rules)
+    return [Finding("model", WARN, (
+        f"a full prompt (CITEBOT_PROMPT_BUDGET_CHARS={settings.prompt_budget_chars}, about {prompt} tokens with the "
+        f"rules) and the output cap ({cap} tokens) need more than the model's context of {context} tokens: set "
+        f"CITEBOT_PROMPT_BUDGET_CHARS to about {fits}"
+    ), {"prompt_tokens": prompt, "output_cap": cap, "context_tokens": context})]
+
+
+# ---------------------------------------------------------------- Slack
+
+
+async def check_slack(settings: Settings) -> list[Finding]:
+    from bot.slack.calls import make_client
+    from bot.slack.startup import StartupError, check_app_token, check_bot_token, resolve_review_channel
+
+    if not settings.slack_bot_token:
+        return [Finding("slack", WARN, "SLACK_BOT_TOKEN is not set: `citebot ask` works, serve and worker need it")]
+    slack = make_client(settings.slack_bot_token, settings.slack_api_url)
+    try:
+        identity = await check_bot_token(slack)
+    except StartupError as exc:
+        return [Finding("slack", FAIL, str(exc))]
+    findings = [Finding("slack", OK, f"SLACK_BOT_TOKEN: signed in as @{identity.bot_name} ({identity.user_id}) "
+                                     f"in {identity.team or '?'}")]
+    try:
+        if settings.socket_mode and settings.slack_app_token:
+            await check_app_token(slack, settings.slack_app_token)
+            findings.append(Finding("slack", OK, "SLACK_APP_TOKEN: Slack opens Socket Mode connections for it"))
+        else:
+            settings.require_web()
+            findings.append(Finding("slack", OK, "HTTP mode: events are checked with SLACK_SIGNING_SECRET"))
+    except (StartupError, ConfigError) as exc:
+        findings.append(Finding("slack", FAIL, str(exc)))
+    try:
+        channel = await resolve_review_channel(slack, settings.review_channel, identity)
+    except StartupError as exc:
+        return [*findings, Finding("slack", FAIL, str(exc))]
+    if channel is None:
+        findings.append(Finding("slack", WARN, "no CITEBOT_REVIEW_CHANNEL: rejected drafts are kept, but no reviewer sees them"))
+    else:
+        findings.append(Finding("slack", OK, f"review channel {channel}"))
+    return findings
+
+
+# ---------------------------------------------------------------- Redis
+
+
+async def check_redis(settings: Settings) -> Finding:
+    from redis.exceptions import RedisError
+
+    from bot.jobs.queue import connect, redis_location
+
+    where = redis_location(settings.redis_url)
+    # Without Slack, only serve and worker would need Redis, and they cannot run anyway.
+    unusable = FAIL if settings.slack_bot_token else WARN
+    redis = connect(settings.redis_url, timeout=REDIS_TIMEOUT_S)
+    try:
+        await redis.ping()
+        version = str((await redis.info("server")).get("redis_version", "0"))
+    except (OSError, RedisError) as exc:
+        return Finding("redis", unusable, f"cannot reach Redis at {where}: {exc}")
+    finally:
+        await redis.aclose()
+    if tuple(int(part) for part in version.split(".")[:2] if part.isdigit()) < REDIS_MIN_VERSION:
+        return Finding("redis", unusable, f"Redis {version} at {where}: citebot needs 6.2 or newer")
+    return Finding("redis", OK, f"Redis {version} at {where}", {"version": version})
+
+
+# ---------------------------------------------------------------- the index
+
+
+def check_index(settings: Settings) -> list[Finding]:
+    from bot.embedder import make_embedder
+    from kb_index.index import IndexNotFound, built_from, check_generation, current_generation, read_manifest
+    from kb_index.vectors import model_of
+
+    try:
+        embedder = make_embedder(settings)
+    except ConfigError as exc:
+        return [Finding("index", FAIL, f"embedder: {exc}")]
+    embedder_name = embedder.name if embedder else None
+    try:
+        gen_dir = current_generation(settings.index_dir)
+        check_generation(gen_dir)
+    except IndexNotFound as exc:
+        return [Finding("index", WARN, f"{exc} (`citebot ask` and the worker build it at start)")]
+    entries = len(read_manifest(gen_dir)["entries"])
+    vectors = model_of(gen_dir)
+    data = {"generation": gen_dir.name, "entries": entries, "vectors": vectors, "embedder": embedder_name}
+    findings = [Finding("index", OK, f"{gen_dir.name} in {settings.index_dir}: {entries} entries, "
+                                     f"vectors of {vectors or 'no model'}; embedder {embedder_name or 'none (BM25 only)'}",
+                        data)]
+    if embedder_name and vectors != embedder_name:
+        findings.append(Finding("index", WARN, f"the embedder is {embedder_name}, the index has vectors of "
+                                               f"{vectors or 'no model'}: searches use BM25 alone until `citebot index`"))
+    source = built_from(gen_dir)
+    if source is not None and source != settings.kb_dir.resolve():
+        findings.append(Finding("index", WARN, f"built from {source}, not from CITEBOT_KB_DIR ({settings.kb_dir})"))
+    return findings

