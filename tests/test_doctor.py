@@ -99,13 +99,15 @@ def test_ollama_says_its_num_ctx(doctor, capsys):
     assert "structured output as format schema; context 4096 tokens (/api/show num_ctx)" in found["model"][0][1]
 
 
-def test_a_model_that_does_not_answer_fails(doctor, capsys):
+def test_a_model_that_does_not_answer_fails(doctor, capsys, caplog):
     code, found, findings = doctor(capsys, **openai_server(f"http://127.0.0.1:{free_port()}",
                                                            CITEBOT_QUESTION_BUDGET_S="5"))
     assert code == 1
     [(status, line)] = found["model"]
     assert status == "fail" and ": no answer: " in line and "could not be reached" in line
     assert findings[0]["answers"] is False
+    # One try, reported as it is: no in-call retries (and their warnings) before the line.
+    assert "retry" not in caplog.text
 
 
 def test_a_model_name_the_server_does_not_know_fails(doctor, capsys):

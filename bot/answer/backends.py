@@ -282,8 +282,9 @@ def _dig(data: Any, *path: str | int) -> Any:
 # ----------------------------------------------------------------- factory
 
 
-def make_backend(settings: Settings) -> Backend:
-    """The backend that CITEBOT_LLM names, from settings bot.config has checked already."""
+def make_backend(settings: Settings, *, retries: int = DEFAULT_RETRIES) -> Backend:
+    """The backend that CITEBOT_LLM names, from settings bot.config has checked already.
+    `retries`: in-call retries of a transient failure (`citebot doctor` asks once)."""
     if settings.llm == "extractive":
         return ExtractiveBackend()
     cls = OpenAIBackend if settings.llm == "openai" else OllamaBackend
@@ -296,4 +297,5 @@ def make_backend(settings: Settings) -> Backend:
         timeout=settings.llm_timeout,
         max_tokens=settings.llm_max_tokens,
         max_retry_after=settings.llm_max_retry_after_s,
+        retries=retries,
     )

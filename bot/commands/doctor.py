@@ -67,7 +67,8 @@ async def check_model(settings: Settings) -> list[Finding]:
     from bot.answer.backends import make_backend
     from bot.answer.probe import probe_model
 
-    backend = make_backend(settings)
+    # One try: a probe reports what the server does, not what the retries make of it.
+    backend = make_backend(settings, retries=0)
     try:
         report = await probe_model(backend, settings.question_budget_s)
     finally:
