@@ -179,7 +179,7 @@ _TEXT: dict[str, dict[Key, str]] = {
 Rules:
 1. Use only what the knowledge-base blocks below state. Add nothing from your own knowledge.
 2. After every statement, write the KB-ID of the block it comes from in square brackets, as shown in the block header, e.g. [hr-travel-01]. Several sources: [hr-travel-01, hr-travel-02].
-3. If the blocks do not answer the question, reply with exactly this sentence and nothing else: {refusal}
+3. If the blocks do not answer the question, reply with exactly this sentence and nothing else: {refusal} If they answer only part of it, answer that part and say in one sentence without a KB-ID what the knowledge base does not state (e.g. "The knowledge base does not say whether …").
 4. Write numbers, dates and amounts exactly as the cited block states them.
 5. Use double quotes only for text copied word for word from a cited block.
 6. Each block has a Stand (the date its content is valid for). If blocks disagree, follow the most recent Stand and say which Stand the answer is based on.
@@ -192,7 +192,7 @@ Rules:
 3. Write numbers, dates and amounts exactly as the block states them.
 4. No quotation marks inside a claim's text.
 5. At most {max_claims} claims.
-6. If the blocks do not answer the question, reply with {{"claims": []}}.
+6. If the blocks do not answer the question, reply with {{"claims": []}}. If they answer only part of it, give the claims for that part, and one claim that says what the knowledge base does not state (e.g. "The knowledge base does not say whether …"), with the blocks you looked in as its evidence_ids.
 7. Each block has a Stand (the date its content is valid for). If blocks disagree, follow the most recent Stand.
 8. Write the claims in English.""",
         Key.PROMPT_BLOCKS: "Knowledge-base blocks:",
@@ -295,7 +295,7 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
 Regeln:
 1. Verwende nur, was die Blöcke aus der Wissensbasis unten aussagen. Ergänze nichts aus eigenem Wissen.
 2. Schreibe nach jeder Aussage die KB-ID des Blocks, aus dem sie stammt, in eckigen Klammern, wie im Blockkopf angegeben, z. B. [lb-atz-01]. Mehrere Quellen: [lb-atz-01, lb-atz-02].
-3. Wenn die Blöcke die Frage nicht beantworten, antworte genau mit diesem Satz und sonst nichts: {refusal}
+3. Wenn die Blöcke die Frage nicht beantworten, antworte genau mit diesem Satz und sonst nichts: {refusal} Beantworten sie nur einen Teil, beantworte diesen Teil und sage in einem Satz ohne KB-ID, wozu die Wissensbasis nichts sagt (z. B. „Ob …, sagt die Wissensbasis nicht.“).
 4. Gib Zahlen, Daten und Beträge genau so wieder, wie der zitierte Block sie nennt.
 5. Setze nur wörtlich aus einem zitierten Block übernommenen Text in doppelte Anführungszeichen.
 6. Jeder Block hat einen Stand (das Datum, für das sein Inhalt gilt). Widersprechen sich Blöcke, richte dich nach dem neuesten Stand und nenne den Stand, auf dem die Antwort beruht.
@@ -308,7 +308,7 @@ Regeln:
 3. Gib Zahlen, Daten und Beträge genau so wieder, wie der Block sie nennt.
 4. Keine Anführungszeichen im Text einer Aussage.
 5. Höchstens {max_claims} Aussagen.
-6. Wenn die Blöcke die Frage nicht beantworten, antworte mit {{"claims": []}}.
+6. Wenn die Blöcke die Frage nicht beantworten, antworte mit {{"claims": []}}. Beantworten sie nur einen Teil, gib die Aussagen zu diesem Teil an und eine Aussage, wozu die Wissensbasis nichts sagt (z. B. „Ob …, sagt die Wissensbasis nicht.“), mit den Blöcken, in denen du nachgesehen hast, als evidence_ids.
 7. Jeder Block hat einen Stand (das Datum, für das sein Inhalt gilt). Widersprechen sich Blöcke, richte dich nach dem neuesten Stand.
 8. Schreibe die Aussagen auf Deutsch.""",
         Key.PROMPT_BLOCKS: "Blöcke aus der Wissensbasis:",

@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
+from kb_index import markdown
 from kb_index.files import Skipped, read_kb_files
 from kb_index.results import DEFAULT_SOURCE_ROLE, EntryMetadata
 
@@ -35,8 +36,6 @@ MAX_CHUNK_CHARS = 4000
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 STAND_PATTERN = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
-_SECTION_RE = re.compile(r"^##\s+(.+?)\s*#*\s*$")
-_HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$")
 
 _LIST_FIELDS = ("tags", "legal_bases", "cross_refs")
 _TEXT_FIELDS = ("title", "work", "chapter", "topic", "url", "source_role", "language")
@@ -257,31 +256,33 @@ def _plain_entry(raw: str, rel: str, collection: str, language: str, stem: str) 
 
 
 def _first_heading(text: str) -> str | None:
-    for line in text.split("\n"):
-        match = _HEADING_RE.match(line)
-        if match:
-            return match.group(1)
-    return None
+    return next((u.text for u in markdown.units(text) if u.kind == "heading" and u.level == 1), None)
 
 
 def split_sections(body: str, title: str) -> list[Section]:
-    """`##` headings start sections; text before the first one is the 'Overview'."""
+    """`##` headings start sections; text before the first one is the 'Overview'.
+
+    The body is parsed as CommonMark (kb_index.markdown), so a "## " inside a code
+    block starts nothing, and each section's text is stored one unit per line: a
+    hard-wrapped paragraph becomes one line, and nothing downstream splits it
+    mid-sentence. `#` headings are the entry's title, not part of a section.
+    """
     sections: list[Section] = []
     name = "Overview"
-    buf: list[str] = []
+    buf: list[markdown.Unit] = []
 
     def flush() -> None:
-        text = "\n".join(line for line in buf if not _HEADING_RE.match(line)).strip()
+        text = markdown.render(buf).strip()
         if text:
             sections.extend(_split_long(name, text))
 
-    for line in body.split("\n"):
-        match = _SECTION_RE.match(line)
-        if match:
+    for unit in markdown.units(body):
+        # Only "## " starts a section, as the KB format says; an underlined heading is text.
+        if unit.kind == "heading" and unit.level == 2 and unit.atx and not unit.marker:
             flush()
-            name, buf = match.group(1), []
-        else:
-            buf.append(line)
+            name, buf = unit.text, []
+        elif not (unit.kind == "heading" and unit.level == 1):
+            buf.append(unit)
     flush()
     return sections
 

@@ -246,17 +246,22 @@ async def test_generate_returns_a_draft():
 def test_prose_units_drop_labels_and_join_wrapped_lines():
     text = """## Zusammenfassung
 Stand: 2026-01
-**Rechtsgrundlage:** AltTZG § 2
----
+
+**Rechtsgrundlage:**
 
 Der Arbeitgeber zahlt einen Aufstockungsbetrag
 von 20 % des Regelarbeitsentgelts.
+
 - Erstens gilt das.
 1. Zweitens
    auch das.
+
 | Spalte | Wert |
 |---|---|
+| Satz | Eine Zeile. |
+
 Hinweis: Das gilt immer.
+
 ```
 code. Code.
 ```

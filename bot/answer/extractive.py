@@ -21,6 +21,7 @@ from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES
 from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, sentences
 from bot.i18n import Key, message
 from bot.models import AnswerMode, Draft, Evidence, GenerationRequest
+from kb_index import markdown
 from kb_index.analysis import terms
 from kb_index.question import split_question, strip_chatter
 
@@ -46,45 +47,23 @@ MIN_WORDS = 3  # shorter lines are labels ("Details", "Ja."), not statements
 
 # ----------------------------------------------------------------- markdown
 
-_HEADING = re.compile(r"#{1,6}\s|[=\-_*]{3,}$|\*\*[^*]+\*\*:?$|__[^_]+__:?$")
-_LIST_MARKER = re.compile(r"(?:[-*+•]|\d{1,2}[.)]|>)\s+")
+# "Stand: 2026-01", "Zuständig: Personalabteilung": a label with its value, not a statement.
 _META = re.compile(r"[^\W\d][\w ./()&-]{0,30}:\s*\S")
-_FENCE = re.compile(r"```|~~~")
+_BOLD_LABEL = re.compile(r"(?:\*\*[^*]+\*\*|__[^_]+__):?$")
 
 
 def prose_units(text: str) -> list[str]:
-    """The paragraphs and list items of a Markdown block, each on one line.
+    """The paragraphs and list items of a Markdown block, each on one line
+    (kb_index.markdown: a hard-wrapped paragraph is one unit).
 
-    Headings, tables, code, and metadata lines ("Stand: 2026-01") are dropped:
-    they are labels, not statements anyone could cite as an answer.
+    Headings, tables, code, raw HTML and metadata lines ("Stand: 2026-01") are
+    left out: they are labels, not statements anyone could cite as an answer.
     """
-    units: list[str] = []
-    current: list[str] = []
-
-    def flush() -> None:
-        if current:
-            units.append(" ".join(current))
-            current.clear()
-
-    in_fence = False
-    for line in text.splitlines():
-        s = line.strip()
-        if _FENCE.match(s):
-            in_fence = not in_fence
-            flush()
-        elif in_fence or not s or _is_label(s):
-            flush()
-        elif marker := _LIST_MARKER.match(s):
-            flush()
-            current.append(s[marker.end() :])
-        else:
-            current.append(s)
-    flush()
-    return units
+    return [u.text for u in markdown.units(text) if u.kind in ("paragraph", "item") and not _is_label(u.text)]
 
 
 def _is_label(line: str) -> bool:
-    if _HEADING.match(line) or line.startswith(("|", "<")):
+    if _BOLD_LABEL.match(line):
         return True
     plain = line.replace("**", "").replace("__", "")
     return bool(_META.match(plain)) and not plain.endswith((".", "!", "?"))

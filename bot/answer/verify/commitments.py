@@ -1,0 +1,226 @@
+"""Words that change what a sentence commits to: bounds, order, scope, exceptions, negation.
+
+"spätestens acht Wochen vor" and "frühestens acht Wochen vor" share every word
+but one; so do "may not be installed" and "may be installed", "höchstens 90
+Prozent" and "mindestens 90 Prozent". A check that asks whether an answer's
+words are in its source passes all of them. So these words are found here, in
+English and German, and sorted into families that mean the same in both
+languages; the verifier compares families (statement.py), as it compares the
+values of numbers rather than their spelling.
+
+Families:
+- LOWER (at least, mindestens, or more), UPPER (at most, up to, höchstens, bis zu,
+  not exceed), EARLIEST (no earlier than, frühestens, nicht vor), LATEST (no later
+  than, spätestens), MORE (more than, über 600), LESS (less than, unter 600);
+- BEFORE (before, in advance, vor) and AFTER (after, nach);
+- ONLY (only, nur, ausschließlich), EXCEPT (unless, except, außer, es sei denn);
+- ALL (all, every, always, alle, jede, immer) and SOME (some, certain, einige, bestimmte);
+- NEG: negation (not, never, kein, nicht, ohne, prohibited, verboten).
+
+A phrase is matched once, the longest first: "nicht mehr als" is UPPER, not a
+negation followed by MORE; "not only" affirms and is nothing. Some words only
+back a family and never demand one (`strong=False`): "bis" and "by" can state
+a deadline, "ab" and "from" a lower bound, but they are far too common to count
+as a bound an answer adds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+# Families one may use for another when backing a statement: a bound stated as
+# "at most" is backed by "up to", "no later than" by "by", an exception by a
+# negation ("except part-timers" = "not part-timers"), and the reverse.
+BACKED_BY: dict[str, frozenset[str]] = {
+    "LOWER": frozenset({"LOWER", "MORE", "EARLIEST"}),
+    "MORE": frozenset({"MORE", "LOWER"}),
+    "EARLIEST": frozenset({"EARLIEST", "LOWER", "AFTER"}),
+    "UPPER": frozenset({"UPPER", "LESS", "LATEST", "ONLY"}),
+    "LESS": frozenset({"LESS", "UPPER"}),
+    "LATEST": frozenset({"LATEST", "UPPER", "BEFORE"}),
+    "ONLY": frozenset({"ONLY", "EXCEPT", "NEG", "UPPER"}),
+    "EXCEPT": frozenset({"EXCEPT", "NEG", "ONLY"}),
+    "BEFORE": frozenset({"BEFORE", "LATEST"}),
+    "AFTER": frozenset({"AFTER", "EARLIEST"}),
+    "ALL": frozenset({"ALL"}),
+    "SOME": frozenset({"SOME"}),
+    "NEG": frozenset({"NEG", "EXCEPT", "ONLY"}),
+}
+
+# Opposites: a statement with one, against a source with the other and not the
+# first, says the contrary ("spätestens" for "frühestens").
+OPPOSITE: dict[str, frozenset[str]] = {
+    "LOWER": frozenset({"UPPER", "LESS"}),
+    "MORE": frozenset({"UPPER", "LESS"}),
+    "UPPER": frozenset({"LOWER", "MORE"}),
+    "LESS": frozenset({"LOWER", "MORE"}),
+    "EARLIEST": frozenset({"LATEST"}),
+    "LATEST": frozenset({"EARLIEST"}),
+    "BEFORE": frozenset({"AFTER"}),
+    "AFTER": frozenset({"BEFORE"}),
+    "ALL": frozenset({"SOME"}),
+    "SOME": frozenset({"ALL"}),
+}
+
+# Families an answer may not add when its source has none of their backers
+# (checked like numbers). The others are checked only against their opposite:
+# "vor", "nach", "alle" are everywhere in correct paraphrases.
+ADDED_FAILS = frozenset({"LOWER", "UPPER", "EARLIEST", "LATEST", "MORE", "LESS", "ONLY"})
+
+_NUM = r"(?=\s*(?:\d|€|\$|eur\b|euro\b))"  # "über 600", "under 25 EUR": a comparison, not "about"
+
+# (pattern, family or None, strong). None: the phrase means nothing here but
+# must not be read as its parts ("not only", "Mindestlohn").
+_Lexicon = list[tuple[str, str | None, bool]]
+
+_EN: _Lexicon = [
+    (r"not only", None, True),
+    (r"no (?:more|greater|higher|longer) than|not (?:more|greater|higher|longer) than", "UPPER", True),
+    (r"(?:must|may|should|can|shall|will|does|do|did)(?: not|n't) exceed\w*|cannot exceed|never exceeds?"
+     r"|not (?:to )?exceed\w*", "UPPER", True),
+    (r"at (?:the )?most|up to|a maximum of|maximum of|at a maximum|maximum|max\.?(?=\s)|or (?:less|fewer)"
+     r"|capped at|limited to|no more|not more", "UPPER", True),
+    (r"no (?:less|fewer|shorter|lower) than|not (?:less|fewer|shorter|lower) than", "LOWER", True),
+    (r"at (?:the )?least|a minimum of|minimum of|at a minimum|or (?:more|longer)|min\.(?=\s)", "LOWER", True),
+    (r"no earlier than|not earlier than|at the earliest|not (?:before|until)|earliest", "EARLIEST", True),
+    (r"no later than|not later than|at the latest|not after|latest", "LATEST", True),
+    (r"(?:more|greater|higher|longer) than|in excess of|exceed\w*|over" + _NUM + r"|above" + _NUM, "MORE", True),
+    (r"(?:less|fewer|shorter|lower) than|under" + _NUM + r"|below" + _NUM, "LESS", True),
+    (r"until|till|within|by(?=\s+(?:the\s+)?\d)", "UPPER", False),
+    (r"from|starting|since", "LOWER", False),
+    (r"before|prior to|in advance|ahead of|beforehand", "BEFORE", True),
+    (r"after|afterwards|following", "AFTER", True),
+    (r"only|solely|exclusively", "ONLY", True),
+    (r"unless|except(?: for)?|excluding|other than|apart from|with the exception of|exempt\w*", "EXCEPT", True),
+    (r"all|every\w*|each|always|any", "ALL", True),
+    (r"some|certain|sometimes|partly|partially|in some cases", "SOME", True),
+    (r"not|no|never|neither|nor|none|nothing|nobody|nowhere|without|cannot|\w+n't|prohibited|forbidden|banned",
+     "NEG", True),
+]
+
+_DE: _Lexicon = [
+    (r"nicht nur", None, True),
+    (r"mindest\w+|höchst\w+(?<!höchstens)", None, True),  # Mindestlohn, Höchstbetrag: names of amounts
+    (r"nicht (?:mehr|länger|höher|größer) als|nicht über" + _NUM, "UPPER", True),
+    (r"(?:nicht|nie) (?:zu )?(?:übersteig|überschreit)\w*|(?:übersteig|überschreit)\w* (?:\w+ )?nicht", "UPPER", True),
+    (r"höchstens|maximal|max\.(?=\s)|bis zu|bis maximal|oder weniger|begrenzt auf", "UPPER", True),
+    (r"nicht (?:weniger|kürzer|niedriger|geringer) als|nicht unter" + _NUM, "LOWER", True),
+    (r"mindestens|wenigstens|mind\.(?=\s)|oder mehr|oder länger", "LOWER", True),
+    (r"frühestens|nicht (?:vor|früher als)|erst (?:ab|nach|wenn)", "EARLIEST", True),
+    (r"spätestens|nicht (?:später als|nach)|bis spätestens", "LATEST", True),
+    (r"(?:mehr|länger|höher|größer) als|oberhalb|übersteig\w*|überschreit\w*|über" + _NUM, "MORE", True),
+    (r"(?:weniger|kürzer|niedriger|geringer) als|unterhalb|unterschreit\w*|unter" + _NUM, "LESS", True),
+    (r"bis|innerhalb|binnen", "UPPER", False),
+    (r"ab|seit", "LOWER", False),
+    (r"vor(?!\s*(?:allem|ort)\b)|vorher|bevor|im voraus|vorab|zuvor|rechtzeitig", "BEFORE", True),
+    (r"nach(?!\s*(?:§|art\.|maßgabe|ansicht)|\s+dem\s+\w+gesetz)|nachdem|danach|anschließend|im nachhinein",
+     "AFTER", True),
+    (r"nur|ausschließlich|lediglich", "ONLY", True),
+    (r"außer|es sei denn|ausgenommen|mit ausnahme|abgesehen von|(?:sofern|soweit) nicht", "EXCEPT", True),
+    (r"alle\w*|jede\w*|sämtliche\w*|immer|stets", "ALL", True),
+    (r"einige\w*|manche\w*|bestimmte\w*|teilweise|manchmal|gelegentlich|unter umständen", "SOME", True),
+    (r"nicht|kein\w*|nie|niemals|niemand\w*|nirgends|nirgendwo|ohne|weder|nichts|verboten|untersagt", "NEG", True),
+]
+
+# The opposite of a word by its affix: "unpfändbar" / "pfändbar", "unpaid" /
+# "paid", "non-refundable" / "refundable", "steuerfrei" / "steuerpflichtig".
+_NEG_PREFIX = {"en": ("un", "non-", "non", "in", "dis"), "de": ("un", "nicht-", "nicht")}
+_FREE_SUFFIX = ("frei", "pflichtig")
+MIN_AFFIX_STEM = 4  # "un" + at least this many letters: "unter" is not "un-ter"
+
+
+@dataclass(frozen=True)
+class Cue:
+    family: str
+    strong: bool
+    start: int
+    end: int
+    phrase: str
+
+
+@cache
+def _compiled(language: str) -> list[tuple[re.Pattern[str], str | None, bool]]:
+    lexicon = _DE if language == "de" else _EN
+    return [(re.compile(rf"(?<![\w-])(?:{p})(?![\w-])"), family, strong) for p, family, strong in lexicon]
+
+
+def _plain(text: str) -> str:
+    """Lower case with the apostrophes and spaces a model types normalised, same length as `text`."""
+    return text.replace("’", "'").replace("\u00a0", " ").replace("\u202f", " ").casefold()
+
+
+def find_cues(text: str, language: str) -> list[Cue]:
+    """Every cue of `text`, in order; a span is taken by the first pattern that matches it."""
+    plain = _plain(text)
+    if len(plain) != len(text):  # casefold changed the length ("ß" -> "ss"): keep positions of the plain text
+        text = plain
+    taken = [False] * len(plain)
+    found: list[Cue] = []
+    for pattern, family, strong in _compiled(language):
+        for m in pattern.finditer(plain):
+            if any(taken[m.start() : m.end()]):
+                continue
+            for k in range(m.start(), m.end()):
+                taken[k] = True
+            if family is None:
+                continue
+            if family == "NEG" and _not_a_negation(text, m):
+                continue
+            found.append(Cue(family, strong, m.start(), m.end(), m.group(0)))
+    return sorted(found, key=lambda c: c.start)
+
+
+def _not_a_negation(original: str, m: re.Match[str]) -> bool:
+    """ "NO" in capitals is a name (nitric oxide), "No." an abbreviation (number)."""
+    word = original[m.start() : m.end()]
+    if word.isupper() and len(word) > 1:
+        return True
+    return word.casefold() == "no" and original[m.end() : m.end() + 1] == "."
+
+
+def families(text: str, language: str, *, strong_only: bool = False) -> set[str]:
+    return {c.family for c in find_cues(text, language) if c.strong or not strong_only}
+
+
+def negates(text: str, language: str) -> bool:
+    """Does the text negate? A bound ("no later than", "nicht mehr als") is no negation."""
+    return any(c.family == "NEG" for c in find_cues(text, language))
+
+
+# ------------------------------------------------------------------ affixes
+
+_WORD = re.compile(r"[^\W\d_][\w-]*")
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in _WORD.findall(text)}
+
+
+def _negated_forms(word: str, language: str) -> list[str]:
+    """The words `word` would be without a negating affix ("unpfändbar" -> "pfändbar")."""
+    out = []
+    for prefix in _NEG_PREFIX.get(language, _NEG_PREFIX["en"]):
+        if word.startswith(prefix) and len(word) - len(prefix) >= MIN_AFFIX_STEM:
+            out.append(word[len(prefix) :])
+    return out
+
+
+def flipped_words(statement: str, source: str, language: str) -> list[tuple[str, str]]:
+    """Pairs (statement word, source word) of opposite polarity by affix, in one language:
+    "pfändbar" against "unpfändbar", "steuerpflichtig" against "steuerfrei"."""
+    said, stated = _words(statement), _words(source)
+    pairs = []
+    for a, b in ((said, stated), (stated, said)):
+        for word in a:
+            for base in _negated_forms(word, language):
+                if base in b and word not in b:
+                    pairs.append((word, base) if a is said else (base, word))
+    for word in said:
+        for mine, other in (_FREE_SUFFIX, _FREE_SUFFIX[::-1]):
+            if word.endswith(mine) and len(word) > len(mine):
+                flipped = word[: -len(mine)] + other
+                if flipped in stated and word not in stated:
+                    pairs.append((word, flipped))
+    return sorted(set(pairs))
