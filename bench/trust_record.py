@@ -12,6 +12,13 @@ Questions that retrieval refuses before any model is asked get no prompt (they
 are listed on stderr).
 
     python bench/trust_record.py [--questions bench/trust/questions.yaml] [--out bench/trust/prompts.jsonl]
+
+With --judge, it writes bench/trust/judge_prompts.jsonl instead: for every draft
+of the set (bench/trust.py), the entailment judge's prompt as citebot builds it
+(bot.answer.judge.judge_messages) on every statement of the draft, whether the
+checks would pass it or not, so that one recorded reply serves any setting of the
+checks. Drafts are named by an opaque id (`judge_id`), so whoever plays the judge
+cannot tell right drafts from wrong ones.
 """
 
 from __future__ import annotations
@@ -74,11 +81,85 @@ async def record(questions: list[dict], index_dir: Path, url: str, server: FakeL
     return out
 
 
+class _Capture:
+    """A model that keeps the evidence of the prompt it is sent and answers with the case's draft."""
+
+    name = "capture"
+
+    def __init__(self, draft: str):
+        self.draft = draft
+        self.evidence = None
+
+    async def generate(self, request):
+        from bot.models import Draft
+
+        if self.evidence is None:
+            self.evidence = request.evidence
+        return Draft(text=self.draft, model=self.name, raw=self.draft)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _all_statements(case, evidence):
+    """Every statement of the draft, as the judge would be asked about it (bot.answer.verify.judgement)."""
+    from bot.answer.verify.claims import verify_claims
+    from bot.answer.verify.judgement import statements
+    from bot.answer.verify.not_covered import says_not_covered
+    from bot.models import Verdict
+
+    mode = AnswerMode(case.mode)
+    if mode is AnswerMode.CLAIMS:
+        verdict = verify_claims(case.draft, evidence, case.language)
+        by_pointer = {ev.pointer_id for ev in evidence}
+        claims = [c.model_copy(update={"verified": bool(c.evidence_ids) and set(c.evidence_ids) <= by_pointer
+                                       and not says_not_covered(c.text)}) for c in verdict.claims]
+        verdict = verdict.model_copy(update={"claims": claims})
+    else:
+        verdict = Verdict(ok=True)
+    return statements(case.draft, verdict, evidence, mode, case.language)
+
+
+async def record_judge(index_dir: Path) -> list[dict]:
+    from bench.trust import judge_id, load_cases
+    from bot.answer.judge import judge_messages
+    from bot.answer.pipeline import Pipeline
+    from bot.answer.verify.judgement import item_label
+
+    out = []
+    with Retriever(index_dir, embedder=LocalE5Embedder()) as retriever:
+        for case in load_cases(HERE):
+            model = _Capture(case.draft)
+            pipeline = Pipeline(retriever, model, mode=AnswerMode(case.mode))
+            await pipeline.answer(Question(text=case.question, language=case.language))
+            asked = _all_statements(case, model.evidence or [])
+            if not asked:
+                continue
+            out.append({
+                "judge_id": judge_id(case.id),
+                "messages": judge_messages(asked, case.language),
+                "statements": [{"id": item_label(i), "text": s.text} for i, s in enumerate(asked)],
+            })
+    out.sort(key=lambda row: row["judge_id"])  # no order that groups a question's drafts together
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=Path, default=HERE / "questions.yaml")
-    parser.add_argument("--out", type=Path, default=HERE / "prompts.jsonl")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--judge", action="store_true", help="record the judge's prompts for every draft instead")
     args = parser.parse_args()
+    if args.judge:
+        out = args.out or HERE / "judge_prompts.jsonl"
+        with tempfile.TemporaryDirectory() as tmp:
+            index_dir = Path(tmp) / "index"
+            build_index(BUNDLED_KB_DIR, index_dir, embedder=LocalE5Embedder(), seed_vectors=BUNDLED_VECTORS_DIR)
+            rows = asyncio.run(record_judge(index_dir))
+        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        print(f"{len(rows)} judge prompts, {sum(len(r['statements']) for r in rows)} statements -> {out}")
+        return 0
+    args.out = args.out or HERE / "prompts.jsonl"
     questions = yaml.safe_load(args.questions.read_text())
     with tempfile.TemporaryDirectory() as tmp, FakeLLMServer() as server:
         index_dir = Path(tmp) / "index"

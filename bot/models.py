@@ -158,6 +158,9 @@ class Verdict(BaseModel):
     claims: list[Claim] = Field(default_factory=list)  # claims mode only
     json_fixups: list[str] = Field(default_factory=list)  # claims mode only
     judgement: Judgement | None = None  # the entailment judge's, when it ran on this draft
+    # Sentences (or claims) that say what the knowledge base does not cover: a partial
+    # refusal, not checked, not judged, shown as such (bot.answer.verify.not_covered).
+    not_covered: list[str] = Field(default_factory=list)
 
 
 class GenerationRequest(BaseModel):

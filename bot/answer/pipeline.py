@@ -27,9 +27,11 @@ from bot.answer.assemble import build_answer, make_source, refusal_answer
 from bot.answer.backends import Backend, make_backend
 from bot.answer.judge import LLMJudge, make_judge
 from bot.answer.prompt import build_evidence, build_request, clip_history, retry_messages, trim_to_budget
+from bot.answer.verify.align import Aligner, VectorCache
 from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES, verify_claims
 from bot.answer.verify.judgement import wants_judgement
+from bot.answer.verify.support import weigher
 from bot.config import Settings
 from bot.models import Answer, AnswerMode, AuditMode, Draft, Evidence, GenerationRequest, Question, Verdict, Violation
 from kb_index import Retriever
@@ -48,6 +50,7 @@ class Pipeline:
         budget_chars: int | None = 24_000,
         allowed_roles: frozenset[str] = DEFAULT_ALLOWED_ROLES,
         judge: LLMJudge | None = None,
+        vectors: VectorCache | None = None,
     ):
         self.retriever = retriever
         self.backend = backend
@@ -56,6 +59,8 @@ class Pipeline:
         self.top_k = top_k
         self.budget_chars = budget_chars
         self.allowed_roles = allowed_roles
+        # Sentence vectors for alignment; made on first use from the retriever's embedder.
+        self._vectors = vectors
 
     async def answer(self, question: Question, *, mode: AnswerMode | None = None) -> Answer:
         mode = mode or self.mode
@@ -113,7 +118,9 @@ class Pipeline:
         with _timed(timings, "generate"):
             draft = await self.backend.generate(request)
         with _timed(timings, "verify"):
-            verdict = self.verify(draft.text, evidence, request.mode, language)
+            # In a thread: aligning sentences embeds them (tens of milliseconds each, the
+            # first time), which would stall every other job of a worker's event loop.
+            verdict = await asyncio.to_thread(self.verify, draft.text, evidence, request.mode, language, request.question)
         if draft.truncated:
             verdict = _cut_short(verdict, request.mode)
         if self.judge is not None and wants_judgement(verdict):
@@ -121,12 +128,25 @@ class Pipeline:
                 verdict = await self.judge.review(draft.text, verdict, evidence, request.mode, language)
         return draft, verdict
 
-    def verify(self, draft: str, evidence: list[Evidence], mode: AnswerMode, language: str) -> Verdict:
+    def verify(
+        self, draft: str, evidence: list[Evidence], mode: AnswerMode, language: str, question: str = ""
+    ) -> Verdict:
         # The KB's own word weights, as bench/verifier_scifact.py measures the verifier with.
         idf = self.retriever.idf(language)
+        aligner = self._aligner(idf)
         if mode is AnswerMode.CLAIMS:
-            return verify_claims(draft, evidence, language, allowed_roles=self.allowed_roles, idf=idf)
-        return _block_roles(verify_citations(draft, evidence, language, idf=idf), evidence, self.allowed_roles)
+            return verify_claims(draft, evidence, language, allowed_roles=self.allowed_roles, idf=idf,
+                                 question=question, aligner=aligner)
+        verdict = verify_citations(draft, evidence, language, idf=idf, question=question, aligner=aligner)
+        return _block_roles(verdict, evidence, self.allowed_roles)
+
+    def _aligner(self, idf) -> Aligner:
+        """Sentences aligned by words and, where the retriever has an embedder, by meaning
+        (across languages too); the vectors are cached for the pipeline's lifetime."""
+        embedder = getattr(self.retriever, "embedder", None)
+        if embedder is not None and self._vectors is None:
+            self._vectors = VectorCache(embedder.embed_queries)
+        return Aligner(weigher(idf), self._vectors)
 
 
 def make_pipeline(settings: Settings, retriever: Retriever, backend: Backend | None = None) -> Pipeline:

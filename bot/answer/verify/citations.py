@@ -28,12 +28,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from bot.answer.verify.align import Aligner, Passage
 from bot.answer.verify.links import find_links, missing_links
-from bot.answer.verify.numbers import missing_numbers
+from bot.answer.verify.not_covered import says_not_covered
+from bot.answer.verify.numbers import find_numbers
 from bot.answer.verify.refs import IdSet, Ref, find_refs, ordered_ids, strip_refs
-from bot.answer.verify.support import Weigher, negation_backed, weigher
-from bot.answer.verify.text import is_refusal, paragraphs, quote_in, quoted_passages, sentences, strip_think
+from bot.answer.verify.statement import StatementContext, check_statement
+from bot.answer.verify.support import Weigher, weigher
+from bot.answer.verify.text import is_refusal, quote_in, quoted_passages, sentences, strip_think
 from bot.models import Evidence, Verdict, Violation
+from kb_index import markdown
 
 
 @dataclass
@@ -63,15 +67,34 @@ def block_texts(evidence: list[Evidence]) -> dict[str, list[str]]:
     return texts
 
 
+def passage(ev: Evidence) -> Passage:
+    """A block as the statement checks read it (align.Passage): its text, language and header."""
+    c = ev.chunk
+    extra = tuple(filter(None, [f"Stand: {c.stand}" if c.stand else "", *c.legal_bases]))
+    return Passage(c.text, c.language, c.title, c.section, extra)
+
+
 def _sentences(text: str, known: IdSet, language: str) -> list[list[_Sentence]]:
+    """The answer's sentences, grouped by paragraph (a list is one group): its Markdown
+    units (kb_index.markdown), so a hard-wrapped line does not end a sentence."""
     out, index = [], 0
-    for paragraph in paragraphs(text):
+    for paragraph in unit_groups(text):
         group = []
-        for sentence in sentences(paragraph, language):
-            group.append(_Sentence(index, sentence, find_refs(sentence, known)))
-            index += 1
+        for unit in paragraph:
+            for sentence in sentences(unit, language):
+                group.append(_Sentence(index, sentence, find_refs(sentence, known)))
+                index += 1
         out.append(group)
     return out
+
+
+def unit_groups(text: str) -> list[list[str]]:
+    """The text's units (paragraphs, list items, rows, headings), those of one list or table together."""
+    groups: dict[int, list[str]] = {}
+    for unit in markdown.units(text):
+        if unit.kind not in ("code", "html"):
+            groups.setdefault(unit.group, []).append(unit.text)
+    return list(groups.values())
 
 
 def _inherit(group: list[_Sentence]) -> None:
@@ -86,8 +109,30 @@ def _inherit(group: list[_Sentence]) -> None:
         s.cited = source.own_ids if source else ()
 
 
+# "Stand: 2026-01", "(Stand 2026-01)", "as of 2026-01": the date the answer rests on, as rule 6 asks.
+_STAND_NOTE = re.compile(r"^\W*(?:stand|as of|valid as of|gültig ab|based on the stand)\b", re.IGNORECASE)
+
+
+def _stand_note(body: str, ctx: StatementContext) -> bool:
+    """An uncited line that only names the Stand of a block of the prompt."""
+    stands = {v for p in ctx.passages for e in p.header_extra if e.startswith("Stand:")
+              for n in find_numbers(e, p.language, source=True) for v in n.values}
+    numbers = find_numbers(body, ctx.language)
+    return bool(_STAND_NOTE.match(body)) and all(n.values & stands for n in numbers)
+
+
+def _uncited(s: _Sentence, body: str, quotes: list[str], unquoted: str, ctx: StatementContext) -> list[Violation]:
+    """A sentence nothing cites may say what has nothing to check (a heading, "Kurz gesagt:"),
+    repeat the question's numbers or work with them, or name the Stand; no more."""
+    numbers = [n for n in find_numbers(unquoted, ctx.language)
+               if not (n.values & {v for q in ctx.question_numbers for v in q.values}) and not ctx.worked.accepts(n)]
+    if quotes or find_links(body) or (numbers and not _stand_note(body, ctx)):
+        return [Violation(kind="UNCITED_SENTENCE", detail=f"no citation for: {s.text}", claim=s.index)]
+    return []
+
+
 def _check_sentence(
-    s: _Sentence, blocks: dict[str, list[str]], language: str, weight: Weigher
+    s: _Sentence, blocks: dict[str, list[str]], passages: dict[str, list[Passage]], ctx: StatementContext
 ) -> list[Violation]:
     body = strip_refs(s.text, s.refs)
     quotes = quoted_passages(body)
@@ -97,42 +142,29 @@ def _check_sentence(
     if s.has_refs and not s.cited:
         return []  # cites only unknown ids: already an UNKNOWN_ID, nothing to check against
     if not s.cited:
-        if quotes or missing_numbers(unquoted, [], language) or find_links(body):
-            return [Violation(kind="UNCITED_SENTENCE", detail=f"no citation for: {s.text}", claim=s.index)]
-        return []
+        return _uncited(s, body, quotes, unquoted, ctx)
     sources = [t for kb_id in s.cited for t in blocks.get(kb_id, [])]
+    cited = [p for kb_id in s.cited for p in passages.get(kb_id, [])]
+    where = f"[{', '.join(s.cited)}]"
     violations = [
         Violation(
-            kind="NUMBER_NOT_IN_SOURCE",
-            detail=f"{number!r} is not stated in [{', '.join(s.cited)}]",
-            claim=s.index,
-        )
-        for number in missing_numbers(unquoted, sources, language)
-    ]
-    violations += [
-        Violation(
             kind="QUOTE_NOT_IN_SOURCE",
-            detail=f"quotation {q!r} is not verbatim in [{', '.join(s.cited)}]",
+            detail=f"quotation {q!r} is not verbatim in {where}",
             claim=s.index,
         )
         for q in quotes
         if not any(quote_in(q, source) for source in sources)
     ]
     violations += [
-        Violation(kind="LINK_NOT_IN_SOURCE", detail=f"{link!r} is not in [{', '.join(s.cited)}]", claim=s.index)
+        Violation(kind="LINK_NOT_IN_SOURCE", detail=f"{link!r} is not in {where}", claim=s.index)
         for link in missing_links(body, sources)
     ]
-    # A quotation's negation is checked verbatim with it; the refusal sentence
-    # next to an answer ("... [id]. The KB does not cover the rest.") says what
-    # the KB lacks, which no block can state.
-    if not is_refusal(unquoted) and not negation_backed(unquoted, sources, language, weight):
-        violations.append(
-            Violation(
-                kind="NEGATION_NOT_IN_SOURCE",
-                detail=f"the sentence negates, the matching sentences of [{', '.join(s.cited)}] do not: {body.strip()}",
-                claim=s.index,
-            )
-        )
+    # The refusal sentence next to an answer ("... [id]. The KB does not cover the
+    # rest.") says what the KB lacks, which no block can state.
+    if is_refusal(unquoted):
+        return violations
+    problems, _ = check_statement(unquoted, cited, ctx, need_support=False)
+    violations += [Violation(kind=p.kind, detail=f"{where}: {p.detail}", claim=s.index) for p in problems]
     return violations
 
 
@@ -157,7 +189,7 @@ def cited_sentences(draft_text: str, evidence: list[Evidence], language: str = "
         _inherit(group)
         for s in group:
             body = _SPACE_BEFORE_STOP.sub(r"\1", " ".join(strip_refs(s.text, s.refs).split()))
-            if s.cited and any(ch.isalnum() for ch in body) and not is_refusal(body):
+            if s.cited and any(ch.isalnum() for ch in body) and not is_refusal(body) and not says_not_covered(body):
                 out.append(CitedSentence(s.index, body, s.cited))
     return out
 
@@ -181,12 +213,21 @@ def _unknown_id_violations(all_sentences: list[_Sentence]) -> list[Violation]:
 
 
 def verify_citations(
-    draft_text: str, evidence: list[Evidence], language: str = "en", idf: Mapping[str, float] | Weigher | None = None
+    draft_text: str,
+    evidence: list[Evidence],
+    language: str = "en",
+    idf: Mapping[str, float] | Weigher | None = None,
+    *,
+    question: str = "",
+    question_language: str = "",
+    aligner: Aligner | None = None,
 ) -> Verdict:
     """Check a citations-mode draft against the context blocks it was written from.
 
-    `idf` weighs words where the negation rule looks for a sentence's best
-    matches (support.weigher); without it every word weighs the same.
+    `idf` weighs words (support.weigher); without it every word weighs the same.
+    `question` is what was asked: its numbers may be repeated and worked with.
+    `aligner` aligns each sentence to the block sentences that state it; without
+    one, by words only (align.Aligner).
     """
     weight = weigher(idf)
     text = strip_think(draft_text)
@@ -197,12 +238,29 @@ def verify_citations(
     if is_refusal(text) and not citations:
         return Verdict(ok=True, refusal=True)
     violations = _unknown_id_violations(flat)
+    gaps = [strip_refs(s.text, s.refs).strip() for s in flat if says_not_covered(strip_refs(s.text, s.refs))]
     if not any(s.has_refs for s in flat):
+        if gaps and len(gaps) == len(flat):
+            return Verdict(ok=True, refusal=True, not_covered=gaps)
         detail = "empty answer" if not text else "the answer cites no KB-ID"
         return Verdict(ok=False, violations=[Violation(kind="NO_CITATION", detail=detail)])
     blocks = block_texts(evidence)
+    passages: dict[str, list[Passage]] = {}
+    for ev in evidence:
+        passages.setdefault(ev.entry_id, []).append(passage(ev))
+    ctx = StatementContext(language, aligner or Aligner(weight), question, question_language,
+                           [passage(ev) for ev in evidence])
     for group in groups:
         _inherit(group)
     for s in flat:
-        violations += _check_sentence(s, blocks, language, weight)
-    return Verdict(ok=not violations, violations=violations, citations=citations)
+        if says_not_covered(strip_refs(s.text, s.refs)) and not _new_numbers(s, ctx):
+            continue  # a partial refusal: nothing in it a block could state (not_covered.py)
+        violations += _check_sentence(s, blocks, passages, ctx)
+    return Verdict(ok=not violations, violations=violations, citations=citations, not_covered=gaps)
+
+
+def _new_numbers(s: _Sentence, ctx: StatementContext) -> bool:
+    """Does a sentence state numbers that neither the question nor any block gives? Then it says more than what is missing."""
+    given = {v for q in ctx.question_numbers for v in q.values} | {
+        v for p in ctx.passages for n in find_numbers(p.text, p.language, source=True) for v in n.values}
+    return any(not n.values & given for n in find_numbers(strip_refs(s.text, s.refs), ctx.language))

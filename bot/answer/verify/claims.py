@@ -33,10 +33,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from bot.answer.verify.align import Aligner
+from bot.answer.verify.citations import passage
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.answer.verify.links import missing_links
-from bot.answer.verify.numbers import missing_numbers
-from bot.answer.verify.support import Weigher, assess, weigher
+from bot.answer.verify.not_covered import says_not_covered
+from bot.answer.verify.statement import StatementContext, check_statement
+from bot.answer.verify.support import Weigher, weigher
 from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, is_refusal, strip_think
 from bot.models import JUDGE_CONTRADICTS, JUDGE_NOT_STATED, AuditMode, Claim, Evidence, Verdict, Violation
 
@@ -62,6 +65,9 @@ _CLAIM_LOCAL = {
     "NUMBER_NOT_IN_SOURCE",
     "LINK_NOT_IN_SOURCE",
     "NEGATION_NOT_IN_SOURCE",
+    "NEGATION_DROPPED",
+    "SCOPE_NOT_IN_SOURCE",
+    "WORDS_NOT_IN_SOURCE",
     "TOO_MANY_CLAIMS",
     JUDGE_CONTRADICTS,  # the entailment judge fails one claim at a time (bot.answer.judge)
     JUDGE_NOT_STATED,
@@ -118,9 +124,8 @@ def _check_claim(
     i: int,
     claim: Claim,
     index: EvidenceIndex,
-    language: str,
     allowed_roles: frozenset[str],
-    weight: Weigher | None = None,
+    ctx: StatementContext,
 ) -> tuple[Claim, list[Violation]]:
     """The claim with resolved pointer ids and its `verified` flag, and its violations."""
     out: list[Violation] = []
@@ -143,19 +148,11 @@ def _check_claim(
         add("UNSUPPORTED_CLAIM", "the claim cites no evidence")
     elif resolved:
         haystacks = [evidence_text(ev) for ev in resolved]
-        for number in missing_numbers(claim.text, haystacks, language):
-            add("NUMBER_NOT_IN_SOURCE", f"{number!r} is not stated in the cited evidence")
         for link in missing_links(claim.text, haystacks):
             add("LINK_NOT_IN_SOURCE", f"{link!r} is not in the cited evidence")
-        # The title counts as a sentence of its block: "possible from the age of 55"
-        # under the title "Partial retirement" states that partial retirement is.
-        passages = [p for ev in resolved for p in (ev.chunk.title, ev.text) if p]
-        support = assess(claim.text, passages, language, idf=weight)
-        if support.lexical and not support.negation_kept:
-            add("NEGATION_NOT_IN_SOURCE", "the claim negates; the cited evidence states no such negation")
-        elif not support.supported:
-            missing = ", ".join(support.missing) or "-"
-            add("UNSUPPORTED_CLAIM", f"the cited evidence does not state this (words not found: {missing})")
+        problems, _ = check_statement(claim.text, [passage(ev) for ev in resolved], ctx, need_support=True)
+        for problem in problems:
+            add(problem.kind, problem.detail)
     pointers = [ev.pointer_id for ev in resolved] + [t for t in claim.evidence_ids if not index.resolve(t)]
     return Claim(text=claim.text, evidence_ids=pointers, verified=not out), out
 
@@ -186,12 +183,18 @@ def verify_claims(
     allowed_roles: frozenset[str] | set[str] = DEFAULT_ALLOWED_ROLES,
     max_claims: int = MAX_CLAIMS,
     idf: Mapping[str, float] | Weigher | None = None,
+    *,
+    question: str = "",
+    question_language: str = "",
+    aligner: Aligner | None = None,
 ) -> Verdict:
     """Check a claims-mode draft against the context blocks it was written from.
 
     `idf` maps analyzed terms to their inverse document frequency in the
     knowledge base (or is a term -> weight function; see support.weigher);
-    without it every word weighs the same.
+    without it every word weighs the same. `question` is what was asked (its
+    numbers may be repeated and worked with); `aligner` aligns each claim to the
+    block sentences that state it (words only without one).
     """
     weight = weigher(idf)
     text = strip_think(draft_text)
@@ -206,10 +209,19 @@ def verify_claims(
         return _schema_invalid(str(exc), fixups)
     if all(not c.evidence_ids and is_refusal(c.text) for c in claims):
         return _refusal(fixups)  # also true for an empty list
+    gaps = [c.text for c in claims if says_not_covered(c.text)]
+    if len(gaps) == len(claims):
+        return _refusal(fixups).model_copy(update={"not_covered": gaps})
     index = EvidenceIndex(evidence)
+    ctx = StatementContext(language, aligner or Aligner(weight), question, question_language,
+                           [passage(ev) for ev in evidence])
     checked, violations = [], []
     for i, claim in enumerate(claims):
-        result, found = _check_claim(i, claim, index, language, frozenset(allowed_roles), weight)
+        if claim.text in gaps:
+            # A partial refusal: not posted as a fact, not checked (not_covered.py).
+            checked.append(Claim(text=claim.text, evidence_ids=claim.evidence_ids, verified=False))
+            continue
+        result, found = _check_claim(i, claim, index, frozenset(allowed_roles), ctx)
         checked.append(result)
         violations += found
     if len(claims) > max_claims:
@@ -222,6 +234,7 @@ def verify_claims(
         audit_mode=mode,
         claims=checked,
         json_fixups=fixups,
+        not_covered=gaps,
     )
 
 

@@ -40,7 +40,7 @@ BACKED_BY: dict[str, frozenset[str]] = {
     "UPPER": frozenset({"UPPER", "LESS", "LATEST", "ONLY"}),
     "LESS": frozenset({"LESS", "UPPER"}),
     "LATEST": frozenset({"LATEST", "UPPER", "BEFORE"}),
-    "ONLY": frozenset({"ONLY", "EXCEPT", "NEG", "UPPER"}),
+    "ONLY": frozenset({"ONLY", "EXCEPT", "NEG", "UPPER", "LOWER", "MORE", "LESS", "EARLIEST", "LATEST"}),
     "EXCEPT": frozenset({"EXCEPT", "NEG", "ONLY"}),
     "BEFORE": frozenset({"BEFORE", "LATEST"}),
     "AFTER": frozenset({"AFTER", "EARLIEST"}),
@@ -60,14 +60,15 @@ OPPOSITE: dict[str, frozenset[str]] = {
     "LATEST": frozenset({"EARLIEST"}),
     "BEFORE": frozenset({"AFTER"}),
     "AFTER": frozenset({"BEFORE"}),
-    "ALL": frozenset({"SOME"}),
+    "ALL": frozenset({"SOME", "ONLY"}),
     "SOME": frozenset({"ALL"}),
+    "ONLY": frozenset({"ALL"}),
 }
 
 # Families an answer may not add when its source has none of their backers
 # (checked like numbers). The others are checked only against their opposite:
 # "vor", "nach", "alle" are everywhere in correct paraphrases.
-ADDED_FAILS = frozenset({"LOWER", "UPPER", "EARLIEST", "LATEST", "MORE", "LESS", "ONLY"})
+ADDED_FAILS = frozenset({"LOWER", "UPPER", "EARLIEST", "LATEST", "MORE", "LESS"})
 
 _NUM = r"(?=\s*(?:\d|€|\$|eur\b|euro\b))"  # "über 600", "under 25 EUR": a comparison, not "about"
 
@@ -89,7 +90,9 @@ _EN: _Lexicon = [
     (r"(?:more|greater|higher|longer) than|in excess of|exceed\w*|over" + _NUM + r"|above" + _NUM, "MORE", True),
     (r"(?:less|fewer|shorter|lower) than|under" + _NUM + r"|below" + _NUM, "LESS", True),
     (r"until|till|within|by(?=\s+(?:the\s+)?\d)", "UPPER", False),
-    (r"from|starting|since", "LOWER", False),
+    # A budget, limit or allowance is a bound by what it is: "a budget of 500 EUR" backs "up to 500 EUR".
+    (r"budgets?|limit\w*|caps?|ceiling|allowance|maximum\w*", "UPPER", False),
+    (r"from|starting|since|minimum\w*", "LOWER", False),
     (r"before|prior to|in advance|ahead of|beforehand", "BEFORE", True),
     (r"after|afterwards|following", "AFTER", True),
     (r"only|solely|exclusively", "ONLY", True),
@@ -102,7 +105,10 @@ _EN: _Lexicon = [
 
 _DE: _Lexicon = [
     (r"nicht nur", None, True),
-    (r"mindest\w+|höchst\w+(?<!höchstens)", None, True),  # Mindestlohn, Höchstbetrag: names of amounts
+    # Mindestlohn, Höchstbetrag, Minijob-Grenze, Budget: names of amounts that are bounds; they back a
+    # bound an answer states ("höchstens 603 €" for "die Minijob-Grenze von 603 €"), never demand one.
+    (r"höchst\w+(?<!höchstens)|[\w-]*grenze\w*|[\w-]*budgets?|limit\w*|[\w-]*freibetrag\w*|deckel\w*", "UPPER", False),
+    (r"mindest\w+(?<!mindestens)", "LOWER", False),
     (r"nicht (?:mehr|länger|höher|größer) als|nicht über" + _NUM, "UPPER", True),
     (r"(?:nicht|nie) (?:zu )?(?:übersteig|überschreit)\w*|(?:übersteig|überschreit)\w* (?:\w+ )?nicht", "UPPER", True),
     (r"höchstens|maximal|max\.(?=\s)|bis zu|bis maximal|oder weniger|begrenzt auf", "UPPER", True),
@@ -169,7 +175,33 @@ def find_cues(text: str, language: str) -> list[Cue]:
             if family == "NEG" and _not_a_negation(text, m):
                 continue
             found.append(Cue(family, strong, m.start(), m.end(), m.group(0)))
-    return sorted(found, key=lambda c: c.start)
+    return _compose(sorted(found, key=lambda c: c.start), plain)
+
+
+# A negation right before a comparison bounds it: "may not work more than 10 hours"
+# is at most 10 hours, "not before the 1st" no earlier than the 1st.
+_NEGATED = {"MORE": "UPPER", "LESS": "LOWER", "BEFORE": "EARLIEST", "AFTER": "LATEST"}
+_NEGATION_REACH = 3  # words between the negation and what it bounds
+
+
+def _compose(found: list[Cue], text: str) -> list[Cue]:
+    out: list[Cue] = []
+    used: set[int] = set()
+    for i, cue in enumerate(found):
+        if i in used:
+            continue
+        merged = None
+        if cue.family == "NEG":
+            for j in range(i + 1, len(found)):
+                nxt = found[j]
+                if len(text[cue.end : nxt.start].split()) > _NEGATION_REACH:
+                    break
+                if nxt.family in _NEGATED and nxt.strong:
+                    merged = Cue(_NEGATED[nxt.family], True, cue.start, nxt.end, text[cue.start : nxt.end])
+                    used.add(j)
+                    break
+        out.append(merged or cue)
+    return out
 
 
 def _not_a_negation(original: str, m: re.Match[str]) -> bool:

@@ -1,9 +1,20 @@
-"""Numbers, dates and amounts: find them, and compare them across spellings.
+"""Numbers, dates and amounts: find them, and compare them across spellings and languages.
 
 A number in an answer must be one the cited source states. The comparison is on
 values, not strings: "1.538,50" (German) and "1538.50" are one amount, "13,90 €"
-and "13.90" too, "15.01.2026" and "2026-01-15" one date. It is on whole tokens,
-never substrings, so "24" does not hide inside "2024".
+and "13.90" too, "15.01.2026", "15. Januar 2026" and "2026-01-15" one date,
+"vier", "four" and "4" one number. It is on whole tokens, never substrings, so
+"24" does not hide inside "2024".
+
+Each number also has the unit written after it ("vier Wochen", "14 characters",
+"603 €"), in a form both languages share where it is a common one (week, day,
+eur, pct ...): a statement's "6 Wochen" against a matching source sentence that
+says "vier Wochen" is a changed number even when a 6 stands elsewhere in the
+block (statement.py).
+
+A number the asker gave may be repeated ("bei 50.000 Euro Listenpreis"), and
+one worked out from it with a number of the source (1 % of it: 500 Euro) is
+recomputed (`derived_values`); anything else must be in the source.
 """
 
 from __future__ import annotations
@@ -12,33 +23,93 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+_MONTH_NAMES = {
+    "januar": 1, "jänner": 1, "februar": 2, "märz": 3, "maerz": 3, "april": 4, "mai": 5, "juni": 6, "juli": 7,
+    "august": 8, "september": 9, "oktober": 10, "november": 11, "dezember": 12,
+    "january": 1, "february": 2, "march": 3, "may": 5, "june": 6, "july": 7, "october": 10, "december": 12,
+}
+_MONTH = "|".join(sorted(_MONTH_NAMES, key=len, reverse=True))
+
 _TOKEN = re.compile(
     # Not glued to a word or another number: "CD4" and "p53" are names, not numbers.
     r"(?<![\w.,])(?:"
     r"(?P<iso>(?P<iy>\d{4})-(?P<im>\d{2})(?:-(?P<id>\d{2}))?)(?![\d-])"
     r"|(?P<dmy>(?P<dd>\d{1,2})\.(?P<dm>\d{1,2})\.(?P<dy>\d{4}))(?!\d)"
+    rf"|(?P<dname>(?P<nd>\d{{1,2}})(?:\.|st|nd|rd|th)?\s+(?:of\s+)?(?P<nm>{_MONTH})(?:,?\s+(?P<ny>\d{{4}}))?)(?!\w)"
+    rf"|(?P<mname>(?P<mm>{_MONTH})\s+(?P<md>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<my>\d{{4}}))?)(?!\w)"
     r"|(?P<dm_only>(?P<od>\d{1,2})\.(?P<om>\d{1,2})\.)(?![\d\w])"
     r"|(?P<time>(?P<th>\d{1,2}):(?P<tm>\d{2}))(?!\d)"
     r"|(?P<num>\d+(?:[.,]\d+)*)"
-    r")"
+    r")",
+    re.IGNORECASE,
 )
 
-# Small numbers are often spelled out ("sechs Wochen"). "one"/"ein" are left out
-# on the answer side: they are pronouns and articles far more often than numbers.
+# Numbers people write as words ("sechs Wochen", "the third birthday"). "one"
+# and "ein" are left out on the answer side: they are pronouns and articles far
+# more often than numbers; so are "first" and "second" (order, a unit of time).
 _WORDS = {
-    "en": ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
-           "ten", "eleven", "twelve"],
-    "de": ["null", "eins", "zwei", "drei", "vier", "fünf", "sechs", "sieben", "acht", "neun",
-           "zehn", "elf", "zwölf"],
+    "en": {
+        "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+        "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+        "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
+        "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+        "ninth": 9, "tenth": 10, "twelfth": 12, "once": 1, "twice": 2, "double": 2, "half": 0.5,
+    },
+    "de": {
+        "null": 0, "eins": 1, "zwei": 2, "drei": 3, "vier": 4, "fünf": 5, "sechs": 6, "sieben": 7, "acht": 8,
+        "neun": 9, "zehn": 10, "elf": 11, "zwölf": 12, "zwanzig": 20, "dreißig": 30, "vierzig": 40,
+        "fünfzig": 50, "sechzig": 60, "siebzig": 70, "achtzig": 80, "neunzig": 90, "hundert": 100,
+        "ersten": 1, "erste": 1, "erster": 1, "zweiten": 2, "zweite": 2, "dritten": 3, "dritte": 3,
+        "vierten": 4, "vierte": 4, "fünften": 5, "sechsten": 6, "siebten": 7, "achten": 8, "zehnten": 10,
+        "zwölften": 12, "einmal": 1, "zweimal": 2, "doppelt": 2, "doppelte": 2, "doppelten": 2, "halbe": 0.5,
+        "hälfte": 0.5,
+    },
 }
-_NOT_NUMBERS_IN_ANSWERS = {"one", "eins"}
+# Ordinals are numbers in a source ("the third birthday" states 3), not in an answer,
+# which uses them to count its own steps ("in der vierten Woche" of a period).
+_ORDINALS = {"first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "twelfth",
+             "ersten", "erste", "erster", "zweiten", "zweite", "dritten", "dritte", "vierten", "vierte", "fünften",
+             "sechsten", "siebten", "achten", "zehnten", "zwölften"}
+_NOT_NUMBERS_IN_ANSWERS = _ORDINALS | {"one", "eins", "first", "second", "once", "half", "ersten", "erste", "erster",
+                           "einmal", "halbe", "hälfte", "double", "doppelt", "doppelte", "doppelten"}
 _WORD = re.compile(r"\b[^\W\d_]+\b")
+
+
+def _number_word_terms() -> frozenset[str]:
+    from kb_index.analysis import terms
+
+    return frozenset(t for lang, words in _WORDS.items() for w in words for t in terms(w, lang))
+
+
+# The analyzed forms of number words ("vier", "four", "dritt"): not content words.
+NUMBER_WORD_TERMS = _number_word_terms()
+
+# Units in one form for both languages, so "vier Wochen" and "four weeks" share one.
+_UNITS = {
+    "week": "woche wochen week weeks",
+    "day": "tag tage tagen tages day days",
+    "calendarday": "kalendertag kalendertage kalendertagen calendar-days",
+    "workday": "arbeitstag arbeitstage arbeitstagen working-days workdays business-days werktag werktage werktagen",
+    "month": "monat monate monaten monats month months kalendermonat kalendermonate kalendermonaten",
+    "year": "jahr jahre jahren jahres year years kalenderjahr",
+    "hour": "stunde stunden std hour hours h",
+    "minute": "minute minuten min minutes",
+    "second": "sekunde sekunden seconds",
+    "eur": "€ eur euro euros",
+    "pct": "% prozent percent per-cent",
+    "char": "zeichen characters character",
+}
+_UNIT_OF = {word: unit for unit, words in _UNITS.items() for word in words.split()}
+_UNIT_AFTER = re.compile(r"\s*(?:(%|€|\$)|((?:calendar|working|business|per)\s+\w+)|([^\W\d_][\w-]*))")
 
 
 @dataclass(frozen=True)
 class Number:
     raw: str  # as written
     values: frozenset[str]  # its possible canonical readings
+    start: int = -1
+    end: int = -1
+    unit: str = ""  # the unit written right after it, in its shared form where it has one
 
 
 def _canon(text: str) -> str:
@@ -70,48 +141,80 @@ def _number_readings(raw: str) -> set[str]:
     return readings
 
 
-def _date(year: str, month: str, day: str | None) -> str | None:
-    if not 1 <= int(month) <= 12 or (day is not None and not 1 <= int(day) <= 31):
+def _date(year: str | None, month: int, day: int | None) -> str | None:
+    if not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31):
         return None
-    return f"{year}-{int(month):02d}" + (f"-{int(day):02d}" if day else "")
+    if year is None:
+        return f"--{month:02d}-{day:02d}" if day is not None else None
+    return f"{year}-{month:02d}" + (f"-{day:02d}" if day is not None else "")
+
+
+def _date_readings(full: str | None, year: str | None, source: bool, *, day: int | None = None) -> set[str] | None:
+    """A date's readings; a source also offers its parts, so an answer may say "2026"
+    or "15.01." about a source's "2026-01-15", and "am 15." about its "15. Januar"."""
+    if full is None:
+        return None
+    if not source:
+        return {full}
+    parts = {full}
+    if year:
+        parts |= {_canon(year), full[:7]}
+        if len(full) == 10:
+            parts.add(f"--{full[5:]}")
+    if day is not None:
+        parts.add(str(day))
+    return parts
 
 
 def _match_readings(m: re.Match[str], source: bool) -> set[str]:
-    """Readings of one match; a source also offers the parts of its dates, so an
-    answer may say "2026" or "15.01." about a source's "2026-01-15"."""
     if m["iso"] or m["dmy"]:
         year, month, day = (m["iy"], m["im"], m["id"]) if m["iso"] else (m["dy"], m["dm"], m["dd"])
-        full = _date(year, month, day)
-        if full is None:
-            return _number_readings(year)
-        if not source:
-            return {full}
-        parts = {full, _canon(year), full[:7]}
-        return parts | ({f"--{full[5:]}"} if day else set())
+        readings = _date_readings(_date(year, int(month), int(day) if day else None), year, source)
+        return readings if readings is not None else _number_readings(year)
+    if m["dname"] or m["mname"]:
+        day, month_name, year = (m["nd"], m["nm"], m["ny"]) if m["dname"] else (m["md"], m["mm"], m["my"])
+        if month_name == "may":  # lower case: the verb ("up to 5 may be carried over")
+            return _number_readings(day)
+        month = _MONTH_NAMES[month_name.casefold()]
+        readings = _date_readings(_date(year, month, int(day)), year, source, day=int(day))
+        return readings if readings is not None else _number_readings(day)
     if m["dm_only"]:
         month, day = int(m["om"]), int(m["od"])
         if 1 <= month <= 12 and 1 <= day <= 31:
-            return {f"--{month:02d}-{day:02d}"}
+            return {f"--{month:02d}-{day:02d}"} | ({str(day)} if source else set())
         return _number_readings(f"{m['od']}.{m['om']}")
     if m["time"]:
         return {f"{int(m['th'])}:{m['tm']}"}
     return _number_readings(m["num"])
 
 
+def unit_at(text: str, position: int, language: str) -> str:
+    """The unit written right after a number ending at `position`, or "" if none is known."""
+    m = _UNIT_AFTER.match(text, position)
+    if not m:
+        return ""
+    word = (m.group(1) or m.group(2) or m.group(3) or "").casefold().replace(" ", "-")
+    return _UNIT_OF.get(word, "")
+
+
 def _word_numbers(text: str, language: str, source: bool) -> list[Number]:
     words = _WORDS.get(language, _WORDS["en"])
     found = []
     for m in _WORD.finditer(text):
-        word = m.group(0).lower()
+        word = m.group(0).casefold()
         if word in words and (source or word not in _NOT_NUMBERS_IN_ANSWERS):
-            found.append(Number(m.group(0), frozenset({str(words.index(word))})))
+            value = _canon(str(words[word]))
+            found.append(Number(m.group(0), frozenset({value}), m.start(), m.end(), unit_at(text, m.end(), language)))
     return found
 
 
 def find_numbers(text: str, language: str = "en", *, source: bool = False) -> list[Number]:
-    """Numbers, dates, times and spelled-out small numbers in `text`, in order."""
-    found = [Number(m.group(0), frozenset(_match_readings(m, source))) for m in _TOKEN.finditer(text)]
-    return found + _word_numbers(text, language, source)
+    """Numbers, dates, times and spelled-out numbers in `text`, in order of position."""
+    found = [
+        Number(m.group(0), frozenset(_match_readings(m, source)), m.start(), m.end(), unit_at(text, m.end(), language))
+        for m in _TOKEN.finditer(text)
+    ]
+    return sorted(found + _word_numbers(text, language, source), key=lambda n: n.start)
 
 
 def source_values(texts: list[str], language: str = "en") -> set[str]:
@@ -127,3 +230,107 @@ def missing_numbers(text: str, sources: list[str], language: str = "en") -> list
     """The numbers of `text` (as written) that none of `sources` states."""
     values = source_values(sources, language)
     return [n.raw for n in find_numbers(text, language) if not n.values & values]
+
+
+# ------------------------------------------------------------------ worked out from the question
+
+# A result this small is a count ("2 Minijobs", "drei Tage") that arithmetic on
+# two numbers hits by chance far too often to vouch for.
+MIN_DERIVED = 13
+# Relative tolerance of a recomputed value: an answer rounds ("rund 43 Stunden").
+DERIVED_TOLERANCE = 0.005
+# Factors an answer may use without a source stating them: half, double, a month's twelfth of a year.
+CONSTANTS = (Decimal(2), Decimal(12))
+# Units a date can be moved by ("sechs Wochen vor dem 3. September": 23. Juli), in days.
+_DAYS = {"day": 1, "calendarday": 1, "week": 7}
+_DATE = re.compile(r"^(?:(\d{4})|-)-(\d{2})-(\d{2})$")
+_YEAR_FOR_DAY_MONTH = 2026  # a date given without a year is counted in a common year
+
+
+def _plain_values(numbers: list[Number]) -> set[Decimal]:
+    out = set()
+    for n in numbers:
+        for v in n.values:
+            try:
+                out.add(Decimal(v))
+            except InvalidOperation:
+                continue  # a date or a time
+    return out
+
+
+def _one_step(a: Decimal, b: Decimal) -> list[Decimal]:
+    """What one step of arithmetic makes of a number the asker gave (a) and another (b)."""
+    out = [a * b / 100, a * b, a + b, a - b, b - a, a * (1 + b / 100), a * (1 - b / 100)]
+    if b:
+        out.append(a / b)
+    if a:
+        out.append(b / a)
+    return out
+
+
+def _decimals(raw: str) -> int:
+    tail = re.split(r"[.,]", raw)[-1] if re.search(r"[.,]\d{1,2}$", raw) else ""
+    return len(tail)
+
+
+def _dates(numbers: list[Number]) -> list[tuple[int, str]]:
+    import datetime as dt
+
+    out = []
+    for n in numbers:
+        for v in n.values:
+            m = _DATE.match(v)
+            if m:
+                year = int(m.group(1) or _YEAR_FOR_DAY_MONTH)
+                try:
+                    out.append((dt.date(year, int(m.group(2)), int(m.group(3))).toordinal(), "full" if m.group(1) else "dm"))
+                except ValueError:
+                    continue
+    return out
+
+
+class WorkedOut:
+    """The numbers an answer may work out from what the asker gave.
+
+    A value the question states may be repeated. A value one step of arithmetic
+    (a percentage, product, sum, difference, ratio; half or twelve times)
+    makes of a question's number, or of one the answer already worked out, and
+    a number the blocks or the question state, is recomputed and accepted; so
+    is a date the question gives moved by a number of days or weeks a block
+    states. Steps the answer shows ("2.200 € plus 20 %: 2.640 €") chain; a result
+    reached in several unshown steps is flagged. Results under MIN_DERIVED are
+    never accepted this way: small counts match by chance.
+    """
+
+    def __init__(self, asked: list[Number], stated: list[Number]):
+        self.roots = _plain_values(asked)
+        self.operands = _plain_values(stated) | self.roots | set(CONSTANTS)
+        self.accepted: set[Decimal] = set(self.roots)
+        self.shifts = {int(v) * _DAYS[n.unit] for n in [*stated, *asked] if n.unit in _DAYS
+                       for v in _plain_values([n]) if v == int(v)}
+        self.asked_dates = _dates(asked)
+
+    def accepts(self, number: Number) -> bool:
+        if self._date(number):
+            return True
+        for value in _plain_values([number]):
+            if abs(value) < MIN_DERIVED or not self.accepted:
+                continue
+            step = Decimal(1).scaleb(-_decimals(number.raw)) / 2
+            for a in self.accepted:
+                for b in self.operands | self.accepted:
+                    if any(abs(value - d) <= max(step, abs(d) * Decimal(DERIVED_TOLERANCE)) for d in _one_step(a, b)):
+                        self.accepted.add(value)
+                        return True
+        return False
+
+    def _date(self, number: Number) -> bool:
+        import datetime as dt
+
+        mine = _dates([number])
+        for day, _ in mine:
+            for asked, _kind in self.asked_dates:
+                if abs(day - asked) in self.shifts:
+                    return True
+        return bool(mine) and any(d.isoformat()[5:] in v for v in number.values
+                                  for d in [dt.date.fromordinal(a) for a, _ in self.asked_dates])

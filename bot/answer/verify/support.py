@@ -175,7 +175,7 @@ def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _matches(term: str, words: set[str], language: str) -> bool:
+def match_term(term: str, words: set[str], language: str) -> bool:
     if term in words or len(term) < MIN_PARTIAL_STEM:
         return term in words
     for word in words:
@@ -262,7 +262,7 @@ def _anchor_found(
     anchor: str, evidence_terms: set[str], evidence_words: list[str], codes: set[str], language: str
 ) -> bool:
     parts = content_terms(anchor, language)
-    if parts and all(_matches(p, evidence_terms, language) for p in parts):
+    if parts and all(match_term(p, evidence_terms, language) for p in parts):
         return True
     if _squash_code(anchor) in codes:  # "Ly6C" / "Ly-6C", "SREBP2" / "SREBP-2"
         return True
@@ -277,12 +277,20 @@ def _anchor_found(
     return _spelled_out(letters, evidence_words, stop_words(language))
 
 
+def anchor_found(anchor: str, passages: list[str], language: str) -> bool:
+    """Is the name or code `anchor` in one of the passages, as written or spelled out?"""
+    evidence_terms = {w for p in passages for w in content_terms(p, language)}
+    raw_words = [fold_accents(w) for p in passages for w in _WORD.findall(p.casefold())]
+    codes = {_squash_code(m.group(0)) for p in passages for m in _CODE.finditer(p)}
+    return _anchor_found(anchor, evidence_terms, raw_words, codes, language)
+
+
 def _best_cover(
     claim: list[str], sents: list[list[str]], language: str, weight: Weigher
 ) -> tuple[float, float, list[int], set[str]]:
     """Best cover by one sentence or two (held to the higher bar): the score
     normalised to the bar (>= 1 passes), the weighted share, the sentences, the words."""
-    covers = [{t for t in claim if _matches(t, set(s), language)} for s in sents]
+    covers = [{t for t in claim if match_term(t, set(s), language)} for s in sents]
     weights = {t: weight(t) for t in claim}
     total = sum(weights.values()) or 1.0
 
@@ -317,8 +325,8 @@ def _pairs_near(claim: list[str], sents: list[list[str]], language: str) -> floa
     for a, b in pairwise(claim):
         near = together = False
         for words in sents:
-            pos_a = [k for k, w in enumerate(words) if _matches(a, {w}, language)]
-            pos_b = [k for k, w in enumerate(words) if _matches(b, {w}, language)]
+            pos_a = [k for k, w in enumerate(words) if match_term(a, {w}, language)]
+            pos_b = [k for k, w in enumerate(words) if match_term(b, {w}, language)]
             if pos_a and pos_b:
                 together = True
                 if any(abs(x - y) <= PAIR_WINDOW for x in pos_a for y in pos_b):
@@ -377,7 +385,7 @@ def negation_backed(claim: str, passages: list[str], language: str = "en", idf=N
     weight = weigher(idf)
     sents = [terms_ for _, terms_ in raw_sents]
     _, _, chosen, _ = _best_cover(words, sents, language, weight)
-    shares = [sum(weight(t) for t in words if _matches(t, set(s), language)) for s in sents]
+    shares = [sum(weight(t) for t in words if match_term(t, set(s), language)) for s in sents]
     top = max(shares)
     candidates = set(chosen) | {i for i, share in enumerate(shares) if share >= NEGATION_NEAR_SHARE * top - 1e-9}
     if top <= 0:

@@ -216,7 +216,7 @@ _PUNCT = str.maketrans({ch: " " for ch in string.punctuation + "„“”‚‘�
 
 def fold(text: str) -> str:
     """Lower case, no accents, no punctuation, single spaces: for phrase comparison."""
-    text = unicodedata.normalize("NFKD", text.replace("ß", "ss").casefold())
+    text = unicodedata.normalize("NFKD", text.replace("ß", "ss").replace("’", "'").casefold())
     text = "".join(ch for ch in text if not unicodedata.combining(ch))
     text = text.replace("n't", " not")
     return " ".join(text.translate(_PUNCT).split())

@@ -1,0 +1,365 @@
+"""Trust benchmark: does citebot post what capable models get wrong, and flag what they get right?
+
+The labelled set lives in bench/trust/ (its README says how it was made):
+- questions.yaml: questions people would ask about the sample KB, in German and
+  English, on pages of their own language and of the other, some only partly
+  covered;
+- prompts.jsonl: the prompts `citebot ask` built for each (bench/trust_record.py,
+  a recording fake LLM), both answer modes;
+- drafts/right-*.jsonl: the replies of a capable model to those prompts, right;
+- drafts/wrong-<kind>.jsonl: right replies with one realistic mistake each, by
+  kind (number changed, number in words changed, negation flipped, condition or
+  scope changed, wrong actor or object, fact added);
+- judge/*.jsonl: a capable model's verdicts, as the entailment judge, on every
+  statement of every draft (the fake judge answers with them);
+- split.yaml: the tune/test halves, by question, fixed before anything was tuned.
+
+Each draft goes through the real pipeline (Pipeline.answer: retrieval, prompt,
+the draft, the checks, the regeneration, the judge) with a scripted model that
+answers the prompt with the draft, again with the same draft if asked to
+regenerate, and the judge's prompt with the recorded verdicts. Counted:
+- a right draft is flagged when the first draft fails (a second model call);
+  "not sure" when the answer ends uncertain;
+- a wrong draft is posted when its mistaken statement reaches the asker (the
+  whole answer verified; in claims mode, its claim among those posted).
+Judge off and judge on (the recorded capable judge), per half, kind, language
+pair and mode; with the judge on, what it adds per answer (calls, prompt and
+reply size in tokens at 4 characters each, time in citebot).
+
+SciFact (bench/verifier_scifact.py) is printed beside it with --scifact.
+
+    python bench/trust.py [--half test|tune|all] [--by kind|pair|mode] [--show N] [--scifact]
+
+Goals on the test half (issue answer-trust): judge off, right flagged <= 5 % on
+the first draft in each language pair, wrong posted <= 25 % overall and <= 1 in 6
+for flipped negation and changed conditions; judge on, wrong posted <= 3 % and
+right flagged <= 3 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.answer.judge import LLMJudge
+from bot.answer.pipeline import Pipeline
+from bot.answer.verify.align import VectorCache
+from bot.answer.verify.judgement import JUDGE_JSON_SCHEMA
+from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR
+from bot.models import Answer, AnswerMode, Draft, GenerationRequest, Outcome, Question
+from kb_index import Retriever, build_index
+from kb_index.embedding import LocalE5Embedder
+
+HERE = Path(__file__).resolve().parent / "trust"
+KINDS = ("number_changed", "number_word_changed", "negation_flipped", "condition_changed", "actor_changed",
+         "fact_added")
+GOALS = {"right_flagged": 0.05, "wrong_posted": 0.25, "per_kind": 1 / 6, "judge_wrong": 0.03, "judge_right": 0.03}
+CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    pid: str
+    qid: str
+    half: str
+    mode: str
+    language: str  # the question's
+    pair: str  # question language - language of the blocks it was asked about: de-de, de-en ...
+    kind: str  # "right" or the kind of mistake
+    question: str
+    draft: str
+    messages: tuple
+    mutated: str = ""
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _pair(question: dict) -> str:
+    own = question["language"]
+    if question.get("kind") == "cross_language":
+        return f"{own}-{'en' if own == 'de' else 'de'}"
+    return f"{own}-{own}"
+
+
+def load_cases(root: Path = HERE) -> list[Case]:
+    questions = {q["id"]: q for q in yaml.safe_load((root / "questions.yaml").read_text())}
+    halves = yaml.safe_load((root / "split.yaml").read_text())
+    prompts = {p["pid"]: p for p in _jsonl(root / "prompts.jsonl")}
+    cases = []
+
+    def add(pid: str, kind: str, draft: str, mutated: str = "") -> None:
+        p = prompts[pid]
+        q = questions[p["qid"]]
+        cases.append(Case(f"{pid}:{kind}", pid, p["qid"], halves[p["qid"]], p["mode"], p["language"], _pair(q), kind,
+                          p["question"], draft, tuple(json.dumps(m, sort_keys=True) for m in p["messages"]), mutated))
+
+    for path in sorted((root / "drafts").glob("right-*.jsonl")):
+        for row in _jsonl(path):
+            add(row["pid"], "right", row["draft"])
+    for path in sorted((root / "drafts").glob("wrong-*.jsonl")):
+        for row in _jsonl(path):
+            add(row["pid"], row["kind"], row["draft"], row.get("mutated_statement", ""))
+    return cases
+
+
+# ------------------------------------------------------------------ the scripted model
+
+
+def judge_id(case_id: str) -> str:
+    """A draft's name in the judge's prompts: one that does not say whether the draft is right."""
+    return hashlib.sha256(case_id.encode()).hexdigest()[:12]
+
+
+def _statement_key(text: str) -> str:
+    return " ".join(re.sub(r"[^\w%€.,]+", " ", text.casefold()).split()).rstrip(".")
+
+
+@dataclass
+class RecordedJudge:
+    """The capable model's verdicts, by case and statement text."""
+
+    verdicts: dict[str, dict[str, dict]] = field(default_factory=dict)
+    unmatched: int = 0
+
+    @classmethod
+    def load(cls, root: Path = HERE) -> RecordedJudge:
+        """bench/trust/judge/*.jsonl: {"judge_id", "verdicts": [{"id": "S1", "verdict", "quote"}]}, the
+        statements' texts taken from bench/trust/judge_prompts.jsonl by id."""
+        judge = cls()
+        prompts = root / "judge_prompts.jsonl"
+        if not prompts.exists() or not (root / "judge").is_dir():
+            return judge
+        texts = {row["judge_id"]: {s["id"]: s["text"] for s in row["statements"]} for row in _jsonl(prompts)}
+        for path in sorted((root / "judge").glob("*.jsonl")):
+            for row in _jsonl(path):
+                table = judge.verdicts.setdefault(row["judge_id"], {})
+                for v in row["verdicts"]:
+                    text = texts.get(row["judge_id"], {}).get(str(v.get("id")))
+                    if text is not None:
+                        table[_statement_key(text)] = v
+        return judge
+
+    def reply(self, case: Case, request: GenerationRequest) -> str:
+        table = self.verdicts.get(judge_id(case.id), {})
+        out = []
+        for line in request.messages[-1]["content"].split("\n"):
+            m = re.match(r"^(S\d+) \([^)]*\): (.*)$", line)
+            if not m:
+                continue
+            found = table.get(_statement_key(m.group(2)))
+            if found is None:
+                self.unmatched += 1
+                out.append({"id": m.group(1), "verdict": "not_stated", "quote": ""})
+            else:
+                out.append({"id": m.group(1), "verdict": found["verdict"], "quote": found.get("quote", "")})
+        return json.dumps({"verdicts": out}, ensure_ascii=False)
+
+
+@dataclass
+class ScriptedModel:
+    """Answers the prompt with the case's draft (every time: a regeneration repeats it) and the
+    judge's prompt with the recorded verdicts. Counts calls and sizes."""
+
+    case: Case
+    judge: RecordedJudge
+    name: str = "capable-model (recorded)"
+    answer_calls: int = 0
+    judge_calls: int = 0
+    judge_chars_in: int = 0
+    judge_chars_out: int = 0
+    draft_chars_in: int = 0
+    prompt_drift: bool = False
+
+    async def generate(self, request: GenerationRequest) -> Draft:
+        size = sum(len(m["content"]) for m in request.messages)
+        if request.json_schema is JUDGE_JSON_SCHEMA:
+            self.judge_calls += 1
+            text = self.judge.reply(self.case, request)
+            self.judge_chars_in += size
+            self.judge_chars_out += len(text)
+            return Draft(text=text, model=self.name, raw=text)
+        self.answer_calls += 1
+        if self.answer_calls == 1:
+            self.draft_chars_in += size
+            sent = tuple(json.dumps(m, sort_keys=True) for m in request.messages)
+            self.prompt_drift = sent != self.case.messages
+        return Draft(text=self.case.draft, model=self.name, raw=self.case.draft)
+
+    async def aclose(self) -> None:
+        pass
+
+
+# ------------------------------------------------------------------ running
+
+
+@dataclass
+class Result:
+    case: Case
+    answer: Answer
+    answer_calls: int
+    judge_calls: int
+    judge_tokens_in: float
+    judge_tokens_out: float
+    draft_tokens_in: float
+    judge_ms: float
+    verify_ms: float
+    prompt_drift: bool
+
+    @property
+    def flagged(self) -> bool:
+        return self.answer_calls > 1
+
+    @property
+    def not_sure(self) -> bool:
+        return self.answer.outcome is Outcome.UNCERTAIN
+
+    @property
+    def posted(self) -> bool:
+        """The mistaken statement reached the asker."""
+        if self.answer.outcome is not Outcome.ANSWERED or self.answer.refused:
+            return False
+        if self.case.mode == "citations" or not self.case.mutated:
+            return True
+        return _statement_key(self.case.mutated) in _statement_key(re.sub(r"\[\d+\]", "", self.answer.answer))
+
+    @property
+    def failure(self) -> bool:
+        return self.flagged if self.case.kind == "right" else self.posted
+
+
+async def run(cases: list[Case], retriever: Retriever, judge: RecordedJudge, judged: bool) -> list[Result]:
+    results = []
+    vectors = VectorCache(retriever.embedder.embed_queries) if retriever.embedder is not None else None
+    for case in cases:
+        model = ScriptedModel(case, judge)
+        pipeline = Pipeline(retriever, model, mode=AnswerMode(case.mode), judge=LLMJudge(model) if judged else None,
+                            vectors=vectors)
+        answer = await pipeline.answer(Question(text=case.question, language=case.language))
+        results.append(Result(
+            case, answer, model.answer_calls, model.judge_calls, model.judge_chars_in / CHARS_PER_TOKEN,
+            model.judge_chars_out / CHARS_PER_TOKEN, model.draft_chars_in / CHARS_PER_TOKEN,
+            answer.timings_ms.get("judge", 0.0), answer.timings_ms.get("verify", 0.0), model.prompt_drift,
+        ))
+    return results
+
+
+# ------------------------------------------------------------------ reporting
+
+
+def _rate(results: list[Result]) -> str:
+    n = len(results)
+    bad = sum(r.failure for r in results)
+    return f"{bad:>3}/{n:<3} {100 * bad / n:5.1f} %" if n else "    –       "
+
+
+def table(off: list[Result], on: list[Result] | None, by: str) -> list[str]:
+    key = {"kind": lambda r: r.case.kind, "pair": lambda r: r.case.pair, "mode": lambda r: r.case.mode}[by]
+    lines = [f"{'':26} {'judge off':>16}   {'judge on':>16}"]
+
+    def row(label: str, pick) -> None:
+        a = [r for r in off if pick(r)]
+        b = [r for r in on if pick(r)] if on is not None else []
+        lines.append(f"{label:26} {_rate(a):>16}   {_rate(b) if on is not None else '':>16}")
+
+    lines.append("right answers flagged (first draft)")
+    groups = sorted({key(r) for r in off if r.case.kind == "right"})
+    row("  all", lambda r: r.case.kind == "right")
+    for g in groups:
+        row(f"  {g}", lambda r, g=g: r.case.kind == "right" and key(r) == g)
+    lines.append("wrong answers posted")
+    row("  all", lambda r: r.case.kind != "right")
+    groups = [k for k in KINDS if by == "kind"] or sorted({key(r) for r in off if r.case.kind != "right"})
+    for g in groups:
+        row(f"  {g}", lambda r, g=g: r.case.kind != "right" and key(r) == g)
+    return lines
+
+
+def cost(results: list[Result]) -> list[str]:
+    answered = [r for r in results if r.judge_calls]
+    if not answered:
+        return ["judge: no calls"]
+    n = len(results)
+    med = sorted(r.judge_ms for r in answered)[len(answered) // 2]
+    return [
+        f"judge cost per answer (over {n} answers, {len(answered)} judged): "
+        f"{sum(r.judge_calls for r in results) / n:.2f} calls, "
+        f"{sum(r.judge_tokens_in for r in results) / n:.0f} prompt + {sum(r.judge_tokens_out for r in results) / n:.0f}"
+        f" reply tokens (the draft's: {sum(r.draft_tokens_in for r in results) / n:.0f} prompt tokens, "
+        f"{sum(r.answer_calls for r in results) / n:.2f} calls); citebot's own time around the judge "
+        f"{med:.1f} ms median (the model's time is the server's: bench/judge_scifact.py)"
+    ]
+
+
+def show_failures(results: list[Result], n: int) -> list[str]:
+    lines = []
+    for r in [r for r in results if r.failure][:n]:
+        lines.append(f"--- {r.case.id} ({r.case.half}, {r.case.pair}) {'FLAGGED' if r.case.kind == 'right' else 'POSTED'}")
+        if r.case.mutated:
+            lines.append(f"    mistake: {r.case.mutated}")
+        else:
+            lines.append(f"    draft: {r.case.draft[:600]}")
+        for v in r.answer.violations[:6]:
+            lines.append(f"    {v.kind}: {v.detail[:300]}")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--half", choices=("test", "tune", "all"), default="test")
+    parser.add_argument("--by", choices=("kind", "pair", "mode"), default="kind")
+    parser.add_argument("--show", type=int, default=0, help="print the first N failures of the half (tune only!)")
+    parser.add_argument("--no-judge", action="store_true", help="judge off only")
+    parser.add_argument("--scifact", action="store_true", help="also run bench/verifier_scifact.py's numbers")
+    args = parser.parse_args()
+
+    cases = [c for c in load_cases() if args.half == "all" or c.half == args.half]
+    judge = RecordedJudge.load()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        index_dir = Path(tmp) / "index"
+        embedder = LocalE5Embedder()
+        build_index(BUNDLED_KB_DIR, index_dir, embedder=embedder, seed_vectors=BUNDLED_VECTORS_DIR)
+        with Retriever(index_dir, embedder=embedder) as retriever:
+            off = asyncio.run(run(cases, retriever, judge, judged=False))
+            on = None if args.no_judge or not judge.verdicts else asyncio.run(run(cases, retriever, judge, judged=True))
+    counts = Counter(c.kind for c in cases)
+    print(f"bench/trust: {len(cases)} drafts of the {args.half} half ({counts['right']} right, "
+          f"{len(cases) - counts['right']} wrong), {time.perf_counter() - started:.0f} s")
+    drift = sum(r.prompt_drift for r in off)
+    if drift:
+        print(f"note: for {drift} drafts citebot now builds another prompt than the one they answered")
+    for line in table(off, on, args.by):
+        print(line)
+    not_sure = sum(r.not_sure for r in off if r.case.kind == "right")
+    print(f"right answers that ended 'not sure' (judge off): {not_sure}")
+    if on is not None:
+        print("\n".join(cost(on)))
+        if judge.unmatched:
+            print(f"note: {judge.unmatched} statements had no recorded verdict (counted as not stated)")
+    if args.show:
+        print("\n".join(show_failures(off, args.show)))
+    if args.scifact:
+        import subprocess
+
+        subprocess.run([sys.executable, str(Path(__file__).with_name("verifier_scifact.py"))], check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
