@@ -188,7 +188,7 @@ class ScriptedModel:
 
     async def generate(self, request: GenerationRequest) -> Draft:
         size = sum(len(m["content"]) for m in request.messages)
-        if request.json_schema is JUDGE_JSON_SCHEMA:
+        if request.json_schema == JUDGE_JSON_SCHEMA:
             self.judge_calls += 1
             text = self.judge.reply(self.case, request)
             self.judge_chars_in += size

@@ -179,7 +179,9 @@ class Aligner:
         cross = not any(same[i] and shares[i] > 0 for i in range(len(pool)))
         if cross and cos is not None:
             return self._by_meaning(pool, cos, words, covers, weights, total)
-        order = sorted(range(len(pool)), key=lambda i: (-shares[i], -(cos[i] if cos is not None else 0.0), i))
+        # A block's title or section is a sentence to align to only behind its text: it names the
+        # topic, the text states what is true about it.
+        order = sorted(range(len(pool)), key=lambda i: (pool[i].header, -shares[i], -(cos[i] if cos is not None else 0.0), i))
         chosen = [order[0]]
         covered = set(covers[order[0]])
         while len(chosen) < MAX_ALIGNED:

@@ -124,8 +124,8 @@ def _stand_note(body: str, ctx: StatementContext) -> bool:
 def _uncited(s: _Sentence, body: str, quotes: list[str], unquoted: str, ctx: StatementContext) -> list[Violation]:
     """A sentence nothing cites may say what has nothing to check (a heading, "Kurz gesagt:"),
     repeat the question's numbers or work with them, or name the Stand; no more."""
-    numbers = [n for n in find_numbers(unquoted, ctx.language)
-               if not (n.values & {v for q in ctx.question_numbers for v in q.values}) and not ctx.worked.accepts(n)]
+    given = {v for q in ctx.question_numbers for v in q.values} | _prompt_values(ctx)
+    numbers = [n for n in find_numbers(unquoted, ctx.language) if not n.values & given and not ctx.worked.accepts(n)]
     if quotes or find_links(body) or (numbers and not _stand_note(body, ctx)):
         return [Violation(kind="UNCITED_SENTENCE", detail=f"no citation for: {s.text}", claim=s.index)]
     return []
@@ -259,8 +259,11 @@ def verify_citations(
     return Verdict(ok=not violations, violations=violations, citations=citations, not_covered=gaps)
 
 
+def _prompt_values(ctx: StatementContext) -> set[str]:
+    return {v for p in ctx.passages for n in find_numbers(p.text, p.language, source=True) for v in n.values}
+
+
 def _new_numbers(s: _Sentence, ctx: StatementContext) -> bool:
     """Does a sentence state numbers that neither the question nor any block gives? Then it says more than what is missing."""
-    given = {v for q in ctx.question_numbers for v in q.values} | {
-        v for p in ctx.passages for n in find_numbers(p.text, p.language, source=True) for v in n.values}
+    given = {v for q in ctx.question_numbers for v in q.values} | _prompt_values(ctx)
     return any(not n.values & given for n in find_numbers(strip_refs(s.text, s.refs), ctx.language))

@@ -34,11 +34,13 @@ from functools import cache
 # "at most" is backed by "up to", "no later than" by "by", an exception by a
 # negation ("except part-timers" = "not part-timers"), and the reverse.
 BACKED_BY: dict[str, frozenset[str]] = {
-    "LOWER": frozenset({"LOWER", "MORE", "EARLIEST"}),
-    "MORE": frozenset({"MORE", "LOWER"}),
+    # "at least 8 hours" is not "more than 8 hours" (a day of exactly 8 hours), so LOWER and MORE
+    # do not back each other, nor UPPER and LESS.
+    "LOWER": frozenset({"LOWER", "EARLIEST"}),
+    "MORE": frozenset({"MORE"}),
     "EARLIEST": frozenset({"EARLIEST", "LOWER", "AFTER"}),
-    "UPPER": frozenset({"UPPER", "LESS", "LATEST", "ONLY"}),
-    "LESS": frozenset({"LESS", "UPPER"}),
+    "UPPER": frozenset({"UPPER", "LATEST", "ONLY"}),
+    "LESS": frozenset({"LESS"}),
     "LATEST": frozenset({"LATEST", "UPPER", "BEFORE"}),
     "ONLY": frozenset({"ONLY", "EXCEPT", "NEG", "UPPER", "LOWER", "MORE", "LESS", "EARLIEST", "LATEST"}),
     "EXCEPT": frozenset({"EXCEPT", "NEG", "ONLY"}),
@@ -68,13 +70,27 @@ OPPOSITE: dict[str, frozenset[str]] = {
 # Families an answer may not add when its source has none of their backers
 # (checked like numbers). The others are checked only against their opposite:
 # "vor", "nach", "alle" are everywhere in correct paraphrases.
-ADDED_FAILS = frozenset({"LOWER", "UPPER", "EARLIEST", "LATEST", "MORE", "LESS"})
+ADDED_FAILS = frozenset({"LOWER", "UPPER", "EARLIEST", "LATEST", "MORE", "LESS", "EXCEPT"})
+
+# Comparisons an answer makes of the asker's own case with a rule ("liegt unter der Grenze").
+COMPARISONS = frozenset({"MORE", "LESS"})
+
+# Words that stand after what they bound ("acht Wochen vor", "20 days or more", "by
+# 31 March at the latest"); every other cue bounds the number after it ("höchstens 90 %").
+POSTFIX = frozenset({"BEFORE", "AFTER"})
+_POSTFIX_PHRASES = re.compile(r"^(?:or (?:more|less|fewer|longer)|oder (?:mehr|weniger|länger)|at the (?:latest|earliest))$")
+
+
+def attaches_backwards(cue: Cue) -> bool:
+    """Does the cue bound the number before it rather than the one after it?"""
+    return cue.family in POSTFIX or bool(_POSTFIX_PHRASES.match(cue.phrase))
 
 _NUM = r"(?=\s*(?:\d|€|\$|eur\b|euro\b))"  # "über 600", "under 25 EUR": a comparison, not "about"
 
-# (pattern, family or None, strong). None: the phrase means nothing here but
-# must not be read as its parts ("not only", "Mindestlohn").
-_Lexicon = list[tuple[str, str | None, bool]]
+# (pattern, family or None, strong). Family None: the phrase means nothing here but
+# must not be read as its parts ("not only"). Strong None: a noun that names a bound
+# ("Minijob-Grenze", "budget"): it backs a bound, but bounds no number next to it.
+_Lexicon = list[tuple[str, str | None, bool | None]]
 
 _EN: _Lexicon = [
     (r"not only", None, True),
@@ -91,8 +107,9 @@ _EN: _Lexicon = [
     (r"(?:less|fewer|shorter|lower) than|under" + _NUM + r"|below" + _NUM, "LESS", True),
     (r"until|till|within|by(?=\s+(?:the\s+)?\d)", "UPPER", False),
     # A budget, limit or allowance is a bound by what it is: "a budget of 500 EUR" backs "up to 500 EUR".
-    (r"budgets?|limit\w*|caps?|ceiling|allowance|maximum\w*", "UPPER", False),
-    (r"from|starting|since|minimum\w*", "LOWER", False),
+    (r"budgets?|limit\w*|caps?|ceiling|allowance|maximum\w*", "UPPER", None),
+    (r"minimum\w*", "LOWER", None),
+    (r"from|starting|since", "LOWER", False),
     (r"before|prior to|in advance|ahead of|beforehand", "BEFORE", True),
     (r"after|afterwards|following", "AFTER", True),
     (r"only|solely|exclusively", "ONLY", True),
@@ -107,8 +124,8 @@ _DE: _Lexicon = [
     (r"nicht nur", None, True),
     # Mindestlohn, Höchstbetrag, Minijob-Grenze, Budget: names of amounts that are bounds; they back a
     # bound an answer states ("höchstens 603 €" for "die Minijob-Grenze von 603 €"), never demand one.
-    (r"höchst\w+(?<!höchstens)|[\w-]*grenze\w*|[\w-]*budgets?|limit\w*|[\w-]*freibetrag\w*|deckel\w*", "UPPER", False),
-    (r"mindest\w+(?<!mindestens)", "LOWER", False),
+    (r"höchst\w+(?<!höchstens)|[\w-]*grenze\w*|[\w-]*budgets?|limit\w*|[\w-]*freibetrag\w*|deckel\w*", "UPPER", None),
+    (r"mindest\w+(?<!mindestens)", "LOWER", None),
     (r"nicht (?:mehr|länger|höher|größer) als|nicht über" + _NUM, "UPPER", True),
     (r"(?:nicht|nie) (?:zu )?(?:übersteig|überschreit)\w*|(?:übersteig|überschreit)\w* (?:\w+ )?nicht", "UPPER", True),
     (r"höchstens|maximal|max\.(?=\s)|bis zu|bis maximal|oder weniger|begrenzt auf", "UPPER", True),
@@ -144,10 +161,11 @@ class Cue:
     start: int
     end: int
     phrase: str
+    noun: bool = False  # a bound by name ("Minijob-Grenze"): backs, never bounds a number next to it
 
 
 @cache
-def _compiled(language: str) -> list[tuple[re.Pattern[str], str | None, bool]]:
+def _compiled(language: str) -> list[tuple[re.Pattern[str], str | None, bool | None]]:
     lexicon = _DE if language == "de" else _EN
     return [(re.compile(rf"(?<![\w-])(?:{p})(?![\w-])"), family, strong) for p, family, strong in lexicon]
 
@@ -174,7 +192,7 @@ def find_cues(text: str, language: str) -> list[Cue]:
                 continue
             if family == "NEG" and _not_a_negation(text, m):
                 continue
-            found.append(Cue(family, strong, m.start(), m.end(), m.group(0)))
+            found.append(Cue(family, bool(strong), m.start(), m.end(), m.group(0), noun=strong is None))
     return _compose(sorted(found, key=lambda c: c.start), plain)
 
 

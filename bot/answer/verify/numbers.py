@@ -28,7 +28,12 @@ _MONTH_NAMES = {
     "august": 8, "september": 9, "oktober": 10, "november": 11, "dezember": 12,
     "january": 1, "february": 2, "march": 3, "may": 5, "june": 6, "july": 7, "october": 10, "december": 12,
 }
-_MONTH = "|".join(sorted(_MONTH_NAMES, key=len, reverse=True))
+_MONTH_ABBREVIATIONS = {
+    "jan": 1, "feb": 2, "mar": 3, "mär": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10,
+    "okt": 10, "nov": 11, "dec": 12, "dez": 12,
+}
+_MONTH = "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + "|(?:" + "|".join(
+    sorted(_MONTH_ABBREVIATIONS, key=len, reverse=True)) + r")\.?"
 
 _TOKEN = re.compile(
     # Not glued to a word or another number: "CD4" and "p53" are names, not numbers.
@@ -175,7 +180,8 @@ def _match_readings(m: re.Match[str], source: bool) -> set[str]:
         day, month_name, year = (m["nd"], m["nm"], m["ny"]) if m["dname"] else (m["md"], m["mm"], m["my"])
         if month_name == "may":  # lower case: the verb ("up to 5 may be carried over")
             return _number_readings(day)
-        month = _MONTH_NAMES[month_name.casefold()]
+        name = month_name.casefold().rstrip(".")
+        month = _MONTH_NAMES.get(name) or _MONTH_ABBREVIATIONS[name]
         readings = _date_readings(_date(year, month, int(day)), year, source, day=int(day))
         return readings if readings is not None else _number_readings(day)
     if m["dm_only"]:
@@ -314,7 +320,7 @@ class WorkedOut:
         if self._date(number):
             return True
         for value in _plain_values([number]):
-            if abs(value) < MIN_DERIVED or not self.accepted:
+            if (value == int(value) and abs(value) < MIN_DERIVED) or not self.accepted:
                 continue
             step = Decimal(1).scaleb(-_decimals(number.raw)) / 2
             for a in self.accepted:
