@@ -102,6 +102,10 @@ class Violation(BaseModel):
     kind: str  # e.g. UNKNOWN_ID, NO_CITATION, NUMBER_NOT_IN_SOURCE, SCHEMA_INVALID, JUDGE_NOT_STATED
     detail: str
     claim: int | None = None  # claims mode: 0-based claim index; citations mode: sentence index
+    # A finding of the alignment heuristics (a bound, a negation, a number that the matching
+    # sentence words otherwise) rather than a plain fact (an unknown id, a number stated
+    # nowhere): the entailment judge, when on, may clear it by showing the support (docs/DESIGN.md 3.6).
+    soft: bool = False
 
 
 # The entailment judge's violation kinds (bot.answer.judge): the cited blocks say

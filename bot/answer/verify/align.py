@@ -37,6 +37,7 @@ from bot.answer.verify.numbers import NUMBER_WORD_TERMS, find_numbers
 from bot.answer.verify.support import Weigher, content_terms, match_term
 from bot.answer.verify.text import sentences
 from kb_index import markdown
+from kb_index.analysis import guess_language
 
 MAX_ALIGNED = 3
 
@@ -51,6 +52,7 @@ MIN_ADDED_TERMS = 2
 # Across languages (no shared words): sentences within this cosine of the best one
 # join it, up to MAX_ALIGNED.
 CROSS_LANGUAGE_JOIN = 0.015
+CROSS_LANGUAGE_NEAR = 0.05
 
 # Sentence vectors kept per process (384 float32 each: 1.5 KB).
 CACHE_SIZE = 20_000
@@ -86,6 +88,9 @@ class Alignment:
     cosine: float | None  # the best sentence's cosine, when an embedder is there
     cross_language: bool
     missing: tuple[str, ...] = ()  # statement words the aligned sentences lack
+    # Across languages: further sentences nearly as close in meaning as the aligned ones; a
+    # negation or bound that backs the statement may stand there.
+    near: tuple[SourceSentence, ...] = ()
 
     @property
     def texts(self) -> list[str]:
@@ -97,15 +102,27 @@ def _sentence(text: str, language: str, block: int, header: bool = False) -> Sou
     return SourceSentence(text, language, block, frozenset(word_terms(text, language)), header, values)
 
 
+def passage_language(p: Passage) -> str:
+    """The block's language as its words show it: an entry labelled by the KB's default
+    language (CITEBOT_LANGUAGE) may be written in the other one, and the checks read a
+    sentence by the words of its own language."""
+    guess = guess_language(p.text, default=p.language)
+    if guess == p.language:
+        return guess
+    plain = guess_language(p.text, default="")  # no default: unclear stays with the label
+    return plain or p.language
+
+
 def source_sentences(passages: Sequence[Passage]) -> list[SourceSentence]:
     out: list[SourceSentence] = []
     for k, p in enumerate(passages):
-        for head in (p.title, p.section):
+        lang = passage_language(p)
+        for head in (p.title, p.section, *p.header_extra):
             if head:
-                out.append(_sentence(head, p.language, k, header=True))
+                out.append(_sentence(head, lang, k, header=True))
         for line in markdown.plain_lines(p.text):
-            for s in sentences(line, p.language):
-                out.append(_sentence(s, p.language, k))
+            for s in sentences(line, lang):
+                out.append(_sentence(s, lang, k))
     return out
 
 
@@ -206,10 +223,11 @@ class Aligner:
         order = sorted(range(len(pool)), key=lambda i: -cos[i])
         top = float(cos[order[0]])
         chosen = [i for i in order[:MAX_ALIGNED] if cos[i] >= top - CROSS_LANGUAGE_JOIN]
+        near = [i for i in order[: 2 * MAX_ALIGNED] if i not in chosen and cos[i] >= top - CROSS_LANGUAGE_NEAR]
         covered = set().union(*(covers[i] for i in chosen))
         coverage = sum(weights[t] for t in covered) / total
         missing = tuple(t for t in words if t not in covered)
-        return Alignment(tuple(pool[i] for i in chosen), coverage, top, True, missing)
+        return Alignment(tuple(pool[i] for i in chosen), coverage, top, True, missing, tuple(pool[i] for i in near))
 
     def _cover(self, words: list[str], sentence: SourceSentence, language: str) -> set[str]:
         numbers = {t for t in words if t.startswith("#") and t[1:] in sentence.values}
@@ -230,12 +248,14 @@ _CLAUSE_BREAK = re.compile(
 
 
 _COMMA = re.compile(r",\s+")
+_PARENTHESES = re.compile(r"\([^()]*\)")
 
 
 def clauses(sentence: str, *, commas: bool = False) -> list[str]:
     """The sentence's clauses; with `commas`, every comma ends one (German sets off each
     subordinate clause with commas: "Beschäftigte, die nicht ... sind, erhalten ...")."""
-    parts = [p.strip() for p in _CLAUSE_BREAK.split(sentence)]
+    # An aside in parentheses ("(2026: 8.450 € im Monat)") is no clause of its own and ends none.
+    parts = [p.strip() for p in _CLAUSE_BREAK.split(_PARENTHESES.sub(" ", sentence))]
     if commas:
         parts = [q.strip() for p in parts for q in _COMMA.split(p)]
     return [p for p in parts if p]

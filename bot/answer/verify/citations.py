@@ -113,6 +113,9 @@ def _inherit(group: list[_Sentence]) -> None:
 _STAND_NOTE = re.compile(r"^\W*(?:stand|as of|valid as of|gültig ab|based on the stand)\b", re.IGNORECASE)
 
 
+_ARITHMETIC = re.compile(r"\d\s*(?:[×x*÷/+=]|−|–\s*\d)|=\s*\d")
+
+
 def _stand_note(body: str, ctx: StatementContext) -> bool:
     """An uncited line that only names the Stand of a block of the prompt."""
     stands = {v for p in ctx.passages for e in p.header_extra if e.startswith("Stand:")
@@ -124,8 +127,11 @@ def _stand_note(body: str, ctx: StatementContext) -> bool:
 def _uncited(s: _Sentence, body: str, quotes: list[str], unquoted: str, ctx: StatementContext) -> list[Violation]:
     """A sentence nothing cites may say what has nothing to check (a heading, "Kurz gesagt:"),
     repeat the question's numbers or work with them, or name the Stand; no more."""
-    given = {v for q in ctx.question_numbers for v in q.values} | _prompt_values(ctx)
-    numbers = [n for n in find_numbers(unquoted, ctx.language) if not n.values & given and not ctx.worked.accepts(n)]
+    asked = {v for q in ctx.question_numbers for v in q.values}
+    # A line of arithmetic ("5.200 € × 3 ÷ 65 = 240 €") shows its work: numbers of any block may stand in it.
+    given = asked | (_prompt_values(ctx) if _ARITHMETIC.search(unquoted) else set())
+    numbers = [n for n in find_numbers(unquoted, ctx.language)
+               if not n.values & given and not ctx.worked.accepts(n, unquoted, ctx.language)]
     if quotes or find_links(body) or (numbers and not _stand_note(body, ctx)):
         return [Violation(kind="UNCITED_SENTENCE", detail=f"no citation for: {s.text}", claim=s.index)]
     return []
@@ -164,7 +170,7 @@ def _check_sentence(
     if is_refusal(unquoted):
         return violations
     problems, _ = check_statement(unquoted, cited, ctx, need_support=False)
-    violations += [Violation(kind=p.kind, detail=f"{where}: {p.detail}", claim=s.index) for p in problems]
+    violations += [Violation(kind=p.kind, detail=f"{where}: {p.detail}", claim=s.index, soft=p.soft) for p in problems]
     return violations
 
 

@@ -130,8 +130,8 @@ def _check_claim(
     """The claim with resolved pointer ids and its `verified` flag, and its violations."""
     out: list[Violation] = []
 
-    def add(kind: str, detail: str) -> None:
-        out.append(Violation(kind=kind, detail=detail, claim=i))
+    def add(kind: str, detail: str, soft: bool = False) -> None:
+        out.append(Violation(kind=kind, detail=detail, claim=i, soft=soft))
 
     if any(ch in claim.text for ch in DOUBLE_QUOTE_CHARS):
         add("MANUAL_QUOTE_VIOLATION", "claim text contains a double quote; state facts without quoting")
@@ -152,7 +152,7 @@ def _check_claim(
             add("LINK_NOT_IN_SOURCE", f"{link!r} is not in the cited evidence")
         problems, _ = check_statement(claim.text, [passage(ev) for ev in resolved], ctx, need_support=True)
         for problem in problems:
-            add(problem.kind, problem.detail)
+            add(problem.kind, problem.detail, problem.soft)
     pointers = [ev.pointer_id for ev in resolved] + [t for t in claim.evidence_ids if not index.resolve(t)]
     return Claim(text=claim.text, evidence_ids=pointers, verified=not out), out
 

@@ -192,6 +192,8 @@ def find_cues(text: str, language: str) -> list[Cue]:
                 continue
             if family == "NEG" and _not_a_negation(text, m):
                 continue
+            if family in ("MORE", "LESS") and _phrasal_verb(plain, m.start()):
+                continue
             found.append(Cue(family, bool(strong), m.start(), m.end(), m.group(0), noun=strong is None))
     return _compose(sorted(found, key=lambda c: c.start), plain)
 
@@ -220,6 +222,18 @@ def _compose(found: list[Cue], text: str) -> list[Cue]:
                     break
         out.append(merged or cue)
     return out
+
+
+# "carry over 5 days", "hand over", "roll over": a verb's particle, not a comparison.
+_PARTICLE_VERBS = frozenset(
+    "carry carried carries carrying hand handed hands take taken took takes turn turned roll rolled rolls left "
+    "pass passed move moved moves go goes went spill".split()
+)
+
+
+def _phrasal_verb(plain: str, start: int) -> bool:
+    before = plain[:start].split()
+    return bool(before) and before[-1] in _PARTICLE_VERBS
 
 
 def _not_a_negation(original: str, m: re.Match[str]) -> bool:

@@ -41,6 +41,7 @@ from bot.models import (
     JUDGE_NOT_STATED,
     AnswerMode,
     AuditMode,
+    Claim,
     Evidence,
     JudgedStatement,
     Judgement,
@@ -92,23 +93,51 @@ class Statement:
 
 
 def wants_judgement(verdict: Verdict) -> bool:
-    """Does the verdict let something be posted? Only that needs the judge: a failed
-    draft is regenerated or refused anyway, and a refusal states nothing."""
-    return not verdict.refusal and (verdict.ok or verdict.audit_mode is AuditMode.HYBRID)
+    """Does the verdict let something be posted, or could the judge clear what stops it?
+    A draft with a hard violation is regenerated or refused anyway, and a refusal states nothing."""
+    if verdict.refusal:
+        return False
+    return verdict.ok or verdict.audit_mode is AuditMode.HYBRID or _only_soft(verdict)
+
+
+def _only_soft(verdict: Verdict) -> bool:
+    return bool(verdict.violations) and all(v.soft for v in verdict.violations)
+
+
+def _judgeable(i: int, claim: Claim, verdict: Verdict) -> bool:
+    """A verified claim, or one that only soft findings hold back."""
+    return claim.verified or (
+        any(v.claim == i for v in verdict.violations) and all(v.soft for v in verdict.violations if v.claim == i)
+    )
+
+
+# A statement this short without a number is an answer's lead-in ("Yes.", "Nicht sofort.",
+# "For you:"): only the question gives it a meaning, and the sentences after it say what it means.
+LEAD_IN_WORDS = 3
+
+
+def _says_something(text: str, language: str) -> bool:
+    """Can the statement be checked against a block without the question? Not a lead-in."""
+    if not terms(text, language):
+        return False
+    return len(text.split()) > LEAD_IN_WORDS or any(ch.isdigit() for ch in text)
 
 
 def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str) -> list[Statement]:
-    """What would be posted, statement by statement, each with its blocks."""
+    """What would be posted, or is held back only by soft findings, statement by statement, each with its blocks."""
     if mode is AnswerMode.CLAIMS:
         by_pointer = {ev.pointer_id: ev for ev in evidence}
         return [
             Statement(i, claim.text, tuple(claim.evidence_ids), tuple(by_pointer[p] for p in claim.evidence_ids))
             for i, claim in enumerate(verdict.claims)
-            if claim.verified  # verified claims cite resolved pointer ids only
+            # judgeable claims cite resolved pointer ids only: an unknown id is a hard violation
+            if _judgeable(i, claim, verdict) and all(p in by_pointer for p in claim.evidence_ids)
+            and _says_something(claim.text, language)
         ]
     return [
         Statement(s.index, s.text, s.cited, tuple(ev for ev in evidence if ev.entry_id in s.cited))
         for s in cited_sentences(draft, evidence, language)
+        if _says_something(s.text, language)
     ]
 
 
@@ -208,17 +237,23 @@ def _violation(judged: JudgedStatement) -> Violation | None:
 
 
 def apply_judgement(verdict: Verdict, judgement: Judgement, evidence: list[Evidence], mode: AnswerMode) -> Verdict:
-    """The verdict with the judgement recorded and its failed statements as violations.
-    An unavailable judge leaves the checks' verdict as it was."""
-    found = [v for j in judgement.statements if judgement.status is not JudgeStatus.UNAVAILABLE
-             if (v := _violation(j)) is not None]
-    if not found:
+    """The verdict with the judgement recorded: its failed statements as violations, and the soft
+    findings on the statements it supports (with a quote found in their blocks) cleared. An
+    unavailable judge leaves the checks' verdict as it was, soft findings included."""
+    if judgement.status is JudgeStatus.UNAVAILABLE:
         return verdict.model_copy(update={"judgement": judgement})
-    violations = [*verdict.violations, *found]
+    found = [v for j in judgement.statements if (v := _violation(j)) is not None]
+    supported = {j.item for j in judgement.statements if j.support is Support.SUPPORTS}
+    kept = [v for v in verdict.violations if not (v.soft and v.claim in supported)]
+    violations = [*kept, *found]
+    if violations == verdict.violations:
+        return verdict.model_copy(update={"judgement": judgement})
     if mode is not AnswerMode.CLAIMS:
-        return verdict.model_copy(update={"ok": False, "violations": violations, "judgement": judgement})
-    failed = {v.claim for v in found}
-    claims = [c.model_copy(update={"verified": False}) if i in failed else c for i, c in enumerate(verdict.claims)]
+        return verdict.model_copy(update={"ok": not violations, "violations": violations, "judgement": judgement})
+    failed = {v.claim for v in violations}
+    claims = [c.model_copy(update={"verified": i not in failed}) for i, c in enumerate(verdict.claims)]
+    if verdict.not_covered:
+        claims = [c.model_copy(update={"verified": False}) if c.text in verdict.not_covered else c for c in claims]
     mode_now = audit_mode(violations, sum(c.verified for c in claims))
     return verdict.model_copy(
         update={

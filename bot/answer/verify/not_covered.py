@@ -82,7 +82,21 @@ _PATTERNS = [
 _COMPILED = [re.compile(p) for p in _PATTERNS]
 
 
-def says_not_covered(sentence: str) -> bool:
-    """Does the sentence say that the knowledge base (its blocks, sources ...) does not cover something?"""
+# "..., but you get 30 days", "...; sie nennt aber ...": a statement after the partial refusal.
+_GOES_ON = re.compile(r"\b(?:but|however|though|although|aber|jedoch|allerdings|dafur|sondern|doch)\b")
+
+
+def says_not_covered(text: str) -> bool:
+    """Does the text say that the knowledge base (its blocks, sources ...) does not cover
+    something, and nothing more? Each of its sentences must say so; a clause that goes on
+    to state something ("but you get 30 days") makes it a statement to check."""
+    parts = [p for p in re.split(r"(?<=[.!?])\s+", text.strip()) if p]
+    return bool(parts) and all(_only_not_covered(p) for p in parts)
+
+
+def _only_not_covered(sentence: str) -> bool:
     folded = fold(sentence)
-    return any(p.search(folded) for p in _COMPILED)
+    found = [m for p in _COMPILED if (m := p.search(folded))]
+    if not found:
+        return False
+    return not _GOES_ON.search(folded)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from itertools import product
 
 _MONTH_NAMES = {
     "januar": 1, "jänner": 1, "februar": 2, "märz": 3, "maerz": 3, "april": 4, "mai": 5, "juni": 6, "juli": 7,
@@ -106,6 +107,10 @@ _UNITS = {
 }
 _UNIT_OF = {word: unit for unit, words in _UNITS.items() for word in words.split()}
 _UNIT_AFTER = re.compile(r"\s*(?:(%|€|\$)|((?:calendar|working|business|per)\s+\w+)|([^\W\d_][\w-]*))")
+
+
+# Time units in days, so that "1 Monat" and "zwei Wochen" compare as durations.
+DAYS_PER_UNIT = {"day": 1, "calendarday": 1, "workday": 1, "week": 7, "month": 30, "year": 365}
 
 
 @dataclass(frozen=True)
@@ -264,9 +269,12 @@ def _plain_values(numbers: list[Number]) -> set[Decimal]:
     return out
 
 
-def _one_step(a: Decimal, b: Decimal) -> list[Decimal]:
-    """What one step of arithmetic makes of a number the asker gave (a) and another (b)."""
-    out = [a * b / 100, a * b, a + b, a - b, b - a, a * (1 + b / 100), a * (1 - b / 100)]
+def _one_step(a: Decimal, b: Decimal, b_percent: bool) -> list[Decimal]:
+    """What one step of arithmetic makes of a number the asker gave (a) and another (b): a
+    percentage of it only when b is one ("20 %"), else a product, sum, difference or ratio."""
+    if b_percent:
+        return [a * b / 100, a * (1 + b / 100), a * (1 - b / 100)]
+    out = [a * b, a + b, a - b, b - a]
     if b:
         out.append(a / b)
     if a:
@@ -299,36 +307,71 @@ class WorkedOut:
     """The numbers an answer may work out from what the asker gave.
 
     A value the question states may be repeated. A value one step of arithmetic
-    (a percentage, product, sum, difference, ratio; half or twelve times)
-    makes of a question's number, or of one the answer already worked out, and
-    a number the blocks or the question state, is recomputed and accepted; so
-    is a date the question gives moved by a number of days or weeks a block
-    states. Steps the answer shows ("2.200 € plus 20 %: 2.640 €") chain; a result
-    reached in several unshown steps is flagged. Results under MIN_DERIVED are
-    never accepted this way: small counts match by chance.
+    makes of a question's number (or of one the answer already worked out) and
+    a number the same sentence writes, is recomputed and accepted: a product, a
+    sum, a difference, a ratio ("2.400 € ÷ 30 = 80 €"), or a percentage by a
+    rate the sentence or the blocks state ("davon 70 % = 84 €"); so is the result
+    of arithmetic the sentence writes out in full ("5.200 € × 3 ÷ 65 = 240 €"),
+    and a date the question gives moved by days or weeks a block states. Steps
+    the answer shows chain; a result reached in unshown steps is flagged. Only
+    operands the sentence shows count: with every number of the blocks as an
+    operand, some step hits nearly any value by chance. Results under
+    MIN_DERIVED are never accepted by one step: small counts match too easily.
     """
 
     def __init__(self, asked: list[Number], stated: list[Number]):
         self.roots = _plain_values(asked)
-        self.operands = _plain_values(stated) | self.roots | set(CONSTANTS)
+        self.operands = _plain_values(stated) | self.roots | set(CONSTANTS)  # for arithmetic written out
+        self.rates = _plain_values([n for n in [*stated, *asked] if n.unit == "pct"])
         self.accepted: set[Decimal] = set(self.roots)
         self.shifts = {int(v) * _DAYS[n.unit] for n in [*stated, *asked] if n.unit in _DAYS
                        for v in _plain_values([n]) if v == int(v)}
         self.asked_dates = _dates(asked)
 
-    def accepts(self, number: Number) -> bool:
-        if self._date(number):
+    def known(self, number: Number) -> bool:
+        """Is it the asker's, or worked out from theirs already?"""
+        return bool(_plain_values([number]) & self.accepted)
+
+    def accepts(self, number: Number, sentence: str = "", language: str = "en") -> bool:
+        if self.known(number) or self._date(number):
             return True
+        if not sentence:
+            return False
+        if self._shown(number, sentence, language):
+            return True
+        written = [n for n in find_numbers(sentence, language) if n.start != number.start]
+        shown = _plain_values(written) | set(CONSTANTS) | self.accepted
+        shown_rates = _plain_values([n for n in written if n.unit == "pct"]) | self.rates
         for value in _plain_values([number]):
-            if (value == int(value) and abs(value) < MIN_DERIVED) or not self.accepted:
+            if value == int(value) and abs(value) < MIN_DERIVED:
                 continue
             step = Decimal(1).scaleb(-_decimals(number.raw)) / 2
+            steps = [(b, False) for b in shown] + [(b, True) for b in shown_rates]
             for a in self.accepted:
-                for b in self.operands | self.accepted:
-                    if any(abs(value - d) <= max(step, abs(d) * Decimal(DERIVED_TOLERANCE)) for d in _one_step(a, b)):
+                for b, percent in steps:
+                    if any(abs(value - d) <= max(step, abs(d) * Decimal(DERIVED_TOLERANCE))
+                           for d in _one_step(a, b, percent)):
                         self.accepted.add(value)
                         return True
         return False
+
+    def _shown(self, number: Number, sentence: str, language: str) -> bool:
+        """Is `number` the result of arithmetic the sentence writes out ("125 % × 25 EUR × 6 h =
+        187,50 EUR"), with operands the question, the blocks or earlier steps give? Recomputed."""
+        for expression in arithmetic(sentence, language):
+            operands, result = expression
+            if result.end != number.end or not all(self._known(o) for o in operands[::2]):
+                continue
+            step = Decimal(1).scaleb(-_decimals(number.raw)) / 2
+            if any(abs(v - value) <= max(step, abs(value) * Decimal(DERIVED_TOLERANCE))
+                   for value in _evaluate(operands) for v in _plain_values([number])):
+                self.accepted |= _plain_values([number])
+                return True
+        return False
+
+    def _known(self, operand) -> bool:
+        number, _ = operand
+        return bool(_plain_values([number]) & (self.operands | self.accepted))
 
     def _date(self, number: Number) -> bool:
         import datetime as dt
@@ -340,3 +383,88 @@ class WorkedOut:
                     return True
         return bool(mine) and any(d.isoformat()[5:] in v for v in number.values
                                   for d in [dt.date.fromordinal(a) for a, _ in self.asked_dates])
+
+
+# ------------------------------------------------------------------ arithmetic written out
+
+_OPERATOR = re.compile(r"\s*(×|x|\*|·|÷|/|:|\+|−|–|-)\s*")
+_EQUALS = re.compile(r"\s*(?:=|≈|ergibt|makes|is|sind|macht)\s*")
+_UNIT_WORDS = re.compile(r"\s*(?:%|€|eur\b|euro\b|h\b|std\.?|stunden\b|hours?\b|tage?\b|days?\b|km\b|"
+                         r"kilometres?\b|kilometers?\b|wochen\b|weeks?\b|monate?\b|months?\b|arbeitstage\b|"
+                         r"working days\b|per hour\b|pro stunde\b|brutto\b|gross\b|netto\b|net\b)", re.IGNORECASE)
+
+
+def arithmetic(sentence: str, language: str) -> list[tuple[list, Number]]:
+    """The chains of arithmetic a sentence writes out, "a × b ÷ c = d": operands (numbers with
+    whether a % follows them) and operators alternating, and the result."""
+    numbers = [n for n in find_numbers(sentence, language) if n.start >= 0]
+    out = []
+    for i in range(len(numbers)):
+        chain: list = []
+        position = numbers[i].end
+        chain.append((numbers[i], _percent_after(sentence, position)))
+        j = i
+        while j + 1 < len(numbers):
+            tail = _skip_units(sentence, position)
+            op = _OPERATOR.match(sentence, tail)
+            if op and _OPERATOR.match(sentence, tail).end() == numbers[j + 1].start:
+                chain += [op.group(1), (numbers[j + 1], _percent_after(sentence, numbers[j + 1].end))]
+                j += 1
+                position = numbers[j].end
+                continue
+            equals = _EQUALS.match(sentence, tail)
+            if equals and equals.end() == numbers[j + 1].start and len(chain) >= 3:
+                out.append((chain, numbers[j + 1]))
+            break
+    return out
+
+
+def _skip_units(sentence: str, position: int) -> int:
+    while m := _UNIT_WORDS.match(sentence, position):
+        if m.end() == position:
+            break
+        position = m.end()
+    return position
+
+
+def _percent_after(sentence: str, position: int) -> bool:
+    return bool(re.match(r"\s*(?:%|prozent\b|percent\b)", sentence[position:], re.IGNORECASE))
+
+
+def _evaluate(chain: list) -> list[Decimal]:
+    """Every value of the chain, one per reading of its ambiguous numbers ("5,200": 5200 or 5.2);
+    left to right, × and ÷ before + and −, a percentage as its share."""
+    choices = []
+    for operand in chain[::2]:
+        number, percent = operand
+        values = sorted(_plain_values([number]))
+        if not values:
+            return []
+        choices.append([v / 100 if percent else v for v in values])
+    out = []
+    for picked in product(*choices):
+        value = _evaluate_one(picked, chain[1::2])
+        if value is not None:
+            out.append(value)
+    return out
+
+
+def _evaluate_one(values: tuple[Decimal, ...], operators: list[str]) -> Decimal | None:
+    terms_: list[Decimal] = []
+    signs: list[int] = []
+    current, sign = values[0], 1
+    for op, operand in zip(operators, values[1:], strict=True):
+        if op in "×x*·":
+            current *= operand
+        elif op in "÷/:":
+            if operand == 0:
+                return None
+            current /= operand
+        else:
+            terms_.append(current)
+            signs.append(sign)
+            sign = 1 if op == "+" else -1
+            current = operand
+    terms_.append(current)
+    signs.append(sign)
+    return sum((s * t for s, t in zip(signs, terms_, strict=True)), Decimal(0))
