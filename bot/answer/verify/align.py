@@ -53,6 +53,7 @@ MIN_ADDED_TERMS = 2
 # join it, up to MAX_ALIGNED.
 CROSS_LANGUAGE_JOIN = 0.015
 CROSS_LANGUAGE_NEAR = 0.05
+CROSS_LANGUAGE_NUMBER_BONUS = 0.05
 
 # Sentence vectors kept per process (384 float32 each: 1.5 KB).
 CACHE_SIZE = 20_000
@@ -220,10 +221,16 @@ class Aligner:
         return Alignment(tuple(pool[i] for i in chosen), coverage, best_cos, False, missing)
 
     def _by_meaning(self, pool, cos, words, covers, weights, total) -> Alignment:
-        order = sorted(range(len(pool)), key=lambda i: -cos[i])
+        # Numbers are written alike in both languages: of two sentences about as close in meaning,
+        # the one that states the statement's numbers is the one it rests on.
+        numbers = [t for t in words if t.startswith("#")]
+        held = [len([t for t in numbers if t in covers[i]]) / len(numbers) if numbers else 0.0 for i in range(len(pool))]
+        score = [float(cos[i]) + CROSS_LANGUAGE_NUMBER_BONUS * held[i] for i in range(len(pool))]
+        order = sorted(range(len(pool)), key=lambda i: -score[i])
         top = float(cos[order[0]])
-        chosen = [i for i in order[:MAX_ALIGNED] if cos[i] >= top - CROSS_LANGUAGE_JOIN]
-        near = [i for i in order[: 2 * MAX_ALIGNED] if i not in chosen and cos[i] >= top - CROSS_LANGUAGE_NEAR]
+        best = score[order[0]]
+        chosen = [i for i in order[:MAX_ALIGNED] if score[i] >= best - CROSS_LANGUAGE_JOIN]
+        near = [i for i in order[: 2 * MAX_ALIGNED] if i not in chosen and score[i] >= best - CROSS_LANGUAGE_NEAR]
         covered = set().union(*(covers[i] for i in chosen))
         coverage = sum(weights[t] for t in covered) / total
         missing = tuple(t for t in words if t not in covered)

@@ -255,9 +255,16 @@ def verify_citations(
     for ev in evidence:
         passages.setdefault(ev.entry_id, []).append(passage(ev))
     ctx = StatementContext(language, aligner or Aligner(weight), question, question_language,
-                           [passage(ev) for ev in evidence])
+                           [passage(ev) for ev in evidence], answer=text)
+    previous: list[_Sentence] = []
     for group in groups:
         _inherit(group)
+        # A paragraph without any citation right after a cited one sums it up ("Together 180,90 €",
+        # "Stand: 2026-01"): it is checked against what the paragraph before cites.
+        if not any(s.has_refs for s in group) and previous and previous[-1].cited:
+            for s in group:
+                s.cited = previous[-1].cited
+        previous = group
     for s in flat:
         if says_not_covered(strip_refs(s.text, s.refs)) and not _new_numbers(s, ctx):
             continue  # a partial refusal: nothing in it a block could state (not_covered.py)

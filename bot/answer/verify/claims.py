@@ -214,7 +214,7 @@ def verify_claims(
         return _refusal(fixups).model_copy(update={"not_covered": gaps})
     index = EvidenceIndex(evidence)
     ctx = StatementContext(language, aligner or Aligner(weight), question, question_language,
-                           [passage(ev) for ev in evidence])
+                           [passage(ev) for ev in evidence], answer=" ".join(c.text for c in claims))
     checked, violations = [], []
     for i, claim in enumerate(claims):
         if claim.text in gaps:

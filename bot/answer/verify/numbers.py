@@ -208,9 +208,16 @@ def unit_at(text: str, position: int, language: str) -> str:
     return _UNIT_OF.get(word, "")
 
 
+# "innerhalb eines Monats", "a week before": one of a unit of time, as a number.
+_ONE_UNIT = re.compile(r"\b(?:innerhalb|binnen|within|nach|after|vor|before|für|for|bis zu|up to|mindestens|höchstens|least"
+                       r"|most|spätestens|frühestens|ab) (?P<one>(?:eine[nmrs]?|ein|one|a|an))\s+(?=(?:woche|monat|jahr|tag|kalendertag"
+                       r"|arbeitstag|werktag|week|month|year|day|calendar day|working day)(?:e|en|es|s|n)?\b)", re.IGNORECASE)
+
+
 def _word_numbers(text: str, language: str, source: bool) -> list[Number]:
     words = _WORDS.get(language, _WORDS["en"])
-    found = []
+    found = [Number(m.group("one"), frozenset({"1"}), m.start("one"), m.end("one"), unit_at(text, m.end(), language))
+             for m in _ONE_UNIT.finditer(text)]
     for m in _WORD.finditer(text):
         word = m.group(0).casefold()
         if word in words and (source or word not in _NOT_NUMBERS_IN_ANSWERS):
@@ -248,8 +255,12 @@ def missing_numbers(text: str, sources: list[str], language: str = "en") -> list
 # A result this small is a count ("2 Minijobs", "drei Tage") that arithmetic on
 # two numbers hits by chance far too often to vouch for.
 MIN_DERIVED = 13
-# Relative tolerance of a recomputed value: an answer rounds ("rund 43 Stunden").
-DERIVED_TOLERANCE = 0.005
+# A recomputed value must be the result as far as the answer spells it ("84,00 €": to the
+# cent); a whole number only when exact, unless the answer says it rounds ("rund 43 Stunden",
+# "about 43 hours"), which allows this relative tolerance.
+ROUNDED_TOLERANCE = 0.02
+_ROUNDED = re.compile(r"(?:\b(?:rund|ca|etwa|ungefähr|circa|knapp|gut|about|around|approximately|approx|roughly|some)\.?|~|≈)\s*$",
+                      re.IGNORECASE)
 # Factors an answer may use without a source stating them: half, double, a month's twelfth of a year.
 CONSTANTS = (Decimal(2), Decimal(12))
 # Units a date can be moved by ("sechs Wochen vor dem 3. September": 23. Juli), in days.
@@ -280,6 +291,34 @@ def _one_step(a: Decimal, b: Decimal, b_percent: bool) -> list[Decimal]:
     if a:
         out.append(b / a)
     return out
+
+
+def _matches_result(written: Decimal, raw: str, result: Decimal, rounded: bool) -> bool:
+    """Is `written` (spelled `raw`) the `result` of a computation, to the precision it is written?"""
+    if rounded:
+        return abs(written - result) <= abs(result) * Decimal(ROUNDED_TOLERANCE)
+    decimals = _decimals(raw)
+    if decimals == 0:
+        return abs(written - result) < Decimal("0.005")
+    return abs(written - result) <= Decimal(1).scaleb(-decimals) / 2
+
+
+def _units_of(numbers: list[Number]) -> dict[Decimal, set[str]]:
+    out: dict[Decimal, set[str]] = {}
+    for n in numbers:
+        for v in _plain_values([n]):
+            out.setdefault(v, set()).add(n.unit)
+    return out
+
+
+def _hours_between(numbers: list[Number]) -> set[Decimal]:
+    times = []
+    for n in numbers:
+        for v in n.values:
+            if re.fullmatch(r"\d{1,2}:\d{2}", v):
+                h, m = v.split(":")
+                times.append(Decimal(h) + Decimal(m) / 60)
+    return {abs(a - b) for a in times for b in times if a != b}
 
 
 def _decimals(raw: str) -> int:
@@ -319,18 +358,33 @@ class WorkedOut:
     MIN_DERIVED are never accepted by one step: small counts match too easily.
     """
 
-    def __init__(self, asked: list[Number], stated: list[Number]):
-        self.roots = _plain_values(asked)
+    def __init__(self, asked: list[Number], stated: list[Number], shown: list[Number] = ()):
+        # The hours between two times the asker gives ("from 10:00 to 16:00": 6) are theirs too.
+        self.roots = _plain_values(asked) | _hours_between(asked)
+        # A value of the question is the asker's only in its own unit: their "6 hours" is no "6 months".
+        self.root_units = _units_of([*asked, *(Number(format(h, "f"), frozenset({format(h.normalize(), "f")}), unit="hour")
+                                              for h in _hours_between(asked))])
+        # Numbers the whole answer writes: an operand shown in one sentence serves the next.
+        self.shown = _plain_values(list(shown))
         self.operands = _plain_values(stated) | self.roots | set(CONSTANTS)  # for arithmetic written out
-        self.rates = _plain_values([n for n in [*stated, *asked] if n.unit == "pct"])
+        # Rates a percentage step may use: those the answer writes (a rate of the blocks it does not
+        # name is one it did not use), and the asker's.
+        self.rates = _plain_values([n for n in [*shown, *asked] if n.unit == "pct"])
         self.accepted: set[Decimal] = set(self.roots)
         self.shifts = {int(v) * _DAYS[n.unit] for n in [*stated, *asked] if n.unit in _DAYS
                        for v in _plain_values([n]) if v == int(v)}
         self.asked_dates = _dates(asked)
 
     def known(self, number: Number) -> bool:
-        """Is it the asker's, or worked out from theirs already?"""
-        return bool(_plain_values([number]) & self.accepted)
+        """Is it the asker's (in a unit of theirs), or worked out from theirs already?"""
+        for value in _plain_values([number]):
+            if value in self.roots:
+                units = self.root_units.get(value, set())
+                if not number.unit or not units or "" in units or number.unit in units:
+                    return True
+            elif value in self.accepted:
+                return True
+        return False
 
     def accepts(self, number: Number, sentence: str = "", language: str = "en") -> bool:
         if self.known(number) or self._date(number):
@@ -339,18 +393,17 @@ class WorkedOut:
             return False
         if self._shown(number, sentence, language):
             return True
+        rounded = bool(_ROUNDED.search(sentence[: number.start])) if number.start >= 0 else False
         written = [n for n in find_numbers(sentence, language) if n.start != number.start]
-        shown = _plain_values(written) | set(CONSTANTS) | self.accepted
-        shown_rates = _plain_values([n for n in written if n.unit == "pct"]) | self.rates
+        shown = _plain_values(written) | self.shown | set(CONSTANTS) | self.accepted
+        shown_rates = self.rates
         for value in _plain_values([number]):
             if value == int(value) and abs(value) < MIN_DERIVED:
                 continue
-            step = Decimal(1).scaleb(-_decimals(number.raw)) / 2
             steps = [(b, False) for b in shown] + [(b, True) for b in shown_rates]
             for a in self.accepted:
                 for b, percent in steps:
-                    if any(abs(value - d) <= max(step, abs(d) * Decimal(DERIVED_TOLERANCE))
-                           for d in _one_step(a, b, percent)):
+                    if any(_matches_result(value, number.raw, d, rounded) for d in _one_step(a, b, percent)):
                         self.accepted.add(value)
                         return True
         return False
@@ -362,8 +415,8 @@ class WorkedOut:
             operands, result = expression
             if result.end != number.end or not all(self._known(o) for o in operands[::2]):
                 continue
-            step = Decimal(1).scaleb(-_decimals(number.raw)) / 2
-            if any(abs(v - value) <= max(step, abs(value) * Decimal(DERIVED_TOLERANCE))
+            rounded = bool(_ROUNDED.search(sentence[: number.start]))
+            if any(_matches_result(v, number.raw, value, rounded)
                    for value in _evaluate(operands) for v in _plain_values([number])):
                 self.accepted |= _plain_values([number])
                 return True
