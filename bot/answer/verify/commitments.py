@@ -38,10 +38,12 @@ BACKED_BY: dict[str, frozenset[str]] = {
     # do not back each other, nor UPPER and LESS.
     "LOWER": frozenset({"LOWER", "EARLIEST"}),
     "MORE": frozenset({"MORE"}),
-    "EARLIEST": frozenset({"EARLIEST", "LOWER", "AFTER"}),
+    # Not backed by an order word: "frühestens acht Wochen vor" has both, and "spätestens acht
+    # Wochen vor" must not pass on its "vor".
+    "EARLIEST": frozenset({"EARLIEST", "LOWER"}),
     "UPPER": frozenset({"UPPER", "LATEST", "ONLY"}),
     "LESS": frozenset({"LESS"}),
-    "LATEST": frozenset({"LATEST", "UPPER", "BEFORE"}),
+    "LATEST": frozenset({"LATEST", "UPPER"}),
     "ONLY": frozenset({"ONLY", "EXCEPT", "NEG", "UPPER", "LOWER", "MORE", "LESS", "EARLIEST", "LATEST"}),
     "EXCEPT": frozenset({"EXCEPT", "NEG", "ONLY"}),
     "BEFORE": frozenset({"BEFORE", "LATEST"}),
@@ -70,7 +72,7 @@ OPPOSITE: dict[str, frozenset[str]] = {
 # Families an answer may not add when its source has none of their backers
 # (checked like numbers). The others are checked only against their opposite:
 # "vor", "nach", "alle" are everywhere in correct paraphrases.
-ADDED_FAILS = frozenset({"LOWER", "UPPER", "EARLIEST", "LATEST", "MORE", "LESS", "EXCEPT"})
+ADDED_FAILS = frozenset({"LOWER", "UPPER", "EARLIEST", "LATEST", "MORE", "LESS", "EXCEPT", "ONLY"})
 
 # Comparisons an answer makes of the asker's own case with a rule ("liegt unter der Grenze").
 COMPARISONS = frozenset({"MORE", "LESS"})
@@ -79,6 +81,16 @@ COMPARISONS = frozenset({"MORE", "LESS"})
 # 31 March at the latest"); every other cue bounds the number after it ("höchstens 90 %").
 POSTFIX = frozenset({"BEFORE", "AFTER"})
 _POSTFIX_PHRASES = re.compile(r"^(?:or (?:more|less|fewer|longer)|oder (?:mehr|weniger|länger)|at the (?:latest|earliest))$")
+
+
+def backers(family: str, context: set[str]) -> frozenset[str]:
+    """What backs `family`, where the statement and its source both count back from an event
+    ("BEFORE"): "spätestens 7 Wochen vor" is "mindestens 7 Wochen vor", and "frühestens ... vor"
+    is "höchstens ... vor"."""
+    backed = BACKED_BY[family]
+    if "BEFORE" in context:
+        backed = backed | {"LATEST": {"LOWER"}, "LOWER": {"LATEST"}, "EARLIEST": {"UPPER"}, "UPPER": {"EARLIEST"}}.get(family, set())
+    return frozenset(backed)
 
 
 def attaches_backwards(cue: Cue) -> bool:
@@ -194,6 +206,9 @@ def find_cues(text: str, language: str) -> list[Cue]:
                 continue
             if family in ("MORE", "LESS") and _phrasal_verb(plain, m.start()):
                 continue
+            if family in ("BEFORE", "AFTER") and _POINT_IN_TIME.match(plain, m.end()):
+                # "before 10:00", "vor dem 31. März": a deadline, not an offset ("acht Wochen vor")
+                family = "LATEST" if family == "BEFORE" else "EARLIEST"
             found.append(Cue(family, bool(strong), m.start(), m.end(), m.group(0), noun=strong is None))
     return _compose(sorted(found, key=lambda c: c.start), plain)
 
@@ -201,7 +216,9 @@ def find_cues(text: str, language: str) -> list[Cue]:
 # A negation right before a comparison bounds it: "may not work more than 10 hours"
 # is at most 10 hours, "not before the 1st" no earlier than the 1st.
 _NEGATED = {"MORE": "UPPER", "LESS": "LOWER", "BEFORE": "EARLIEST", "AFTER": "LATEST"}
-_NEGATION_REACH = 3  # words between the negation and what it bounds
+# Words between the negation and what it bounds: "may not work more than"; but "not before" only
+# as such ("could not take before the birth" negates the taking).
+_NEGATION_REACH = {"MORE": 3, "LESS": 3, "BEFORE": 0, "AFTER": 0}
 
 
 def _compose(found: list[Cue], text: str) -> list[Cue]:
@@ -214,9 +231,10 @@ def _compose(found: list[Cue], text: str) -> list[Cue]:
         if cue.family == "NEG":
             for j in range(i + 1, len(found)):
                 nxt = found[j]
-                if len(text[cue.end : nxt.start].split()) > _NEGATION_REACH:
+                between = len(text[cue.end : nxt.start].split())
+                if between > max(_NEGATION_REACH.values()):
                     break
-                if nxt.family in _NEGATED and nxt.strong:
+                if nxt.family in _NEGATED and nxt.strong and between <= _NEGATION_REACH[nxt.family]:
                     merged = Cue(_NEGATED[nxt.family], True, cue.start, nxt.end, text[cue.start : nxt.end])
                     used.add(j)
                     break
@@ -229,6 +247,9 @@ _PARTICLE_VERBS = frozenset(
     "carry carried carries carrying hand handed hands take taken took takes turn turned roll rolled rolls left "
     "pass passed move moved moves go goes went spill".split()
 )
+
+
+_POINT_IN_TIME = re.compile(r"\s+(?:(?:dem|the|den|der)\s+)?\d")
 
 
 def _phrasal_verb(plain: str, start: int) -> bool:

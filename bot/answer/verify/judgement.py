@@ -35,6 +35,7 @@ from typing import Any
 from bot.answer.verify.citations import cited_sentences
 from bot.answer.verify.claims import EvidenceIndex, audit_mode, evidence_text, verified_citations
 from bot.answer.verify.lenient_json import parse_lenient_json
+from bot.answer.verify.statement import lead_in
 from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, quote_in
 from bot.models import (
     JUDGE_CONTRADICTS,
@@ -111,16 +112,9 @@ def _judgeable(i: int, claim: Claim, verdict: Verdict) -> bool:
     )
 
 
-# A statement this short without a number is an answer's lead-in ("Yes.", "Nicht sofort.",
-# "For you:"): only the question gives it a meaning, and the sentences after it say what it means.
-LEAD_IN_WORDS = 3
-
-
 def _says_something(text: str, language: str) -> bool:
     """Can the statement be checked against a block without the question? Not a lead-in."""
-    if not terms(text, language):
-        return False
-    return len(text.split()) > LEAD_IN_WORDS or any(ch.isdigit() for ch in text)
+    return not lead_in(text, language)
 
 
 def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str) -> list[Statement]:

@@ -199,8 +199,15 @@ def _match_readings(m: re.Match[str], source: bool) -> set[str]:
     return _number_readings(m["num"])
 
 
+# "bis zum 15. des Vormonats", "by the 10th of the month before": a day of the month.
+_DAY_OF_MONTH = re.compile(r"\.?\s*(?:des|eines|jedes)\s+(?:vor|folge)?monats\b|(?:st|nd|rd|th)?\s+(?:day\s+)?of\s+(?:the|each"
+                           r"|every|a)\s+(?:previous\s+|following\s+)?month\b", re.IGNORECASE)
+
+
 def unit_at(text: str, position: int, language: str) -> str:
     """The unit written right after a number ending at `position`, or "" if none is known."""
+    if _DAY_OF_MONTH.match(text, position):
+        return "dom"
     m = _UNIT_AFTER.match(text, position)
     if not m:
         return ""
@@ -374,9 +381,12 @@ class WorkedOut:
         self.shifts = {int(v) * _DAYS[n.unit] for n in [*stated, *asked] if n.unit in _DAYS
                        for v in _plain_values([n]) if v == int(v)}
         self.asked_dates = _dates(asked)
+        self.asked_other = {v for n in asked for v in n.values if not _plain_values([Number(v, frozenset({v}))])}
 
     def known(self, number: Number) -> bool:
         """Is it the asker's (in a unit of theirs), or worked out from theirs already?"""
+        if number.values & self.asked_other:  # a date or a time the question gives
+            return True
         for value in _plain_values([number]):
             if value in self.roots:
                 units = self.root_units.get(value, set())

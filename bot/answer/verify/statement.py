@@ -37,6 +37,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from whoosh.lang.stopwords import stoplists
+
 from bot.answer.verify import commitments as cm
 from bot.answer.verify.align import (
     Aligner,
@@ -81,7 +83,7 @@ MIN_MISPLACED_TERMS = 1
 
 # How far from a number a bound or order word is read as belonging to it
 # ("frühestens acht Wochen vor", "20 Tage oder mehr"), in words between them.
-ATTACH_WORDS = 3
+ATTACH_WORDS = 4
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,13 @@ def _distinctive(n: Number) -> bool:
     return False
 
 
+def _stated_in(n: Number, numbers: list[Number], header_values: set[str]) -> bool:
+    """Do `numbers` state n's value in a unit that fits ("15. des Vormonats" is not "15 %")?"""
+    if n.values & header_values:
+        return True
+    return any(m.values & n.values and (not m.unit or not n.unit or m.unit == n.unit) for m in numbers)
+
+
 def _other_unit(n: Number, stated: list[Number]) -> str | None:
     """The unit the blocks give this value, when they give it only with another one: "three working
     days" where they say "three calendar days"."""
@@ -204,7 +213,7 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
     stated = _numbers_of(cited)
     stated_values = _values(stated)
     aligned = _sentence_numbers(alignment.sentences)
-    near_values = _values(_sentence_numbers(alignment.near))
+    near = _sentence_numbers(alignment.near)
     # The Stand and legal bases of a cited block belong to all its sentences (rule 6 asks for the Stand).
     aligned_values = _values(aligned) | {v for s in source_sentences(cited) if s.header for v in s.values}
     problems = []
@@ -224,7 +233,8 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
             elif (unit := _other_unit(n, aligned)) is not None:
                 problems.append(Problem("NUMBER_NOT_IN_SOURCE", f"{n.raw} {n.unit}: the cited blocks state {n.raw} "
                                                                  f"{unit}, not {n.unit}"))
-            elif STRICT_NUMBERS and _distinctive(n) and not n.values & (aligned_values | near_values) and not computing:
+            elif STRICT_NUMBERS and _distinctive(n) and not _stated_in(n, aligned + near, aligned_values - _values(aligned)) \
+                    and not computing:
                 problems.append(Problem("NUMBER_NOT_IN_SOURCE", f"{n.raw!r} is in the cited blocks, but not in the "
                                                                  f"sentences that state the rest: {' / '.join(alignment.texts)}"))
             continue
@@ -240,12 +250,18 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
 # ------------------------------------------------------------------ commitments
 
 
-def attached_families(text: str, language: str, numbers: Sequence[Number]) -> dict[int, set[str]]:
+# Weak cues whose bound is plain when they stand right before a number ("ab der 12. Woche", "bis 603 €").
+_CLEAR_WEAK = frozenset({"ab", "bis", "from", "until"})
+
+
+def attached_families(
+    text: str, language: str, numbers: Sequence[Number], *, strong_only: bool = False
+) -> dict[int, set[str]]:
     """Per number (by position in `numbers`), the families of the cues that bound it: a cue bounds
     the nearest number in its direction (attaches_backwards), within ATTACH_WORDS words."""
     out: dict[int, set[str]] = {i: set() for i in range(len(numbers))}
     for cue in cm.find_cues(text, language):
-        if cue.family in ("NEG", "ALL", "SOME") or cue.noun:
+        if cue.family in ("NEG", "ALL", "SOME") or cue.noun or (strong_only and not cue.strong and cue.phrase not in _CLEAR_WEAK):
             continue
         if cm.attaches_backwards(cue):
             before = [i for i, n in enumerate(numbers) if n.end <= cue.start]
@@ -308,8 +324,9 @@ def check_commitments(
     about_asker = bool(_ASKER[lang if lang == "de" else "en"].search(text)) or _compares_values(text, lang)
     source = " / ".join(alignment.texts)
     problems = []
+    context = {c.family for c in cm.find_cues(text, lang)} & stated
     for family in dict.fromkeys(c.family for c in said):
-        if cm.BACKED_BY[family] & (stated | near):
+        if cm.backers(family, context) & (stated | near):
             continue
         if comparing and family in cm.COMPARISONS:
             continue
@@ -330,7 +347,7 @@ def _number_bounds(text: str, alignment: Alignment, ctx: StatementContext) -> li
     same number, an opposite one is a contradiction."""
     problems = []
     said = find_numbers(text, ctx.language)
-    mine_all = attached_families(text, ctx.language, said)
+    mine_all = attached_families(text, ctx.language, said, strong_only=True)
     for k, n in enumerate(said):
         mine = mine_all[k]
         if not mine:
@@ -343,7 +360,7 @@ def _number_bounds(text: str, alignment: Alignment, ctx: StatementContext) -> li
                 if m.values & n.values:
                     theirs |= attached[j]
         for family in sorted(mine):
-            if not cm.BACKED_BY[family] & theirs and cm.OPPOSITE.get(family, frozenset()) & theirs:
+            if not cm.backers(family, mine & theirs) & theirs and cm.OPPOSITE.get(family, frozenset()) & theirs:
                 word = _family_label(family, text, ctx.language)
                 problems.append(Problem("SCOPE_NOT_IN_SOURCE", f"{word} {n.raw}: the matching sentence bounds "
                                                                f"{n.raw} the other way"))
@@ -466,9 +483,7 @@ def check_negation(
         # sentences: the clause that negates is aligned on its own.
         negated = [c for c in clauses(text, commas=True) if cm.negates(c, lang)]
         if negated and len(negated) < len(clauses(text, commas=True)) and all(
-            _negation_backed(c, lang, _near_sentences(word_terms(c, lang), lang, own := ctx.aligner.align(c, lang, pool), pool)
-                             + list(own.near))
-            for c in negated
+            _negation_backed(c, lang, ctx.aligner.align(c, lang, pool).sentences) for c in negated
         ):
             return []
         return [Problem("NEGATION_NOT_IN_SOURCE", f"the statement negates, the matching sentence does not: {source}")]
@@ -577,13 +592,20 @@ def check_support(alignment: Alignment) -> list[Problem]:
     return [Problem("UNSUPPORTED_CLAIM", f"the cited evidence does not state this (words not found: {missing})")]
 
 
-# A statement this short without a number is an answer's lead-in ("Nicht sofort.", "Not in
-# full.", "Yes."): only the question gives it a meaning; the sentences after it are checked.
+# A statement this short, with at most one content word and no number, is an answer's lead-in
+# ("Nicht sofort.", "Not in full.", "Yes.", "For you:"): only the question gives it a meaning; the
+# sentences after it say what it means, and are checked.
 LEAD_IN_WORDS = 3
 
 
-def _lead_in(text: str) -> bool:
-    return len(text.split()) <= LEAD_IN_WORDS and not any(ch.isdigit() for ch in text)
+def lead_in(text: str, language: str) -> bool:
+    if len(text.split()) > LEAD_IN_WORDS or any(ch.isdigit() for ch in text):
+        return False
+    common = set(stoplists.get(_STOPLIST_NAMES.get(language, "en"), ()))
+    return sum(1 for w in re.findall(r"[^\W\d_]+", text.casefold()) if w not in common) <= 1
+
+
+_STOPLIST_NAMES = {"en": "en", "de": "de"}
 
 
 _QUOTED_SPAN = re.compile(r"„[^“”\"]*[“”]|“[^”]*”|\"[^\"]*\"|»[^«]*«|«[^»]*»")
@@ -594,7 +616,7 @@ def check_statement(
 ) -> tuple[list[Problem], Alignment]:
     """Every check of one statement (its quotations already taken out by the caller)."""
     pool = source_sentences(cited)
-    if _lead_in(text):
+    if lead_in(text, ctx.language):
         return check_numbers(text, cited, ctx.aligner.align(text, ctx.language, pool), ctx), Alignment((), 0.0, None, False)
     alignment = ctx.aligner.align(text, ctx.language, pool)
     problems = check_numbers(text, cited, alignment, ctx)
