@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.answer.backends import make_backend
-from bot.answer.judge import LLMJudge, make_judge
+from bot.answer.judge import Judge, make_judge
 from bot.answer.verify import support
 from bot.answer.verify.judgement import Statement
 from bot.config import load_settings
@@ -95,7 +95,7 @@ def sample(sets, limit: int | None) -> dict[str, list[scifact.Case]]:
     return chosen
 
 
-async def judge_case(judge: LLMJudge, case: scifact.Case, corpus: dict[str, dict], gate: asyncio.Semaphore) -> Call:
+async def judge_case(judge: Judge, case: scifact.Case, corpus: dict[str, dict], gate: asyncio.Semaphore) -> Call:
     evidence = scifact.evidence_for(corpus[case.doc])
     statement = Statement(0, case.claim, ("E1",), (evidence[0],))
     async with gate:
@@ -110,7 +110,7 @@ async def judge_case(judge: LLMJudge, case: scifact.Case, corpus: dict[str, dict
     return Call(judged.support is Support.SUPPORTS, failed, seconds, said, judgement.error)
 
 
-async def judge_all(judge: LLMJudge, cases: Cases, corpus: dict[str, dict], concurrency: int) -> None:
+async def judge_all(judge: Judge, cases: Cases, corpus: dict[str, dict], concurrency: int) -> None:
     gate = asyncio.Semaphore(concurrency)
     for name in SETS:
         cases.judge[name] = list(

@@ -31,8 +31,12 @@ LLM_BACKENDS = ("extractive", "openai", "ollama")
 # auto: the in-process embedder where its package is installed, else none (BM25 only).
 EMBEDDERS = ("auto", "local", "openai", "ollama", "none")
 LANGUAGES = ("en", "de")
-# off: the deterministic checks alone; llm: the answering model also judges support (bot.answer.judge).
-JUDGES = ("off", "llm")
+# The entailment judge after the checks (bot.answer.judge): auto (the answering model judges when there is
+# one, off with the extractive backend), off, llm (the answering model), minicheck (a dedicated grounding
+# model, Bespoke-MiniCheck, one sentence at a time: bot.answer.minicheck).
+JUDGES = ("auto", "off", "llm", "minicheck")
+JUDGE_SERVERS = ("ollama", "openai")
+MINICHECK_DEFAULT_MODEL = "bespoke-minicheck"
 OLLAMA_DEFAULT_URL = "http://localhost:11434"
 
 # Endpoint suffixes people paste along with the server root; the backends add
@@ -161,7 +165,12 @@ class Settings(BaseSettings):
     # The output cap of every model call; unset: sized for the answer the prompt asks for (bot.answer.backends).
     llm_max_tokens: int | None = Field(None, validation_alias="CITEBOT_LLM_MAX_TOKENS")
     answer_mode: AnswerMode = Field(AnswerMode.CITATIONS, validation_alias="CITEBOT_ANSWER_MODE")
-    judge: Annotated[str, _one_of(JUDGES)] = Field("off", validation_alias="CITEBOT_JUDGE")
+    judge: Annotated[str, _one_of(JUDGES)] = Field("auto", validation_alias="CITEBOT_JUDGE")
+    # The dedicated judge's server (CITEBOT_JUDGE=minicheck): Ollama by default, where MiniCheck is published.
+    judge_llm: Annotated[str, _one_of(JUDGE_SERVERS)] = Field("ollama", validation_alias="CITEBOT_JUDGE_LLM")
+    judge_url: Annotated[str | None, _optional(normalize_llm_url)] = Field(None, validation_alias="CITEBOT_JUDGE_URL")
+    judge_model: str = Field(MINICHECK_DEFAULT_MODEL, validation_alias="CITEBOT_JUDGE_MODEL")
+    judge_api_key: str | None = Field(None, validation_alias="CITEBOT_JUDGE_API_KEY", repr=False)
     top_k: int = Field(8, validation_alias="CITEBOT_TOP_K")
     prompt_budget_chars: int = Field(24_000, validation_alias="CITEBOT_PROMPT_BUDGET_CHARS")
     review_channel: str | None = Field(None, validation_alias="CITEBOT_REVIEW_CHANNEL")
@@ -266,10 +275,21 @@ class Settings(BaseSettings):
             raise _fail(f"CITEBOT_LLM_MODEL: required when CITEBOT_LLM={self.llm}")
         return self
 
+    @property
+    def judge_kind(self) -> str:
+        """The judge that runs: CITEBOT_JUDGE with auto resolved (llm where a model answers, else off)."""
+        if self.judge == "auto":
+            return "off" if self.llm == "extractive" else "llm"
+        return self.judge
+
     @model_validator(mode="after")
     def _check_judge(self) -> Settings:
         if self.judge == "llm" and self.llm == "extractive":
             raise _fail("CITEBOT_JUDGE: llm needs a model to judge with (CITEBOT_LLM=openai or ollama)")
+        if self.judge == "minicheck" and self.judge_url is None:
+            if self.judge_llm == "openai":
+                raise _fail("CITEBOT_JUDGE_URL: required when CITEBOT_JUDGE=minicheck and CITEBOT_JUDGE_LLM=openai")
+            self.judge_url = OLLAMA_DEFAULT_URL
         return self
 
     @model_validator(mode="after")

@@ -24,6 +24,7 @@ class Key(StrEnum):
     REFUSAL = "refusal"  # the KB has nothing on the question
     UNCERTAIN = "uncertain"  # a draft existed but could not be backed by the KB
     PARTIAL = "partial"  # only some statements of the answer could be verified
+    NOT_COVERED = "not_covered"  # the answer says what the KB does not cover; the question goes to the gaps report
     TRUNCATED = "truncated"  # the question was cut to the maximum length
     HELP = "help"  # an empty mention
     LLM_DOWN = "llm_down"  # the model failed past all retries, or took the question's whole time budget
@@ -108,6 +109,10 @@ _TEXT: dict[str, dict[Key, str]] = {
             "A reviewer may follow up in this thread."
         ),
         Key.PARTIAL: "Partial answer: only the statements above could be verified against the knowledge base.",
+        Key.NOT_COVERED: (
+            "The knowledge base does not cover all of your question; the owners of the knowledge base "
+            "have been told what is missing."
+        ),
         Key.TRUNCATED: "Your question was longer than {limit} characters, so I answered its first {limit} characters.",
         Key.HELP: (
             "Ask me a question and I will answer it from the company knowledge base, "
@@ -222,6 +227,10 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
             "Eine Prüferin oder ein Prüfer meldet sich eventuell in diesem Thread."
         ),
         Key.PARTIAL: "Teilantwort: Nur die Aussagen oben ließen sich anhand der Wissensbasis belegen.",
+        Key.NOT_COVERED: (
+            "Die Wissensbasis deckt deine Frage nicht ganz ab; die Verantwortlichen der Wissensbasis "
+            "wissen jetzt, was fehlt."
+        ),
         Key.TRUNCATED: "Deine Frage war länger als {limit} Zeichen; ich habe die ersten {limit} Zeichen beantwortet.",
         Key.HELP: (
             "Stell mir eine Frage, und ich beantworte sie aus der Wissensbasis des Unternehmens, "

@@ -217,6 +217,9 @@ class Answer(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     # Retrieval's decision whether the KB covers the question (kb_index.answerability).
     answerability: dict[str, Any] | None = None
+    # What the answer says the KB does not cover (a partial refusal: bot.answer.verify.not_covered),
+    # shown to the asker as such and counted in the gaps report.
+    not_covered: list[str] = Field(default_factory=list)
     outcome: Outcome = Field(default=Outcome.ANSWERED, exclude=True)
     partial: bool = Field(default=False, exclude=True)  # HYBRID: only the verified claims
     model: str = Field(default="", exclude=True)

@@ -132,10 +132,13 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
         stack.push_async_callback(ledger.close)
         slack = make_client(settings.slack_bot_token, settings.slack_api_url)
         records = Records(redis)
+        pipeline = make_pipeline(settings, retriever, backend)
+        if pipeline.judge is not None:
+            stack.push_async_callback(pipeline.judge.aclose)
         handlers = JobHandlers(
             settings=settings,
             slack=slack,
-            pipeline=make_pipeline(settings, retriever, backend),
+            pipeline=pipeline,
             records=records,
             ledger=ledger,
             reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger),

@@ -135,14 +135,30 @@ def test_ollama_defaults_to_its_local_port():
     assert s.llm_url == "http://localhost:11434"
 
 
-def test_the_judge_is_off_unless_asked_for_and_needs_a_model():
-    assert load_settings(env_file=None).judge == "off"
+def test_the_judge_is_auto_by_default_on_wherever_a_model_answers_and_llm_needs_one():
+    extractive = load_settings(env_file=None)
+    assert extractive.judge == "auto" and extractive.judge_kind == "off"
+    model = load_settings(env_file=None, CITEBOT_LLM="ollama", CITEBOT_LLM_MODEL="qwen3")
+    assert model.judge_kind == "llm"
     on = load_settings(env_file=None, CITEBOT_JUDGE="LLM", CITEBOT_LLM="ollama", CITEBOT_LLM_MODEL="qwen3")
     assert on.judge == "llm"
-    assert config_error(CITEBOT_JUDGE="model") == "CITEBOT_JUDGE: must be one of off, llm (got 'model')"
+    off = load_settings(env_file=None, CITEBOT_JUDGE="off", CITEBOT_LLM="ollama", CITEBOT_LLM_MODEL="qwen3")
+    assert off.judge_kind == "off"
+    assert config_error(CITEBOT_JUDGE="model") == "CITEBOT_JUDGE: must be one of auto, off, llm, minicheck (got 'model')"
     assert config_error(CITEBOT_JUDGE="llm") == (
         "CITEBOT_JUDGE: llm needs a model to judge with (CITEBOT_LLM=openai or ollama)"
     )
+
+
+def test_minicheck_runs_on_ollama_by_default_or_on_the_server_given():
+    default = load_settings(env_file=None, CITEBOT_JUDGE="minicheck")
+    assert (default.judge_kind, default.judge_llm, default.judge_url, default.judge_model) == (
+        "minicheck", "ollama", "http://localhost:11434", "bespoke-minicheck")
+    served = load_settings(env_file=None, CITEBOT_JUDGE="minicheck", CITEBOT_JUDGE_LLM="openai",
+                           CITEBOT_JUDGE_URL="http://judge:8000/v1", CITEBOT_JUDGE_MODEL="minicheck-7b")
+    assert (served.judge_url, served.judge_model) == ("http://judge:8000", "minicheck-7b")
+    assert config_error(CITEBOT_JUDGE="minicheck", CITEBOT_JUDGE_LLM="openai") == (
+        "CITEBOT_JUDGE_URL: required when CITEBOT_JUDGE=minicheck and CITEBOT_JUDGE_LLM=openai")
 
 
 def test_llm_timeout_must_be_positive():

@@ -166,6 +166,16 @@ def test_review_gaps_groups_refused_and_uncertain_questions_of_the_trail(cli_env
     assert data[0]["outcomes"] == {"refused": 2, "uncertain": 1}
 
 
+def test_an_answer_that_says_what_the_kb_does_not_cover_counts_as_a_gap(cli_env, capsys):
+    partly = _unanswered("Do I get a bike allowance and how many vacation days?", "C:1", outcome=Outcome.ANSWERED)
+    partly.not_covered = ["The knowledge base does not say whether there is a bike allowance."]
+    _record(cli_env, [partly, _unanswered("How many vacation days do I get?", "C:2", outcome=Outcome.ANSWERED)])
+    assert main(["review", "gaps", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(g["count"], g["question"], g["outcomes"]) for g in data] == [
+        (1, "Do I get a bike allowance and how many vacation days?", {"not covered": 1})]
+
+
 def test_review_gaps_looks_back_only_the_given_days(cli_env, capsys, monkeypatch):
     _record(cli_env, [_unanswered("Who is the CEO?", "C:1")])
     # Stream ids are the server's clock: seen from 40 days on, the entry is 40 days old.

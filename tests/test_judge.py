@@ -152,6 +152,12 @@ def test_ask_claims_mode_with_a_claim_the_blocks_omit(ask, llm, capsys):
     assert [v["kind"] for v in answer["violations"]] == [JUDGE_NOT_STATED]
 
 
+def test_the_judge_is_on_by_default_wherever_a_model_answers(ask, llm, capsys):
+    llm.script(PTO_DRAFT, verdicts(("supports", PTO_QUOTE)))
+    code, answer = ask(capsys, judge=None)  # CITEBOT_JUDGE unset: auto
+    assert code == 0 and answer["verified"] and len(llm.calls) == 2 and "judge" in answer["timings_ms"]
+
+
 def test_ask_with_the_judge_down_answers_as_the_checks_decided(ask, llm, capsys):
     llm.set_script([PTO_DRAFT], default=Reply(status=503))
     code, answer = ask(capsys)
@@ -161,5 +167,5 @@ def test_ask_with_the_judge_down_answers_as_the_checks_decided(ask, llm, capsys)
 
 def test_ask_with_the_judge_off_makes_one_call(ask, llm, capsys):
     llm.script(PTO_DRAFT)
-    code, answer = ask(capsys, judge=None)
+    code, answer = ask(capsys, judge="off")
     assert code == 0 and answer["verified"] and len(llm.calls) == 1 and "judge" not in answer["timings_ms"]

@@ -195,10 +195,14 @@ def build_answer(
         return uncertain_answer(question, draft, verdict, language, mode, n_context)
     if mode is AnswerMode.CLAIMS:
         text, sources, citations = render_claims_text(verdict.claims, evidence)
+        if verdict.not_covered:  # not posted as claims: they are no facts; said as what they are
+            text = f"{text}\n\n{' '.join(_claim_sentence(Claim(text=t, evidence_ids=[]), '') for t in verdict.not_covered)}"
     else:
         text, sources, citations = render_citations_text(draft, evidence)
     if partial:
         text = f"{text}\n\n{message(Key.PARTIAL, language)}"
+    if verdict.not_covered:
+        text = f"{text}\n\n{message(Key.NOT_COVERED, language)}"
     return Answer(
         question=_question_text(question),
         answer=_with_notes(text, question, language),
@@ -213,6 +217,7 @@ def build_answer(
         outcome=Outcome.ANSWERED,
         partial=partial,
         json_fixups=list(verdict.json_fixups),
+        not_covered=list(verdict.not_covered),
     )
 
 

@@ -1,9 +1,12 @@
-"""The entailment judge: one structured call that asks the model whether the cited blocks
-support what a draft says (CITEBOT_JUDGE=llm; off by default).
+"""The entailment judge: after the checks, a model says whether the cited blocks support what a
+draft says (CITEBOT_JUDGE: auto, the default, judges with the answering model wherever one is
+configured; llm; minicheck, a dedicated grounding model: bot.answer.minicheck; off).
 
-It runs after the deterministic checks pass (bot.answer.pipeline), on what would
-be posted: every cited sentence (citations mode) or verified claim (claims
-mode), each with the blocks it cites. The model answers supports, contradicts or
+It runs after the deterministic checks (bot.answer.pipeline) on a draft they pass or hold back
+only with soft findings (Violation.soft: a heuristic of the alignment, such as a bound or a
+negation the matching sentence words otherwise), on what would be posted: every cited sentence
+(citations mode) or claim (claims mode), each with the blocks it cites. A statement the judge
+supports, with a quote found in its blocks, has its soft findings cleared. The model answers supports, contradicts or
 not_stated per statement with the words it relies on quoted; reading that reply,
 checking each quote against the blocks and turning failures into violations is
 bot.answer.verify.judgement. A failed statement fails like any violation: the
@@ -91,8 +94,13 @@ def judge_request(asked: list[Statement], mode: AnswerMode, language: str) -> Ge
     )
 
 
-class LLMJudge:
-    """Judges statements with `backend`'s model; `timeout` bounds the whole call, retries included."""
+class Judge:
+    """What every entailment judge does: ask about the statements a draft would post (or that
+    only soft findings hold back), within its time, and apply the judgement to the verdict.
+    Subclasses say how one judgement is had (`_call`). `timeout` bounds the whole judgement,
+    retries included."""
+
+    kind = ""
 
     def __init__(self, backend: Backend, *, timeout: float | None = None):
         self.backend = backend
@@ -109,13 +117,27 @@ class LLMJudge:
         return apply_judgement(verdict, judgement, evidence, mode)
 
     async def judge(self, asked: list[Statement], mode: AnswerMode, language: str) -> Judgement:
-        """One call for all of `asked`; an unavailable judgement when none can be had."""
-        judgement = await self._call(asked, mode, language)
+        """A judgement of `asked`; an unavailable one when none can be had."""
+        model = self.backend.name
+        limit = self.time_limit()
+        try:
+            if limit is not None and limit <= 0:
+                raise BudgetSpent("no time left of the question's budget for the judge")
+            async with asyncio.timeout(limit):
+                judgement = await self._call(asked, mode, language)
+        except (LLMError, BudgetSpent, JudgeReplyInvalid) as exc:
+            judgement = self._unavailable(asked, f"{type(exc).__name__}: {exc}", model)
+        except TimeoutError:
+            judgement = self._unavailable(asked, f"no reply within {limit:g}s", model)
         metrics.JUDGE_CALLS.labels(status=judgement.status).inc()
         return judgement
 
+    def _unavailable(self, asked: list[Statement], error: str, model: str) -> Judgement:
+        log.warning("entailment judge unavailable, the checks' verdict stands: %s", error)
+        return unavailable(asked, error, model)
+
     def time_limit(self) -> float | None:
-        """Seconds the call may take: `timeout`, and never past the question's deadline less
+        """Seconds the judgement may take: `timeout`, and never past the question's deadline less
         BUDGET_RESERVE_S (bot.answer.budget), so that the answer already verified is still
         returned in time; None: no limit."""
         left = time_left()
@@ -125,25 +147,30 @@ class LLMJudge:
         return room if self.timeout is None else min(self.timeout, room)
 
     async def _call(self, asked: list[Statement], mode: AnswerMode, language: str) -> Judgement:
-        model = self.backend.name
-        limit = self.time_limit()
-        try:
-            if limit is not None and limit <= 0:
-                raise BudgetSpent("no time left of the question's budget for the judge")
-            async with asyncio.timeout(limit):
-                reply = await self.backend.generate(judge_request(asked, mode, language))
-            return read_judgement(reply.text, asked, language, model)
-        except (LLMError, BudgetSpent, JudgeReplyInvalid) as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        except TimeoutError:
-            error = f"no reply within {limit:g}s"
-        log.warning("entailment judge unavailable, the checks' verdict stands: %s", error)
-        return unavailable(asked, error, model)
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """The judge's own backend, where it has one (minicheck); the answering model's is the pipeline's."""
 
 
-def make_judge(settings: Settings, backend: Backend) -> LLMJudge | None:
-    """The judge CITEBOT_JUDGE asks for, on the answering model; None when it is off."""
-    if settings.judge == "off":
+class LLMJudge(Judge):
+    """The answering model judges, in one structured call for all statements, quoting the blocks."""
+
+    kind = "llm"
+
+    async def _call(self, asked: list[Statement], mode: AnswerMode, language: str) -> Judgement:
+        reply = await self.backend.generate(judge_request(asked, mode, language))
+        return read_judgement(reply.text, asked, language, self.backend.name)
+
+
+def make_judge(settings: Settings, backend: Backend) -> Judge | None:
+    """The judge CITEBOT_JUDGE asks for (auto: the answering model where there is one); None when off."""
+    kind = settings.judge_kind
+    if kind == "off":
         return None
+    if kind == "minicheck":
+        from bot.answer.minicheck import make_minicheck
+
+        return make_minicheck(settings)
     # One request's time: past that, the asker waits for a check the answer can do without.
     return LLMJudge(backend, timeout=settings.llm_timeout)

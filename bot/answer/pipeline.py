@@ -25,7 +25,7 @@ from contextlib import contextmanager
 
 from bot.answer.assemble import build_answer, make_source, refusal_answer
 from bot.answer.backends import Backend, make_backend
-from bot.answer.judge import LLMJudge, make_judge
+from bot.answer.judge import Judge, make_judge
 from bot.answer.prompt import build_evidence, build_request, clip_history, retry_messages, trim_to_budget
 from bot.answer.verify.align import Aligner, VectorCache
 from bot.answer.verify.citations import verify_citations
@@ -49,7 +49,7 @@ class Pipeline:
         top_k: int = 8,
         budget_chars: int | None = 24_000,
         allowed_roles: frozenset[str] = DEFAULT_ALLOWED_ROLES,
-        judge: LLMJudge | None = None,
+        judge: Judge | None = None,
         vectors: VectorCache | None = None,
     ):
         self.retriever = retriever
@@ -100,6 +100,12 @@ class Pipeline:
         answer.judgement = verdict.judgement
         answer.timings_ms = timings
         return answer
+
+    async def aclose(self) -> None:
+        """The backend, and the judge's own backend where it has one."""
+        await self.backend.aclose()
+        if self.judge is not None:
+            await self.judge.aclose()
 
     def _block_budget(self, question: Question) -> int | None:
         """What the blocks may use of the prompt budget once the question and its thread history are in."""

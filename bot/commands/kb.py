@@ -316,7 +316,7 @@ def cmd_ask(args, settings: Settings) -> int:
                 # The same time budget as a question asked in Slack (CITEBOT_QUESTION_BUDGET_S).
                 return await within_budget(pipeline.answer(question, mode=mode), settings.question_budget_s)
             finally:
-                await pipeline.backend.aclose()
+                await pipeline.aclose()
 
     code = EXIT_OK
     try:

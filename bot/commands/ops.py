@@ -102,15 +102,18 @@ def cmd_review_gaps(args, settings: Settings) -> int:
     import time
 
     from bot.models import Outcome
-    from bot.review.gaps import GapQuestion, format_gaps, group_questions
+    from bot.review.gaps import GapQuestion, format_gaps, gap_outcome, group_questions
     from bot.store.audit import AuditTrail
 
     if args.days < 1:
         raise CliError("--days must be at least 1", EXIT_USAGE)
 
     async def fetch(redis):
-        unanswered = AuditTrail(redis).entries(since=time.time() - args.days * 86400, outcomes={Outcome.REFUSED, Outcome.UNCERTAIN})
-        return [GapQuestion(text=e.question, language=e.language, at=e.at, outcome=str(e.outcome)) async for e in unanswered]
+        # Refused and uncertain questions, and answered ones whose answer said what the KB does not cover.
+        since = time.time() - args.days * 86400
+        entries = AuditTrail(redis).entries(since=since, outcomes={Outcome.REFUSED, Outcome.UNCERTAIN, Outcome.ANSWERED})
+        return [GapQuestion(text=e.question, language=e.language, at=e.at, outcome=gap_outcome(e)) async for e in entries
+                if e.outcome is not Outcome.ANSWERED or e.not_covered]
 
     gaps = group_questions(_with_redis(settings, fetch))
     if args.json:

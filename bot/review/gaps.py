@@ -43,7 +43,16 @@ class GapQuestion:
     text: str
     language: str = "en"
     at: float = 0.0  # epoch seconds
-    outcome: str = "refused"  # "refused" or "uncertain"
+    outcome: str = "refused"  # "refused", "uncertain" or "not covered" (answered, but not all of it: NOT_COVERED)
+
+
+NOT_COVERED = "not covered"
+
+
+def gap_outcome(entry) -> str:
+    """How an audit entry counts in the report: its outcome, or "not covered" for an answer
+    that said what the knowledge base lacks (a partial refusal)."""
+    return NOT_COVERED if str(entry.outcome) == "answered" else str(entry.outcome)
 
 
 @dataclass
@@ -55,7 +64,7 @@ class Gap:
     languages: list[str]
     last_asked: float
     first_asked: float
-    outcomes: dict[str, int]  # "refused"/"uncertain" -> count
+    outcomes: dict[str, int]  # "refused"/"uncertain"/"not covered" -> count
     variants: list[str] = field(default_factory=list)  # other wordings, most asked first
 
     def as_json(self) -> dict:

@@ -85,6 +85,8 @@ class AuditEntry(BaseModel):
     model: str = ""
     verified: bool = False
     partial: bool = False
+    # What the answer said the KB does not cover (entries written before it read back without).
+    not_covered: list[str] = Field(default_factory=list)
     audit_mode: str | None = None
     violations: list[Violation] = Field(default_factory=list)
     json_fixups: list[str] = Field(default_factory=list)
@@ -151,6 +153,7 @@ def audit_entry(
             "model": answer.model,
             "verified": answer.verified,
             "partial": answer.partial,
+            "not_covered": list(answer.not_covered),
             "audit_mode": str(answer.audit_mode) if answer.audit_mode else None,
             "violations": list(answer.violations),
             "json_fixups": list(answer.json_fixups),

@@ -183,14 +183,15 @@ def _compiled(language: str) -> list[tuple[re.Pattern[str], str | None, bool | N
 
 
 def _plain(text: str) -> str:
-    """Lower case with the apostrophes and spaces a model types normalised, same length as `text`."""
-    return text.replace("’", "'").replace("\u00a0", " ").replace("\u202f", " ").casefold()
+    """Lower case with the apostrophes and spaces a model types normalised, same length as `text`
+    (lower(), not casefold(), which writes "ß" as "ss": "außer" must stay "außer")."""
+    return text.replace("’", "'").replace("\u00a0", " ").replace("\u202f", " ").lower()
 
 
 def find_cues(text: str, language: str) -> list[Cue]:
     """Every cue of `text`, in order; a span is taken by the first pattern that matches it."""
     plain = _plain(text)
-    if len(plain) != len(text):  # casefold changed the length ("ß" -> "ss"): keep positions of the plain text
+    if len(plain) != len(text):  # a rare letter whose lower case is longer: keep positions of the plain text
         text = plain
     taken = [False] * len(plain)
     found: list[Cue] = []
@@ -309,3 +310,23 @@ def flipped_words(statement: str, source: str, language: str) -> list[tuple[str,
                 if flipped in stated and word not in stated:
                     pairs.append((word, flipped))
     return sorted(set(pairs))
+
+
+# A word negated by its prefix ("unused", "unbezahlt", "non-refundable", "invalid"): the generous
+# side's reading, to back a negation a statement puts in words ("nicht genommene Tage" for
+# "unused days"), never to demand one.
+_AFFIX_NEGATED = re.compile(
+    r"(?<![\w-])(?:(?:un|non-?|in|im|ir|dis)[a-z]{2,}(?:ed|able|ible|ful|less|id|ive)"  # unused, invalid
+    r"|un[a-zäöüß]{3,}(?:bar|lich|ig|sam|t|en))(?![\w-])",  # unbezahlt, unpfändbar
+    re.IGNORECASE,
+)
+_NOT_NEGATED = frozenset(
+    "under united universal unlimited until unit units unique university unternehmen unterlagen unterschied "
+    "unterschiedlich untersagt unterstützt unterstützen unterhalt unterhalten unterricht interested important "
+    "impressed informed included involved invited intended internal international individual initial immediate "
+    "discussed distributed interest instead indeed".split()
+)
+
+
+def affix_negated(text: str) -> bool:
+    return any(m.group(0).lower() not in _NOT_NEGATED for m in _AFFIX_NEGATED.finditer(text))

@@ -20,6 +20,7 @@ recomputed (`derived_values`); anything else must be in the source.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from itertools import product
@@ -365,7 +366,7 @@ class WorkedOut:
     MIN_DERIVED are never accepted by one step: small counts match too easily.
     """
 
-    def __init__(self, asked: list[Number], stated: list[Number], shown: list[Number] = ()):
+    def __init__(self, asked: list[Number], stated: list[Number], shown: Sequence[Number] = ()):
         # The hours between two times the asker gives ("from 10:00 to 16:00": 6) are theirs too.
         self.roots = _plain_values(asked) | _hours_between(asked)
         # A value of the question is the asker's only in its own unit: their "6 hours" is no "6 months".
@@ -470,7 +471,7 @@ def arithmetic(sentence: str, language: str) -> list[tuple[list, Number]]:
         while j + 1 < len(numbers):
             tail = _skip_units(sentence, position)
             op = _OPERATOR.match(sentence, tail)
-            if op and _OPERATOR.match(sentence, tail).end() == numbers[j + 1].start:
+            if op and op.end() == numbers[j + 1].start:
                 chain += [op.group(1), (numbers[j + 1], _percent_after(sentence, numbers[j + 1].end))]
                 j += 1
                 position = numbers[j].end

@@ -337,7 +337,39 @@ def check_commitments(
         elif family in cm.ADDED_FAILS and not (about_asker and family in cm.COMPARISONS):
             problems.append(Problem("SCOPE_NOT_IN_SOURCE", f"{word} is not in the matching sentence: {source}"))
     problems += _number_bounds(text, alignment, ctx)
+    problems += _narrowed_quantifier(text, alignment, ctx)
     return problems
+
+
+_NEXT_WORDS = re.compile(r"\W*([^\W\d_][\w-]*)")
+
+
+def _words_after(text: str, position: int, n: int = 3) -> list[str]:
+    out = []
+    while len(out) < n and (m := _NEXT_WORDS.match(text, position)):
+        out.append(m.group(1).casefold())
+        position = m.end()
+    return out
+
+
+def _narrowed_quantifier(text: str, alignment: Alignment, ctx: StatementContext) -> list[Problem]:
+    """ "every wireless network" where the matching sentence says "every network": a word put
+    between the quantifier and what it quantifies narrows the rule to a part of it."""
+    lang = ctx.language
+    theirs = [(s, _words_after(s.text, c.end)) for s in alignment.sentences if s.language == lang
+              for c in cm.find_cues(s.text, s.language) if c.family == "ALL"]
+    for cue in cm.find_cues(text, lang):
+        if cue.family != "ALL":
+            continue
+        mine = _words_after(text, cue.end)
+        for sentence, words in theirs:
+            if not words or words[0] not in mine[1:]:
+                continue
+            inserted = mine[: mine.index(words[0])]
+            if inserted and not any(w in sentence.text.casefold() for w in inserted):
+                return [Problem("SCOPE_NOT_IN_SOURCE", f"{cue.phrase!r} {' '.join(mine[: len(inserted) + 1])!r} where the "
+                                                       f"matching sentence says {cue.phrase!r} {words[0]!r}: {sentence.text}")]
+    return []
 
 
 def _number_bounds(text: str, alignment: Alignment, ctx: StatementContext) -> list[Problem]:
@@ -370,11 +402,15 @@ def _number_bounds(text: str, alignment: Alignment, ctx: StatementContext) -> li
 # ------------------------------------------------------------------ negation
 
 
-def _states_negative(text: str, language: str) -> bool:
+def _states_negative(text: str, language: str, *, other_language: bool = False) -> bool:
     """Does a source sentence state something negative? Read generously, bounds included
-    ("nicht mehr als"): this side decides whether a correct answer is rejected."""
+    ("nicht mehr als"): this side decides whether a correct answer is rejected. Across languages
+    a word negated by its prefix counts too ("unused" for "nicht genommen"); in one language the
+    words themselves are compared (commitments.flipped_words)."""
     plain = text.replace("’", "'")
     if cm.families(text, language) & {"NEG", "EXCEPT", "ONLY"} or _RAW_NEGATION[language if language == "de" else "en"].search(plain):
+        return True
+    if other_language and cm.affix_negated(text):
         return True
     return bool(_NEGATIVE_RESULT.get(language, _NEGATIVE_RESULT["en"]).search(text))
 
@@ -458,8 +494,8 @@ def _negated_predicate(clause: str, language: str) -> set[str]:
 def _negation_backed(text: str, lang: str, candidates: Sequence[SourceSentence]) -> bool:
     """Does one of the candidate sentences state a negative ("nicht steuerfrei" is backed by
     "steuerpflichtig" too, by the word's affix)?"""
-    return any(_states_negative(s.text, s.language) or (s.language == lang and cm.flipped_words(text, s.text, lang))
-               for s in candidates)
+    return any(_states_negative(s.text, s.language, other_language=s.language != lang)
+               or (s.language == lang and cm.flipped_words(text, s.text, lang)) for s in candidates)
 
 
 def check_negation(
@@ -554,15 +590,29 @@ def check_words(
     if alignment.cross_language or not alignment.sentences or alignment.coverage < SWAP_MIN_COVERAGE:
         return []
     lang = ctx.language
-    own_actors = {a for s in alignment.sentences for a in _actors(s.text, lang)}
-    asked = _actors(ctx.question, lang) if ctx.question else set()
+    # The best sentence alone, when it states all of the statement but its actor: a second aligned
+    # sentence may have joined only because it names the swapped-in actor.
+    best = alignment.sentences[0]
     said = _actors(text, lang)
+    rest = [t for t in word_terms(text, lang) if not any(t in a.split() for a in said)]
+    if not rest or sum(1 for t in rest if match_term(t, best.terms, lang)) < SWAP_MIN_COVERAGE * len(rest):
+        best_only = False
+    else:
+        best_only = True
+    own_sentences = [best] if best_only else list(alignment.sentences)
+    own_actors = {a for s in own_sentences for a in _actors(s.text, lang)}
+    asked = _actors(ctx.question, lang) if ctx.question else set()
     swapped_in = sorted(a for a in said if a not in own_actors and a not in asked
                         and not any(a in o or o in a for o in own_actors))
-    swapped_out = sorted(a for s in alignment.sentences if s.language == lang for a in _actors(s.text, lang)
+    swapped_out = sorted(a for s in own_sentences if s.language == lang for a in _actors(s.text, lang)
                          if a not in said and a not in asked and not any(a in o or o in a for o in said))
     if not swapped_in or not swapped_out:
         return []
+    return _swapped(text, alignment, ctx, swapped_in, swapped_out)
+
+
+def _swapped(text: str, alignment: Alignment, ctx: StatementContext, swapped_in: list[str],
+             swapped_out: list[str]) -> list[Problem]:
     return [Problem("WORDS_NOT_IN_SOURCE", f"{', '.join(swapped_in)} where the matching sentence has "
                                            f"{', '.join(dict.fromkeys(swapped_out))}: {' / '.join(alignment.texts)}")]
 

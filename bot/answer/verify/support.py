@@ -37,7 +37,7 @@ to keep to the block's wording should share more of its words (not measured here
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -175,7 +175,7 @@ def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def match_term(term: str, words: set[str], language: str) -> bool:
+def match_term(term: str, words: Set[str], language: str) -> bool:
     if term in words or len(term) < MIN_PARTIAL_STEM:
         return term in words
     for word in words:

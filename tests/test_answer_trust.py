@@ -1,0 +1,217 @@
+"""What capable models really get wrong, and right: one test per cause the issue answer-trust names.
+
+Wrong answers whose every word is in the block they cite (a number in words changed, a negation
+flipped or dropped, a fact added, a condition or scope changed, the wrong actor) must fail; right
+answers written the way such models write (a hard-wrapped block quoted, an exception put as a
+negation, a sentence on what the KB does not cover, an answer in the other language, the asker's
+own numbers worked with) must pass. Each failed before this issue.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.answer.prompt import build_evidence
+from bot.answer.verify.align import Aligner, VectorCache
+from bot.answer.verify.citations import verify_citations
+from bot.answer.verify.claims import verify_claims
+from bot.answer.verify.judgement import statements
+from bot.answer.verify.support import weigher
+from bot.models import AnswerMode
+from kb_index import ChunkResult
+from kb_index.entries import parse_entry
+
+
+def block(entry_id: str, text: str, language: str = "de", section: str = "Details") -> ChunkResult:
+    return ChunkResult(chunk_id=f"{entry_id}#0", entry_id=entry_id, section=section, text=text, title=entry_id,
+                       stand="2026-01", language=language)
+
+
+EFZ = block("lb-efz-01", "Der Anspruch auf Entgeltfortzahlung entsteht erst nach vier Wochen ununterbrochener Dauer "
+                         "des Arbeitsverhältnisses (Wartezeit). Die Entgeltfortzahlung dauert bis zu sechs Wochen. "
+                         "Für jede neue Krankheit beginnt ein neuer Anspruch von 6 Wochen.")
+PF = block("lb-pf-01", "Bestimmte Bezüge sind ganz oder teilweise unpfändbar, zum Beispiel die Hälfte der Vergütung für "
+                       "Überstunden. Der Arbeitgeber erhält als Drittschuldner einen Pfändungsbeschluss.")
+SW = block("it-sw-01", "Private software may not be installed on company laptops, not even for a short test. "
+                       "Request the software you need through the IT service desk.", "en")
+PWD = block("it-pwd-01", "Passwords saved in the browser are not allowed. Use the company password manager.", "en")
+STK = block("lb-stk-01", "Wer die Steuerklassen III und V wählt, muss eine Einkommensteuererklärung abgeben. "
+                         "Ein Wechsel der Steuerklasse ist bis zum 30. November beim Finanzamt zu beantragen; die "
+                         "Steuerklasse gilt ab dem 1. des Folgemonats. Nachzahlungen sind bis zum 31. März fällig.")
+EZ = block("lb-ez-01", "Die Elternzeit muss frühestens acht Wochen vor ihrem Beginn schriftlich beim Arbeitgeber "
+                       "angemeldet werden. Elterngeld beantragen Sie bei der Elterngeldstelle. Während der Elternzeit "
+                       "dürfen Beschäftigte bis zu 32 Wochenstunden arbeiten.")
+KUG = block("lb-kug-01", "Das Kurzarbeitergeld wird höchstens für 90 Prozent der Beschäftigten eines Betriebs gezahlt. "
+                         "Es beträgt 60 Prozent der Nettoentgeltdifferenz.")
+WIFI = block("it-wifi-01", "Every network you connect to outside the office counts as untrusted. Start the VPN before "
+                           "you open company systems; use the wireless network of the office only with your badge.", "en")
+SEC = block("hb-sec-01", "If you receive a suspicious email, report it to the security team. The IT service desk "
+                         "resets passwords and unlocks accounts.", "en")
+URL = block("lb-url-02", "Der Arbeitgeber darf den Urlaub für jeden vollen Monat der Elternzeit um ein Zwölftel "
+                         "kürzen, außer die Beschäftigte arbeitet während der Elternzeit in Teilzeit.")
+SB = block("lb-sb-02", "Für einen Dienstwagen werden nach der 1-%-Regelung monatlich 1 % des Bruttolistenpreises "
+                       "angesetzt. Maßgeblich ist der Bruttolistenpreis zum Zeitpunkt der Erstzulassung.")
+PTO = block("hb-pto-01", "You can carry over up to four unused days of annual leave. You do not need HR's approval "
+                         "for that; carried-over days must be taken by 31 March.", "en")
+
+
+def check(text: str, *blocks: ChunkResult, language: str = "de", question: str = "", aligner=None):
+    return verify_citations(text, build_evidence(list(blocks)), language, question=question, aligner=aligner)
+
+
+def kinds(verdict) -> set[str]:
+    return {v.kind for v in verdict.violations}
+
+
+@pytest.fixture(scope="module")
+def meaning() -> Aligner:
+    """Alignment by words and by meaning: the in-process multilingual embedder."""
+    from kb_index.embedding import LocalE5Embedder
+
+    return Aligner(weigher(None), VectorCache(LocalE5Embedder().embed_queries))
+
+
+# ------------------------------------------------------------------ wrong answers that were posted
+
+
+def test_a_number_in_words_changed_fails_although_the_new_number_stands_elsewhere_in_the_block():
+    verdict = check("Der Anspruch entsteht bereits nach 6 Wochen ununterbrochener Dauer des Arbeitsverhältnisses "
+                    "[lb-efz-01].", EFZ)
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(verdict)
+    assert check("Der Anspruch entsteht erst nach vier Wochen ununterbrochener Dauer des Arbeitsverhältnisses "
+                 "[lb-efz-01].", EFZ).ok
+
+
+def test_a_negation_flipped_by_the_words_affix_fails():
+    verdict = check("Bestimmte Bezüge sind ganz oder teilweise pfändbar, zum Beispiel die Hälfte der Vergütung für "
+                    "Überstunden [lb-pf-01].", PF)
+    assert "NEGATION_DROPPED" in kinds(verdict)
+
+
+@pytest.mark.parametrize("wrong", [
+    "Private software may be installed on company laptops for a short test [it-sw-01].",
+    "Passwords saved in the browser are allowed [it-pwd-01].",
+])
+def test_a_negation_the_source_has_and_the_answer_drops_fails(wrong):
+    verdict = check(wrong, SW, PWD, language="en")
+    assert "NEGATION_DROPPED" in kinds(verdict)
+
+
+def test_the_same_sentences_with_their_negation_pass():
+    assert check("Private software may not be installed on company laptops, not even for a short test [it-sw-01]. "
+                 "Passwords saved in the browser are not allowed [it-pwd-01].", SW, PWD, language="en").ok
+
+
+def test_a_deadline_the_block_does_not_name_fails_though_its_day_stands_in_another_date():
+    verdict = check("Die Erklärung müssen Sie bis zum 31. Juli des Folgejahres beim Finanzamt einreichen [lb-stk-01].", STK)
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(verdict)
+
+
+@pytest.mark.parametrize("wrong, right", [
+    ("Die Elternzeit muss spätestens acht Wochen vor ihrem Beginn schriftlich beim Arbeitgeber angemeldet werden [lb-ez-01].",
+     "Die Elternzeit muss frühestens acht Wochen vor ihrem Beginn schriftlich beim Arbeitgeber angemeldet werden [lb-ez-01]."),
+    ("Kurzarbeitergeld wird für mindestens 90 Prozent der Beschäftigten eines Betriebs gezahlt [lb-kug-01].",
+     "Kurzarbeitergeld wird für höchstens 90 Prozent der Beschäftigten eines Betriebs gezahlt [lb-kug-01]."),
+])
+def test_a_bound_turned_into_its_opposite_fails(wrong, right):
+    assert "SCOPE_NOT_IN_SOURCE" in kinds(check(wrong, EZ, KUG))
+    assert check(right, EZ, KUG).ok
+
+
+def test_a_quantifier_narrowed_by_a_word_put_in_fails():
+    verdict = check("Every wireless network you connect to outside the office counts as untrusted [it-wifi-01].", WIFI,
+                    language="en")
+    assert "SCOPE_NOT_IN_SOURCE" in kinds(verdict)
+    assert check("Every network you connect to outside the office counts as untrusted [it-wifi-01].", WIFI, language="en").ok
+
+
+@pytest.mark.parametrize("wrong, blocks, language", [
+    ("Die Elternzeit muss frühestens acht Wochen vor ihrem Beginn schriftlich bei der Elterngeldstelle angemeldet "
+     "werden [lb-ez-01].", (EZ,), "de"),
+    ("If you receive a suspicious email, report it to the IT service desk [hb-sec-01].", (SEC,), "en"),
+])
+def test_the_wrong_actor_taken_from_elsewhere_in_the_block_fails(wrong, blocks, language):
+    assert "WORDS_NOT_IN_SOURCE" in kinds(check(wrong, *blocks, language=language))
+
+
+# ------------------------------------------------------------------ right answers that were flagged
+
+
+WRAPPED_ENTRY = b"""---
+id: lb-mid-01
+title: Midijob
+stand: 2026-01
+language: de
+---
+## Midijob
+Ein Midijob liegt vor, wenn das regelm\xc3\xa4\xc3\x9fige Entgelt \xc3\xbcber der Minijob-Grenze liegt, aber
+2.000 Euro nicht \xc3\xbcbersteigt. Dann zahlen Besch\xc3\xa4ftigte einen geringeren
+Arbeitnehmeranteil zur Sozialversicherung.
+"""
+
+
+def test_a_hard_wrapped_paragraph_keeps_its_negation_with_its_sentence():
+    entry = parse_entry(WRAPPED_ENTRY, "payroll/lb-mid-01.md", "de")
+    text = entry.sections[0].text
+    assert "\n" not in text  # the paragraph is one line in the index
+    verdict = check("Ein Midijob liegt vor, wenn das regelmäßige Entgelt über der Minijob-Grenze liegt, aber 2.000 Euro "
+                    "nicht übersteigt [lb-mid-01].", block("lb-mid-01", text))
+    assert verdict.ok, verdict.violations
+
+
+def test_a_wrapped_block_from_an_old_index_is_read_by_its_paragraphs_too():
+    raw = WRAPPED_ENTRY.decode().split("## Midijob\n", 1)[1]
+    verdict = check("Das Entgelt darf 2.000 Euro nicht übersteigen [lb-mid-01].", block("lb-mid-01", raw))
+    assert "NEGATION_NOT_IN_SOURCE" not in kinds(verdict)
+
+
+def test_an_exception_put_as_a_negation_passes_and_the_reverse():
+    assert check("Der Arbeitgeber darf den Urlaub nicht kürzen, wenn die Beschäftigte während der Elternzeit in "
+                 "Teilzeit arbeitet [lb-url-02].", URL).ok
+    negative = block("lb-url-03", "Der Arbeitgeber darf den Urlaub nicht kürzen, wenn die Beschäftigte in Teilzeit arbeitet.")
+    assert check("Der Arbeitgeber darf den Urlaub kürzen, außer die Beschäftigte arbeitet in Teilzeit [lb-url-03].",
+                 negative).ok
+
+
+def test_a_sentence_on_what_the_kb_does_not_cover_is_a_partial_refusal():
+    draft = ("Bestimmte Bezüge sind ganz oder teilweise unpfändbar [lb-pf-01]. "
+             "Zur Pfändung Ihres Kontos enthält die Wissensbasis keine Angaben.")
+    evidence = build_evidence([PF])
+    verdict = verify_citations(draft, evidence, "de")
+    assert verdict.ok and not verdict.refusal
+    assert verdict.not_covered == ["Zur Pfändung Ihres Kontos enthält die Wissensbasis keine Angaben."]
+    asked = statements(draft, verdict, evidence, AnswerMode.CITATIONS, "de")
+    assert [s.text for s in asked] == ["Bestimmte Bezüge sind ganz oder teilweise unpfändbar."]  # never judged
+
+
+def test_a_claim_on_what_the_kb_does_not_cover_is_not_checked_as_a_claim():
+    draft = ('{"claims": [{"text": "Bestimmte Bezüge sind ganz oder teilweise unpfändbar.", "evidence_ids": ["E1"]}, '
+             '{"text": "Ob auch das Konto gepfändet werden kann, sagt die Wissensbasis nicht.", "evidence_ids": ["E1"]}]}')
+    verdict = verify_claims(draft, build_evidence([PF]), "de")
+    assert verdict.ok and verdict.not_covered == ["Ob auch das Konto gepfändet werden kann, sagt die Wissensbasis nicht."]
+
+
+def test_an_answer_in_the_other_language_passes_with_numbers_and_negation_in_words(meaning):
+    draft = ("Sie können bis zu vier nicht genommene Urlaubstage übertragen [hb-pto-01]. Dafür brauchen Sie keine "
+             "Zustimmung von HR; übertragene Tage müssen bis zum 31. März genommen werden [hb-pto-01].")
+    verdict = check(draft, PTO, aligner=meaning)
+    assert verdict.ok, verdict.violations
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(draft.replace("vier", "sechs"), PTO, aligner=meaning))
+
+
+def test_claims_in_the_other_language_are_supported_by_meaning(meaning):
+    draft = ('{"claims": [{"text": "Sie können bis zu vier nicht genommene Urlaubstage ins nächste Jahr übertragen.", '
+             '"evidence_ids": ["E1"]}, {"text": "Übertragene Tage müssen bis zum 31. März genommen werden.", '
+             '"evidence_ids": ["E1"]}]}')
+    verdict = verify_claims(draft, build_evidence([PTO]), "de", aligner=meaning)
+    assert verdict.ok, verdict.violations
+    wrong = draft.replace("31. März", "30. April")
+    assert not verify_claims(wrong, build_evidence([PTO]), "de", aligner=meaning).ok
+
+
+def test_a_number_the_question_gives_may_be_repeated_and_one_worked_out_from_it_is_recomputed():
+    question = "Ich bekomme einen Firmenwagen mit 50.000 Euro Listenpreis. Was muss ich versteuern?"
+    right = "Bei 50.000 Euro Listenpreis setzt man monatlich 1 % an, also 500 Euro [lb-sb-02]."
+    assert check(right, SB, question=question).ok
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right.replace("500 Euro", "5.000 Euro"), SB, question=question))
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right, SB))  # without the question, 50.000 is stated nowhere
