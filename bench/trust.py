@@ -55,6 +55,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.answer.judge import LLMJudge
+from bot.answer.minicheck import MiniCheckJudge
 from bot.answer.pipeline import Pipeline
 from bot.answer.verify.align import VectorCache
 from bot.answer.verify.judgement import JUDGE_JSON_SCHEMA
@@ -155,6 +156,17 @@ class RecordedJudge:
                         table[_statement_key(text)] = v
         return judge
 
+    def minicheck_reply(self, case: Case, claim: str) -> str:
+        """MiniCheck's Yes or No for one sentence: "Yes" where the recorded judge supported the statement
+        the sentence is part of (the capable judge's verdicts in MiniCheck's protocol, not MiniCheck's own)."""
+        key = _statement_key(claim)
+        table = self.verdicts.get(judge_id(case.id), {})
+        found = next((v for text, v in table.items() if key and key in text), None)
+        if found is None:
+            self.unmatched += 1
+            return "No"
+        return "Yes" if found["verdict"] == "supports" else "No"
+
     def reply(self, case: Case, request: GenerationRequest) -> str:
         table = self.verdicts.get(judge_id(case.id), {})
         out = []
@@ -169,6 +181,16 @@ class RecordedJudge:
             else:
                 out.append({"id": m.group(1), "verdict": found["verdict"], "quote": found.get("quote", "")})
         return json.dumps({"verdicts": out}, ensure_ascii=False)
+
+
+def _minicheck_claim(request: GenerationRequest) -> str | None:
+    """The claim of a request in MiniCheck's form (bot.answer.minicheck), else None."""
+    if len(request.messages) != 1:
+        return None
+    content = request.messages[0]["content"]
+    if not content.startswith("Document: ") or "\nClaim: " not in content:
+        return None
+    return content.rsplit("\nClaim: ", 1)[1]
 
 
 @dataclass
@@ -188,6 +210,13 @@ class ScriptedModel:
 
     async def generate(self, request: GenerationRequest) -> Draft:
         size = sum(len(m["content"]) for m in request.messages)
+        minicheck = _minicheck_claim(request)
+        if minicheck is not None:
+            self.judge_calls += 1
+            text = self.judge.minicheck_reply(self.case, minicheck)
+            self.judge_chars_in += size
+            self.judge_chars_out += len(text)
+            return Draft(text=text, model=self.name, raw=text)
         if request.json_schema == JUDGE_JSON_SCHEMA:
             self.judge_calls += 1
             text = self.judge.reply(self.case, request)
@@ -243,13 +272,22 @@ class Result:
         return self.flagged if self.case.kind == "right" else self.posted
 
 
-async def run(cases: list[Case], retriever: Retriever, judge: RecordedJudge, judged: bool) -> list[Result]:
+def _judge(kind: str, model: ScriptedModel):
+    if kind == "llm":
+        return LLMJudge(model)
+    if kind == "minicheck":
+        return MiniCheckJudge(model)
+    return None
+
+
+async def run(cases: list[Case], retriever: Retriever, judge: RecordedJudge, judged: bool | str) -> list[Result]:
+    """`judged`: False (judge off), True or "llm" (the chat judge), "minicheck"."""
+    kind = "llm" if judged is True else (judged or "off")
     results = []
     vectors = VectorCache(retriever.embedder.embed_queries) if retriever.embedder is not None else None
     for case in cases:
         model = ScriptedModel(case, judge)
-        pipeline = Pipeline(retriever, model, mode=AnswerMode(case.mode), judge=LLMJudge(model) if judged else None,
-                            vectors=vectors)
+        pipeline = Pipeline(retriever, model, mode=AnswerMode(case.mode), judge=_judge(kind, model), vectors=vectors)
         answer = await pipeline.answer(Question(text=case.question, language=case.language))
         results.append(Result(
             case, answer, model.answer_calls, model.judge_calls, model.judge_chars_in / CHARS_PER_TOKEN,
@@ -325,6 +363,8 @@ def main() -> int:
     parser.add_argument("--by", choices=("kind", "pair", "mode"), default="kind")
     parser.add_argument("--show", type=int, default=0, help="print the first N failures of the half (tune only!)")
     parser.add_argument("--no-judge", action="store_true", help="judge off only")
+    parser.add_argument("--minicheck", action="store_true",
+                        help="judge on in MiniCheck's protocol (one sentence a call), with the recorded verdicts")
     parser.add_argument("--scifact", action="store_true", help="also run bench/verifier_scifact.py's numbers")
     args = parser.parse_args()
 
@@ -337,7 +377,8 @@ def main() -> int:
         build_index(BUNDLED_KB_DIR, index_dir, embedder=embedder, seed_vectors=BUNDLED_VECTORS_DIR)
         with Retriever(index_dir, embedder=embedder) as retriever:
             off = asyncio.run(run(cases, retriever, judge, judged=False))
-            on = None if args.no_judge or not judge.verdicts else asyncio.run(run(cases, retriever, judge, judged=True))
+            kind = "minicheck" if args.minicheck else "llm"
+            on = None if args.no_judge or not judge.verdicts else asyncio.run(run(cases, retriever, judge, judged=kind))
     counts = Counter(c.kind for c in cases)
     print(f"bench/trust: {len(cases)} drafts of the {args.half} half ({counts['right']} right, "
           f"{len(cases) - counts['right']} wrong), {time.perf_counter() - started:.0f} s")

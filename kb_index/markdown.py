@@ -27,9 +27,12 @@ from markdown_it.token import Token
 UnitKind = Literal["heading", "paragraph", "item", "row", "code", "html"]
 
 # CommonMark plus GFM tables: KB pages and wiki exports hold tables, and a row
-# is a unit of its own. html=True keeps raw HTML blocks as blocks instead of
-# paragraphs of tag soup.
+# is a unit of its own. For KB text html=True keeps raw HTML blocks as blocks
+# instead of paragraphs of tag soup; an answer is read with html off, because
+# Slack's own syntax (<!channel>, <@U123>, <https://x|y>) looks like HTML to
+# CommonMark and must stay text that the verifiers see.
 _PARSER = MarkdownIt("commonmark", {"html": True}).enable("table")
+_TEXT_PARSER = MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
 @dataclass(frozen=True)
@@ -167,9 +170,9 @@ class _Walker:
         self.add("html", tok.content.strip(), tok.map[0] if tok.map else 0)
 
 
-def units(text: str) -> list[Unit]:
-    """The units of a Markdown text, in order."""
-    return _Walker().walk(_PARSER.parse(text))
+def units(text: str, *, html: bool = True) -> list[Unit]:
+    """The units of a Markdown text, in order; `html=False` reads raw HTML as text."""
+    return _Walker().walk((_PARSER if html else _TEXT_PARSER).parse(text))
 
 
 def render_unit(unit: Unit) -> str:

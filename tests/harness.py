@@ -200,6 +200,9 @@ def make_env(*, redis_url: str, slack_url: str, llm_url: str, index_dir: Path, *
         CITEBOT_LLM_URL=llm_url,
         CITEBOT_LLM_MODEL="test-model",
         CITEBOT_LLM_TIMEOUT="5",
+        # The harness counts one model call per question (the fault suite's "answered once"); a test
+        # of the entailment judge turns it on (CITEBOT_JUDGE=llm in `extra`).
+        CITEBOT_JUDGE="off",
         CITEBOT_REVIEW_CHANNEL=REVIEW_CHANNEL,
         PYTHONUNBUFFERED="1",
     )

@@ -91,8 +91,8 @@ def _sentences(text: str, known: IdSet, language: str) -> list[list[_Sentence]]:
 def unit_groups(text: str) -> list[list[str]]:
     """The text's units (paragraphs, list items, rows, headings), those of one list or table together."""
     groups: dict[int, list[str]] = {}
-    for unit in markdown.units(text):
-        if unit.kind not in ("code", "html"):
+    for unit in markdown.units(text, html=False):
+        if unit.kind != "code":
             groups.setdefault(unit.group, []).append(unit.text)
     return list(groups.values())
 
