@@ -345,7 +345,7 @@ _NEXT_WORDS = re.compile(r"\W*([^\W\d_][\w-]*)")
 
 
 def _words_after(text: str, position: int, n: int = 3) -> list[str]:
-    out = []
+    out: list[str] = []
     while len(out) < n and (m := _NEXT_WORDS.match(text, position)):
         out.append(m.group(1).casefold())
         position = m.end()
