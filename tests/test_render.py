@@ -201,6 +201,14 @@ def test_partial_answer_shows_its_note_apart_from_the_body():
     assert msg["blocks"][1] == {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}
 
 
+def test_what_the_kb_does_not_cover_is_said_apart_from_the_body():
+    note = message("not_covered", "de")
+    body = "Bestimmte Bezüge sind unpfändbar [1]. Zur Pfändung Ihres Kontos enthält die Wissensbasis keine Angaben."
+    msg = answer_message(answer(f"{body}\n\n{note}", not_covered=["Zur Pfändung …"]), language="de", ref="a")
+    assert msg["blocks"][0]["text"]["text"] == body
+    assert msg["blocks"][1] == {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}
+
+
 def test_partial_flag_without_a_note_in_the_text_still_gets_one():
     msg = answer_message(answer("Nur das [1].", partial=True), language="de", ref="a")
     assert message("partial", "de") in mrkdwn_texts(msg["blocks"])

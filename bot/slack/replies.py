@@ -79,11 +79,11 @@ def _note_pattern(key: Key, **fields: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{v})" for v in variants))
 
 
-_NOTES = (_note_pattern(Key.PARTIAL), _note_pattern(Key.TRUNCATED, limit=""))
+_NOTES = (_note_pattern(Key.PARTIAL), _note_pattern(Key.TRUNCATED, limit=""), _note_pattern(Key.NOT_COVERED))
 
 
 def split_notes(text: str) -> tuple[str, list[str]]:
-    """(body, notes): the partial and truncated-question notes that build_answer
+    """(body, notes): the partial, not-covered and truncated-question notes that build_answer
     appends as trailing paragraphs. They are shown apart from the body so that
     shortening a long answer can never cut them off."""
     body = text.rstrip()

@@ -178,6 +178,10 @@ def _days(n: Number) -> set[float]:
     return out
 
 
+def _small_count(n: Number) -> bool:
+    return not _distinctive(n)
+
+
 def _distinctive(n: Number) -> bool:
     """A number that says which rule it comes from: a date, a time, an amount, a year; not a
     small count ("2 Stunden", "5 days"), which sentences of every rule share."""
@@ -240,10 +244,11 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
             continue
         if ctx.worked.accepts(n, text, ctx.language):
             continue
-        # Stated nowhere: a plain fact, unless the statement works with the asker's numbers, where
-        # it may be a result of more steps than WorkedOut follows, which a judge can recompute.
+        # Stated nowhere: a plain fact, unless the statement works with the asker's numbers, or it is a
+        # small count ("together 3 days" of 2 and 1), where it may be a result of steps WorkedOut does
+        # not follow, which a judge can recompute.
         problems.append(Problem("NUMBER_NOT_IN_SOURCE", f"{n.raw!r} is not stated in the cited blocks, nor worked out "
-                                                         "from the question's numbers", soft=computing))
+                                                         "from the question's numbers", soft=computing or _small_count(n)))
     return problems
 
 
