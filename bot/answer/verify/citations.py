@@ -4,22 +4,26 @@ Rules (docs/DESIGN.md 3.6), each a violation kind:
 - UNKNOWN_ID: a cited id is not one of the context blocks' KB-IDs.
 - NO_CITATION: the answer cites nothing at all (and is not a refusal: the refusal
   sentence and nothing else, see text.is_refusal).
-- NUMBER_NOT_IN_SOURCE: a number, date or amount of a sentence is not stated by
-  the blocks that sentence cites.
 - QUOTE_NOT_IN_SOURCE: a double-quoted passage is not verbatim in a cited block.
 - LINK_NOT_IN_SOURCE: a URL, e-mail address, phone number or Slack link of a
   sentence is not in the blocks it cites (links.py).
-- NEGATION_NOT_IN_SOURCE: a sentence negates ("never", "cannot", "kein") and the
-  best-matching sentences of the blocks it cites do not (support.negation_backed).
-- UNCITED_SENTENCE: a sentence states a number, a quotation or a link, but neither
-  it nor any sentence of its paragraph cites a block, so nothing can back it.
+- the checks of one statement against the sentences of its blocks that state it
+  (statement.py): NUMBER_NOT_IN_SOURCE, SCOPE_NOT_IN_SOURCE, NEGATION_NOT_IN_SOURCE,
+  NEGATION_DROPPED, WORDS_NOT_IN_SOURCE.
+- UNCITED_SENTENCE: a sentence states a number (not the question's, not a Stand,
+  not a written-out sum), a quotation or a link, but neither it nor any sentence
+  of its paragraph cites a block, so nothing can back it.
+
+A sentence that says what the KB does not cover (not_covered.py) is a partial
+refusal: not checked, listed in Verdict.not_covered.
 
 Which blocks a sentence cites: its own references; without any, those of the
 next sentence of the same paragraph that has some (models often cite once at
 the end of a passage); at the end of a paragraph, those of the sentence before
-(a trailing "(Stand 2026-01)" belongs to what precedes it). Sentences without
-numbers or quotations and without any citation in their paragraph (a heading,
-"Kurz gesagt:") are allowed: there is nothing in them to check.
+(a trailing "(Stand 2026-01)" belongs to what precedes it); a paragraph without
+any, right after one with some, those of the paragraph before ("Zusammen
+180,90 €"). Sentences without numbers or quotations and without any citation
+(a heading, "Kurz gesagt:") are allowed: there is nothing in them to check.
 """
 
 from __future__ import annotations

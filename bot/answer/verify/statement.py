@@ -55,13 +55,12 @@ from bot.answer.verify.support import (
     NEGATION_NEAR_SHARE,
     anchor_found,
     anchors,
+    assess,
     content_terms,
     match_term,
 )
 
-# Claims: the aligned sentences must hold this share of the claim's word weight,
-# or (an embedder configured) be this close in meaning.
-CLAIM_COVERAGE = 0.45
+# Claims: support.assess's words test, or (an embedder configured) this close in meaning.
 CLAIM_COSINE = 0.86
 # Across languages the words cannot be counted: meaning alone, held to this.
 CROSS_LANGUAGE_COSINE = 0.84
@@ -636,14 +635,19 @@ def check_names(text: str, cited: Sequence[Passage], ctx: StatementContext) -> l
     return []
 
 
-def check_support(alignment: Alignment) -> list[Problem]:
+def check_support(text: str, cited: Sequence[Passage], alignment: Alignment, ctx: StatementContext) -> list[Problem]:
+    """Claims: in the claim's language, the words test of support.assess (one or two sentences hold
+    most of the claim's word weight, its word pairs stand close, its names are there; calibrated on
+    SciFact), or a cosine of CLAIM_COSINE with the aligned sentence; across languages, meaning alone."""
     if alignment.cross_language:
         ok = alignment.cosine is not None and alignment.cosine >= CROSS_LANGUAGE_COSINE
-    else:
-        ok = alignment.coverage >= CLAIM_COVERAGE or (alignment.cosine is not None and alignment.cosine >= CLAIM_COSINE)
-    if ok:
+        return [] if ok else [Problem("UNSUPPORTED_CLAIM", "the cited evidence does not state this (not close enough "
+                                                           "in meaning to any of its sentences)")]
+    passages = [t for p in cited for t in (p.title, p.text) if t]
+    found = assess(text, passages, ctx.language, idf=ctx.aligner.weight)
+    if found.lexical or (alignment.cosine is not None and alignment.cosine >= CLAIM_COSINE):
         return []
-    missing = ", ".join(alignment.missing) or "-"
+    missing = ", ".join(found.missing) or "-"
     return [Problem("UNSUPPORTED_CLAIM", f"the cited evidence does not state this (words not found: {missing})")]
 
 
@@ -678,6 +682,7 @@ def check_statement(
     problems += check_negation(text, alignment, ctx, pool)
     problems += check_commitments(text, alignment, ctx, pool)
     if need_support:
-        problems += check_support(alignment) or check_names(text, cited, ctx)
+        problems += check_support(text, cited, alignment, ctx) or (
+            check_names(text, cited, ctx) if alignment.cross_language else [])
     problems += check_words(text, alignment, ctx, pool)
     return problems, alignment

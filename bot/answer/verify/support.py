@@ -108,9 +108,9 @@ _BOUND = {
 # the CONTRADICT claims it would otherwise accept.
 NEGATION_CHECK = True
 
-# negation_backed (citations mode): besides the best cover, every sentence
-# holding at least this share of the best sentence's claim words may carry
-# the negation. A source often states a negative result in another sentence
+# A statement's negation (statement.check_negation): besides the aligned
+# sentences, every sentence holding at least this share of the best sentence's
+# words may carry it. A source often states a negative result in another sentence
 # than the one that best matches the claim's words ("did not do better than").
 # SciFact train, claims as cited sentences: at 1.0 the check rejects 8 more
 # of 370 gold pairs (2.2 %) and catches 18 of 185 accepted CONTRADICT pairs;
@@ -368,26 +368,3 @@ def assess(
     lexical = score >= 1.0 and pairs >= PAIR_COVERAGE and names_found
     missing = tuple(t for t in words if t not in cover)
     return Support(lexical and negation_kept, coverage, pairs, missing, lexical, negation_kept)
-
-
-def negation_backed(claim: str, passages: list[str], language: str = "en", idf=None) -> bool:
-    """False when the claim negates and its best-matching sentences in the passages
-    state nothing negative: "Employees can never carry over leave" against "You can
-    carry over up to 5 days". Best-matching: the best cover of one or two sentences
-    (as for support), and every sentence matching as many of the claim's words as
-    the best one does; when no sentence shares a word with the claim, any sentence."""
-    if not (NEGATION_CHECK and negates(claim, language)):
-        return True
-    words = _unique(content_terms(claim, language))
-    raw_sents = _sentences(passages, language)
-    if not words or not raw_sents:
-        return True  # nothing to compare: the other rules decide
-    weight = weigher(idf)
-    sents = [terms_ for _, terms_ in raw_sents]
-    _, _, chosen, _ = _best_cover(words, sents, language, weight)
-    shares = [sum(weight(t) for t in words if match_term(t, set(s), language)) for s in sents]
-    top = max(shares)
-    candidates = set(chosen) | {i for i, share in enumerate(shares) if share >= NEGATION_NEAR_SHARE * top - 1e-9}
-    if top <= 0:
-        candidates = set(range(len(sents)))
-    return any(_states_negative(raw_sents[i][0], language) for i in candidates)
