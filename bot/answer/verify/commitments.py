@@ -72,7 +72,8 @@ OPPOSITE: dict[str, frozenset[str]] = {
 # Families an answer may not add when its source has none of their backers
 # (checked like numbers). The others are checked only against their opposite:
 # "vor", "nach", "alle" are everywhere in correct paraphrases.
-ADDED_FAILS = frozenset({"LOWER", "UPPER", "EARLIEST", "LATEST", "MORE", "LESS", "EXCEPT", "ONLY"})
+# "only" is left out: as often a degree ("only a modest effect") as a restriction.
+ADDED_FAILS = frozenset({"LOWER", "UPPER", "EARLIEST", "LATEST", "MORE", "LESS", "EXCEPT"})
 
 # Comparisons an answer makes of the asker's own case with a rule ("liegt unter der Grenze").
 COMPARISONS = frozenset({"MORE", "LESS"})
@@ -250,7 +251,12 @@ _PARTICLE_VERBS = frozenset(
 )
 
 
-_POINT_IN_TIME = re.compile(r"\s+(?:(?:dem|the|den|der)\s+)?\d")
+# "before 10:00", "vor dem 31. März", "after 2019"; not "after 12 weeks" (an offset, a duration).
+_POINT_IN_TIME = re.compile(
+    r"\s+(?:(?:dem|the|den|der)\s+)?\d[\d.:,]*(?!\s*(?:weeks?|days?|months?|years?|hours?|wochen|tage[n]?|monate[n]?"
+    r"|jahre[n]?|stunden|minutes?|minuten)\b)(?=\W|$)",
+    re.IGNORECASE,
+)
 
 
 def _phrasal_verb(plain: str, start: int) -> bool:
@@ -295,7 +301,9 @@ def _negated_forms(word: str, language: str) -> list[str]:
 
 def flipped_words(statement: str, source: str, language: str) -> list[tuple[str, str]]:
     """Pairs (statement word, source word) of opposite polarity by affix, in one language:
-    "pfändbar" against "unpfändbar", "steuerpflichtig" against "steuerfrei"."""
+    "pfändbar" against "unpfändbar", "steuerpflichtig" against "steuerfrei". Only where the two
+    say it of the same thing (a word next to each is shared) and the statement does not name
+    both ("from unstable to stable")."""
     said, stated = _words(statement), _words(source)
     pairs = []
     for a, b in ((said, stated), (stated, said)):
@@ -309,7 +317,24 @@ def flipped_words(statement: str, source: str, language: str) -> list[tuple[str,
                 flipped = word[: -len(mine)] + other
                 if flipped in stated and word not in stated:
                     pairs.append((word, flipped))
-    return sorted(set(pairs))
+    return sorted({(x, y) for x, y in pairs if y not in said and _same_neighbours(statement, x, source, y)})
+
+
+_NEIGHBOURS = 5  # words on each side that say what a word is said of
+
+
+def _neighbours(text: str, word: str) -> set[str]:
+    words = [w.casefold() for w in _WORD.findall(text)]
+    out: set[str] = set()
+    for i, w in enumerate(words):
+        if w == word:
+            out |= {x for x in words[max(0, i - _NEIGHBOURS) : i + _NEIGHBOURS + 1] if x != word and len(x) > 3}
+    return out
+
+
+def _same_neighbours(statement: str, said_word: str, source: str, stated_word: str) -> bool:
+    mine, theirs = _neighbours(statement, said_word), _neighbours(source, stated_word)
+    return any(a[:5] == b[:5] for a in mine for b in theirs)
 
 
 # A word negated by its prefix ("unused", "unbezahlt", "non-refundable", "invalid"): the generous

@@ -77,7 +77,7 @@ _WORDS = {
 _ORDINALS = {"first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "twelfth",
              "ersten", "erste", "erster", "zweiten", "zweite", "dritten", "dritte", "vierten", "vierte", "fünften",
              "sechsten", "siebten", "achten", "zehnten", "zwölften"}
-_NOT_NUMBERS_IN_ANSWERS = _ORDINALS | {"one", "eins", "first", "second", "once", "half", "ersten", "erste", "erster",
+_NOT_NUMBERS_IN_ANSWERS = _ORDINALS | {"hundred", "hundert"} | {  # "several hundred hours": no number"one", "eins", "first", "second", "once", "half", "ersten", "erste", "erster",
                            "einmal", "halbe", "hälfte", "double", "doppelt", "doppelte", "doppelten"}
 _WORD = re.compile(r"\b[^\W\d_]+\b")
 
