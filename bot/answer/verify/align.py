@@ -194,7 +194,8 @@ class Aligner:
         shares = [sum(weights[t] for t in c) / total for c in covers]
         same = [s.language == language for s in pool]
         cos = self.cosines(statement, pool)
-        cross = not any(same[i] and shares[i] > 0 for i in range(len(pool)))
+        # Across languages when the blocks are in another language: no shared words to count.
+        cross = not any(same)
         if cross and cos is not None:
             return self._by_meaning(pool, cos, words, covers, weights, total)
         # A block's title or section is a sentence to align to only behind its text: it names the

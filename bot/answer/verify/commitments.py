@@ -64,9 +64,8 @@ OPPOSITE: dict[str, frozenset[str]] = {
     "LATEST": frozenset({"EARLIEST"}),
     "BEFORE": frozenset({"AFTER"}),
     "AFTER": frozenset({"BEFORE"}),
-    "ALL": frozenset({"SOME", "ONLY"}),
+    "ALL": frozenset({"SOME"}),
     "SOME": frozenset({"ALL"}),
-    "ONLY": frozenset({"ALL"}),
 }
 
 # Families an answer may not add when its source has none of their backers
@@ -279,6 +278,15 @@ def families(text: str, language: str, *, strong_only: bool = False) -> set[str]
 def negates(text: str, language: str) -> bool:
     """Does the text negate? A bound ("no later than", "nicht mehr als") is no negation."""
     return any(c.family == "NEG" for c in find_cues(text, language))
+
+
+# "ohne Kind", "without a receipt": a condition on a noun, not the polarity of what is said.
+_CONDITION_ONLY = frozenset({"ohne", "without"})
+
+
+def negates_what_it_says(text: str, language: str) -> bool:
+    """Does the text negate what it says (not just a condition: "eine Beschäftigte ohne Kind erhält")?"""
+    return any(c.family == "NEG" and c.phrase not in _CONDITION_ONLY for c in find_cues(text, language))
 
 
 # ------------------------------------------------------------------ affixes

@@ -105,6 +105,10 @@ _UNITS = {
     "eur": "€ eur euro euros",
     "pct": "% prozent percent per-cent",
     "char": "zeichen characters character",
+    # A time of day written as a number: "7 am", "6pm", "um 14 Uhr".
+    "am": "am a.m.",
+    "pm": "pm p.m.",
+    "oclock": "uhr o'clock",
 }
 _UNIT_OF = {word: unit for unit, words in _UNITS.items() for word in words.split()}
 _UNIT_AFTER = re.compile(r"\s*(?:(%|€|\$)|((?:calendar|working|business|per)\s+\w+)|([^\W\d_][\w-]*))")
@@ -301,6 +305,19 @@ def _one_step(a: Decimal, b: Decimal, b_percent: bool) -> list[Decimal]:
     return out
 
 
+# What a rule rounds to: half days, whole units, tens, hundreds, thousands.
+_ROUNDING_STEPS = (Decimal("0.5"), Decimal(1), Decimal(10), Decimal(100), Decimal(1000))
+
+
+def _rounded(value: Decimal) -> set[Decimal]:
+    """`value` rounded down, to the nearest and up, to each step of _ROUNDING_STEPS."""
+    out = set()
+    for step in _ROUNDING_STEPS:
+        q = value / step
+        out |= {q.to_integral_value(rounding=r) * step for r in ("ROUND_FLOOR", "ROUND_HALF_UP", "ROUND_CEILING")}
+    return out
+
+
 def _matches_result(written: Decimal, raw: str, result: Decimal, rounded: bool) -> bool:
     """Is `written` (spelled `raw`) the `result` of a computation, to the precision it is written?"""
     if rounded:
@@ -316,6 +333,18 @@ def _units_of(numbers: list[Number]) -> dict[Decimal, set[str]]:
     for n in numbers:
         for v in _plain_values([n]):
             out.setdefault(v, set()).add(n.unit)
+    return out
+
+
+def _clock_times(numbers: Sequence[Number]) -> list[Number]:
+    out = []
+    for n in numbers:
+        if n.unit not in ("am", "pm", "oclock"):
+            continue
+        for v in _plain_values([n]):
+            hour = int(v) + (12 if n.unit == "pm" and int(v) < 12 else 0)
+            if v == int(v) and 0 <= hour <= 24:
+                out.append(Number(f"{hour}:00", frozenset({f"{hour}:00"}), unit="time"))
     return out
 
 
@@ -367,7 +396,9 @@ class WorkedOut:
     """
 
     def __init__(self, asked: list[Number], stated: list[Number], shown: Sequence[Number] = ()):
-        # The hours between two times the asker gives ("from 10:00 to 16:00": 6) are theirs too.
+        # "7 am", "6 pm", "14 Uhr" are times too ("7:00", "18:00"); and the hours between two times the
+        # asker gives ("from 10:00 to 16:00": 6) are theirs.
+        asked = [*asked, *_clock_times(asked)]
         self.roots = _plain_values(asked) | _hours_between(asked)
         # A value of the question is the asker's only in its own unit: their "6 hours" is no "6 months".
         self.root_units = _units_of([*asked, *(Number(format(h, "f"), frozenset({format(h.normalize(), "f")}), unit="hour")
@@ -411,6 +442,9 @@ class WorkedOut:
         for value in _plain_values([number]):
             if value == int(value) and abs(value) < MIN_DERIVED:
                 continue
+            if any(value in _rounded(a) for a in self.accepted if a != value):
+                self.accepted.add(value)  # "abgerundet auf volle 100 €": 38.750 € -> 38.700 €
+                return True
             steps = [(b, False) for b in shown] + [(b, True) for b in shown_rates]
             for a in self.accepted:
                 for b, percent in steps:

@@ -228,12 +228,14 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
             # Across languages the alignment is by meaning and less sure; a slot is then compared only
             # when the statement has this one number.
             single = not alignment.cross_language or len(said) == 1
-            if single and _other_number(n, aligned, aligned_values) and not ctx.worked.accepts(n, text, ctx.language):
+            # A statement about the asker's case ("2 days late") measures their case, not the rule's.
+            if single and not computing and _other_number(n, aligned, aligned_values) \
+                    and not ctx.worked.accepts(n, text, ctx.language):
                 other = next(m.raw for m in aligned if _slot(m) == _slot(n))
                 problems.append(Problem("NUMBER_NOT_IN_SOURCE", f"{n.raw!r}: the matching sentence says {other!r}"))
             elif ctx.worked.known(n):
                 continue  # also the asker's own: their case, not the rule's
-            elif (unit := _other_unit(n, aligned)) is not None:
+            elif not computing and (unit := _other_unit(n, aligned)) is not None:
                 problems.append(Problem("NUMBER_NOT_IN_SOURCE", f"{n.raw} {n.unit}: the cited blocks state {n.raw} "
                                                                  f"{unit}, not {n.unit}"))
             elif STRICT_NUMBERS and _distinctive(n) and not _stated_in(n, aligned + near, aligned_values - _values(aligned)) \
@@ -282,8 +284,8 @@ def _words_between(text: str, start: int, end: int) -> int:
     return len(text[start:end].split())
 
 
-def _aligned_families(aligned: Sequence[SourceSentence]) -> set[str]:
-    return {c.family for s in aligned for c in cm.find_cues(s.text, s.language)}
+def _aligned_families(aligned: Sequence[SourceSentence], *, nouns: bool = True) -> set[str]:
+    return {c.family for s in aligned for c in cm.find_cues(s.text, s.language) if nouns or not c.noun}
 
 
 def _family_label(family: str, text: str, language: str) -> str:
@@ -334,7 +336,8 @@ def check_commitments(
             continue
         if comparing and family in cm.COMPARISONS:
             continue
-        opposite = cm.OPPOSITE.get(family, frozenset()) & stated
+        # A bound by name ("allowance", "Grenze") backs, but is no opposite of anything.
+        opposite = cm.OPPOSITE.get(family, frozenset()) & _aligned_families(alignment.sentences, nouns=False)
         word = _family_label(family, text, lang)
         if opposite:
             problems.append(Problem("SCOPE_NOT_IN_SOURCE", f"{word} where the matching sentence says the opposite: {source}"))
@@ -382,6 +385,12 @@ def _number_bounds(text: str, alignment: Alignment, ctx: StatementContext) -> li
     where they say "bis zum Ende der 12. Woche". Weak cues ("bis", "ab") count here: on the
     same number, an opposite one is a contradiction."""
     problems = []
+    # "über 50 € steuerpflichtig" for "bis zu 50 € steuerfrei": the other side of the bound, said
+    # with the opposite predicate, is the same rule.
+    if cm.negates_what_it_says(text, ctx.language) or any(
+        s.language == ctx.language and cm.flipped_words(text, s.text, ctx.language) for s in alignment.sentences
+    ):
+        return []
     said = find_numbers(text, ctx.language)
     mine_all = attached_families(text, ctx.language, said, strong_only=True)
     for k, n in enumerate(said):
@@ -416,6 +425,8 @@ def _states_negative(text: str, language: str, *, other_language: bool = False) 
         return True
     if other_language and cm.affix_negated(text):
         return True
+    if _INSTEAD.search(plain):
+        return True  # "stattdessen werden die tatsächlichen Kosten angesetzt" backs "not the 1 % rule"
     return bool(_NEGATIVE_RESULT.get(language, _NEGATIVE_RESULT["en"]).search(text))
 
 
@@ -424,6 +435,8 @@ _CONTRAST = {
     "en": re.compile(r"\b(?:not|no)\b[^.;:]{1,80}?\bbut\b|\binstead of\b|\brather than\b", re.IGNORECASE),
     "de": re.compile(r"\b(?:nicht|kein\w*)\b[^.;:]{1,80}?,?\s+sondern\b|\bstatt\b|\banstatt\b", re.IGNORECASE),
 }
+
+_INSTEAD = re.compile(r"\b(?:stattdessen|statt|anstatt|anstelle|instead|rather than|in place of)\b", re.IGNORECASE)
 
 _RAW_NEGATION = {
     "en": re.compile(r"\b(?:not|no|never|none|nothing|without|cannot|\w+n't)\b", re.IGNORECASE),
@@ -539,7 +552,8 @@ def check_negation(
         only = alignment.sentences[0]
         if len(clauses(only.text, commas=True)) == 1:
             best = (only.text, only.language)
-    if best is None or not (cm.negates(*best) or _NEGATIVE_RESULT.get(best[1], _NEGATIVE_RESULT["en"]).search(best[0])):
+    if best is None or not (cm.negates_what_it_says(*best)
+                            or _NEGATIVE_RESULT.get(best[1], _NEGATIVE_RESULT["en"]).search(best[0])):
         return []
     # What the clause negates must be what the statement affirms: "unused leave that could not be
     # taken" negates "taken", which a statement about paying for unused leave does not say.
@@ -628,8 +642,9 @@ _NOT_NAMES = frozenset({"EUR", "USD", "CHF", "GBP", "KM", "CET", "CEST", "UTC", 
 def check_names(text: str, cited: Sequence[Passage], ctx: StatementContext) -> list[Problem]:
     """Names and codes ("PTEN", "A1", "SGB III") must be in the cited blocks, spelled alike in any language."""
     texts = [_passage_text(p) for p in cited]
-    missing = [a for a in anchors(text, ctx.language)
-               if a.upper() not in _NOT_NAMES and not anchor_found(a, texts, ctx.language)]
+    # Across languages an acronym is translated ("WLAN" for "Wi-Fi"); a code with digits is not ("A1", "SGB III").
+    missing = [a for a in anchors(text, ctx.language) if any(ch.isdigit() for ch in a)
+               and a.upper() not in _NOT_NAMES and not anchor_found(a, texts, ctx.language)]
     if missing:
         return [Problem("UNSUPPORTED_CLAIM", f"names not in the cited blocks: {', '.join(missing)}")]
     return []
