@@ -12,7 +12,10 @@ The labelled set lives in bench/trust/ (its README says how it was made):
   scope changed, wrong actor or object, fact added);
 - judge/*.jsonl: a capable model's verdicts, as the entailment judge, on every
   statement of every draft (the fake judge answers with them);
-- split.yaml: the tune/test halves, by question, fixed before anything was tuned.
+- split.yaml: the tune/test halves, by question, fixed before anything was tuned;
+- holdout/: a second set made the same way after the checks were tuned on both
+  halves of the first (its test half had been measured once, then joined the
+  tuning): the numbers that say how the checks do on drafts they were not tuned on.
 
 Each draft goes through the real pipeline (Pipeline.answer: retrieval, prompt,
 the draft, the checks, the regeneration, the judge) with a scripted model that
@@ -28,9 +31,9 @@ reply size in tokens at 4 characters each, time in citebot).
 
 SciFact (bench/verifier_scifact.py) is printed beside it with --scifact.
 
-    python bench/trust.py [--half test|tune|all] [--by kind|pair|mode] [--show N] [--scifact]
+    python bench/trust.py [--set holdout|main] [--half test|tune|all] [--by kind|pair|mode] [--show N] [--minicheck]
 
-Goals on the test half (issue answer-trust): judge off, right flagged <= 5 % on
+Goals on held-out drafts (issue answer-trust): judge off, right flagged <= 5 % on
 the first draft in each language pair, wrong posted <= 25 % overall and <= 1 in 6
 for flipped negation and changed conditions; judge on, wrong posted <= 3 % and
 right flagged <= 3 %.
@@ -359,7 +362,10 @@ def show_failures(results: list[Result], n: int) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--half", choices=("test", "tune", "all"), default="test")
+    parser.add_argument("--set", dest="which", choices=("holdout", "main"), default="holdout",
+                        help="holdout: the set drawn after tuning (all test; the default); main: the first set")
+    parser.add_argument("--half", choices=("test", "tune", "all"), default="all",
+                        help="of the main set: its halves (both were tuned on in the end)")
     parser.add_argument("--by", choices=("kind", "pair", "mode"), default="kind")
     parser.add_argument("--show", type=int, default=0, help="print the first N failures of the half (tune only!)")
     parser.add_argument("--no-judge", action="store_true", help="judge off only")
@@ -368,8 +374,9 @@ def main() -> int:
     parser.add_argument("--scifact", action="store_true", help="also run bench/verifier_scifact.py's numbers")
     args = parser.parse_args()
 
-    cases = [c for c in load_cases() if args.half == "all" or c.half == args.half]
-    judge = RecordedJudge.load()
+    root = HERE / "holdout" if args.which == "holdout" else HERE
+    cases = [c for c in load_cases(root) if args.half == "all" or c.half == args.half]
+    judge = RecordedJudge.load(root)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         index_dir = Path(tmp) / "index"
@@ -380,7 +387,8 @@ def main() -> int:
             kind = "minicheck" if args.minicheck else "llm"
             on = None if args.no_judge or not judge.verdicts else asyncio.run(run(cases, retriever, judge, judged=kind))
     counts = Counter(c.kind for c in cases)
-    print(f"bench/trust: {len(cases)} drafts of the {args.half} half ({counts['right']} right, "
+    which = "the held-out set" if args.which == "holdout" else f"the main set, {args.half}"
+    print(f"bench/trust: {len(cases)} drafts of {which} ({counts['right']} right, "
           f"{len(cases) - counts['right']} wrong), {time.perf_counter() - started:.0f} s")
     drift = sum(r.prompt_drift for r in off)
     if drift:
