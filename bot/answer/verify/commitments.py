@@ -36,12 +36,12 @@ from functools import cache
 BACKED_BY: dict[str, frozenset[str]] = {
     # "at least 8 hours" is not "more than 8 hours" (a day of exactly 8 hours), so LOWER and MORE
     # do not back each other, nor UPPER and LESS.
-    "LOWER": frozenset({"LOWER", "EARLIEST"}),
+    "LOWER": frozenset({"LOWER", "EARLIEST", "RANGE"}),
     "MORE": frozenset({"MORE"}),
     # Not backed by an order word: "frühestens acht Wochen vor" has both, and "spätestens acht
     # Wochen vor" must not pass on its "vor".
     "EARLIEST": frozenset({"EARLIEST", "LOWER"}),
-    "UPPER": frozenset({"UPPER", "LATEST", "ONLY"}),
+    "UPPER": frozenset({"UPPER", "LATEST", "ONLY", "RANGE"}),
     "LESS": frozenset({"LESS"}),
     "LATEST": frozenset({"LATEST", "UPPER"}),
     "ONLY": frozenset({"ONLY", "EXCEPT", "NEG", "UPPER", "LOWER", "MORE", "LESS", "EARLIEST", "LATEST"}),
@@ -51,6 +51,7 @@ BACKED_BY: dict[str, frozenset[str]] = {
     "ALL": frozenset({"ALL"}),
     "SOME": frozenset({"SOME"}),
     "NEG": frozenset({"NEG", "EXCEPT", "ONLY"}),
+    "RANGE": frozenset({"RANGE"}),
 }
 
 # Opposites: a statement with one, against a source with the other and not the
@@ -117,6 +118,7 @@ _EN: _Lexicon = [
     (r"no later than|not later than|at the latest|not after|latest", "LATEST", True),
     (r"(?:more|greater|higher|longer) than|in excess of|exceed\w*|over" + _NUM + r"|above" + _NUM, "MORE", True),
     (r"(?:less|fewer|shorter|lower) than|under" + _NUM + r"|below" + _NUM, "LESS", True),
+    (r"between", "RANGE", False),  # "between 300 EUR and 1,800 EUR" backs "at least 300 EUR" and "at most 1,800 EUR"
     (r"until|till|within|by(?=\s+(?:the\s+)?\d)", "UPPER", False),
     # A budget, limit or allowance is a bound by what it is: "a budget of 500 EUR" backs "up to 500 EUR".
     (r"budgets?|limit\w*|caps?|ceiling|allowance|maximum\w*", "UPPER", None),
@@ -147,6 +149,7 @@ _DE: _Lexicon = [
     (r"spätestens|nicht (?:später als|nach)|bis spätestens", "LATEST", True),
     (r"(?:mehr|länger|höher|größer) als|oberhalb|übersteig\w*|überschreit\w*|über" + _NUM, "MORE", True),
     (r"(?:weniger|kürzer|niedriger|geringer) als|unterhalb|unterschreit\w*|unter" + _NUM, "LESS", True),
+    (r"zwischen", "RANGE", False),
     (r"bis|innerhalb|binnen", "UPPER", False),
     (r"ab|seit", "LOWER", False),
     (r"vor(?!\s*(?:allem|ort)\b)|vorher|bevor|im voraus|vorab|zuvor|rechtzeitig", "BEFORE", True),
@@ -294,8 +297,18 @@ def negates_what_it_says(text: str, language: str) -> bool:
 _WORD = re.compile(r"[^\W\d_][\w-]*")
 
 
+# "steuer- und sozialversicherungsfrei": the first word shares the second's ending.
+_ELIDED = re.compile(r"([^\W\d_]+)-\s+(?:und|oder|and|or)\s+([^\W\d_]+)", re.IGNORECASE)
+
+
 def _words(text: str) -> set[str]:
-    return {w.casefold() for w in _WORD.findall(text)}
+    words = {w.casefold() for w in _WORD.findall(text)}
+    for m in _ELIDED.finditer(text):
+        second = m.group(2).casefold()
+        for suffix in _FREE_SUFFIX:
+            if second.endswith(suffix):
+                words.add(m.group(1).casefold() + suffix)
+    return words
 
 
 def _negated_forms(word: str, language: str) -> list[str]:

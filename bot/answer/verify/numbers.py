@@ -77,8 +77,11 @@ _WORDS = {
 _ORDINALS = {"first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "twelfth",
              "ersten", "erste", "erster", "zweiten", "zweite", "dritten", "dritte", "vierten", "vierte", "fünften",
              "sechsten", "siebten", "achten", "zehnten", "zwölften"}
-_NOT_NUMBERS_IN_ANSWERS = _ORDINALS | {"hundred", "hundert"} | {  # "several hundred hours": no number"one", "eins", "first", "second", "once", "half", "ersten", "erste", "erster",
-                           "einmal", "halbe", "hälfte", "double", "doppelt", "doppelte", "doppelten"}
+# "several hundred hours" is no number either.
+_NOT_NUMBERS_IN_ANSWERS = _ORDINALS | {"hundred", "hundert"} | {
+    "one", "eins", "first", "second", "once", "half", "ersten", "erste", "erster", "einmal", "halbe", "hälfte",
+    "double", "doppelt", "doppelte", "doppelten",
+}
 _WORD = re.compile(r"\b[^\W\d_]+\b")
 
 
@@ -209,6 +212,10 @@ _DAY_OF_MONTH = re.compile(r"\.?\s*(?:des|eines|jedes)\s+(?:vor|folge)?monats\b|
                            r"|every|a)\s+(?:previous\s+|following\s+)?month\b", re.IGNORECASE)
 
 
+# "leaving home at 7 and back around 6pm", "um 7 los": an hour of the day.
+_AT_HOUR = re.compile(r"(?:\bat|\bum|\bby|\bgegen|\baround)\s+$", re.IGNORECASE)
+
+
 def unit_at(text: str, position: int, language: str) -> str:
     """The unit written right after a number ending at `position`, or "" if none is known."""
     if _DAY_OF_MONTH.match(text, position):
@@ -226,6 +233,13 @@ _ONE_UNIT = re.compile(r"\b(?:innerhalb|binnen|within|nach|after|vor|before|für
                        r"|arbeitstag|werktag|week|month|year|day|calendar day|working day)(?:e|en|es|s|n)?\b)", re.IGNORECASE)
 
 
+def _unit(text: str, m: re.Match[str], language: str) -> str:
+    unit = unit_at(text, m.end(), language)
+    if not unit and m["num"] and m["num"].isdigit() and int(m["num"]) <= 24 and _AT_HOUR.search(text[: m.start()]):
+        return "at"  # a bare hour of the day ("at 7"): a time only where the question gives it (WorkedOut)
+    return unit
+
+
 def _word_numbers(text: str, language: str, source: bool) -> list[Number]:
     words = _WORDS.get(language, _WORDS["en"])
     found = [Number(m.group("one"), frozenset({"1"}), m.start("one"), m.end("one"), unit_at(text, m.end(), language))
@@ -241,7 +255,7 @@ def _word_numbers(text: str, language: str, source: bool) -> list[Number]:
 def find_numbers(text: str, language: str = "en", *, source: bool = False) -> list[Number]:
     """Numbers, dates, times and spelled-out numbers in `text`, in order of position."""
     found = [
-        Number(m.group(0), frozenset(_match_readings(m, source)), m.start(), m.end(), unit_at(text, m.end(), language))
+        Number(m.group(0), frozenset(_match_readings(m, source)), m.start(), m.end(), _unit(text, m, language))
         for m in _TOKEN.finditer(text)
     ]
     return sorted(found + _word_numbers(text, language, source), key=lambda n: n.start)
@@ -339,7 +353,7 @@ def _units_of(numbers: list[Number]) -> dict[Decimal, set[str]]:
 def _clock_times(numbers: Sequence[Number]) -> list[Number]:
     out = []
     for n in numbers:
-        if n.unit not in ("am", "pm", "oclock"):
+        if n.unit not in ("am", "pm", "oclock", "at"):
             continue
         for v in _plain_values([n]):
             hour = int(v) + (12 if n.unit == "pm" and int(v) < 12 else 0)

@@ -257,7 +257,8 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
 
 
 # Weak cues whose bound is plain when they stand right before a number ("ab der 12. Woche", "bis 603 €").
-_CLEAR_WEAK = frozenset({"ab", "bis", "from", "until"})
+# (German only: "from 40 to 50" and "until" are too often a span, not a bound.)
+_CLEAR_WEAK = frozenset({"ab", "bis"})
 
 
 def attached_families(
@@ -593,8 +594,14 @@ _SAME_ACTOR = {
 }
 
 
+# "Northwind Labs offices", "the HR portal's login": an actor's name as a modifier names a thing, not who acts.
+_MODIFIED = re.compile(r"\s+(?:offices?|laptops?|accounts?|systems?|buildings?|sites?|locations?|policy|policies|"
+                       r"standorte?|büros?|konten?|systeme?|gebäude)\b", re.IGNORECASE)
+
+
 def _actors(text: str, language: str) -> set[str]:
-    found = {" ".join(word_terms(m.group(0), language)) for m in _ACTOR.get(language, _ACTOR["en"]).finditer(text)}
+    found = {" ".join(word_terms(m.group(0), language)) for m in _ACTOR.get(language, _ACTOR["en"]).finditer(text)
+             if not _MODIFIED.match(text, m.end())}
     # A compound names its actor inside it: "Arbeitgeberzuschuss" is the employer's.
     return {next((name for name, names in _SAME_ACTOR.items() if any(n in a for n in names)), a) for a in found} - {""}
 
