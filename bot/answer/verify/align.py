@@ -30,6 +30,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -65,7 +66,6 @@ Embed = Callable[[list[str]], np.ndarray]
 class SourceSentence:
     text: str
     language: str
-    block: int  # position of its block among the passages given
     terms: frozenset[str]
     header: bool = False  # the block's title or section, not its text
     values: frozenset[str] = frozenset()  # the readings of its numbers (numbers.py)
@@ -86,7 +86,7 @@ class Passage:
 class Alignment:
     sentences: tuple[SourceSentence, ...]
     coverage: float  # weighted share of the statement's words the aligned sentences hold (same language)
-    cosine: float | None  # the best sentence's cosine, when an embedder is there
+    cosine: float | None  # the best sentence's cosine (across languages, with an embedder), else None
     cross_language: bool
     missing: tuple[str, ...] = ()  # statement words the aligned sentences lack
     # Across languages: further sentences nearly as close in meaning as the aligned ones; a
@@ -98,9 +98,9 @@ class Alignment:
         return [s.text for s in self.sentences]
 
 
-def _sentence(text: str, language: str, block: int, header: bool = False) -> SourceSentence:
+def _sentence(text: str, language: str, header: bool = False) -> SourceSentence:
     values = frozenset(v for n in find_numbers(text, language, source=True) for v in n.values)
-    return SourceSentence(text, language, block, frozenset(word_terms(text, language)), header, values)
+    return SourceSentence(text, language, frozenset(word_terms(text, language)), header, values)
 
 
 def passage_language(p: Passage) -> str:
@@ -115,16 +115,16 @@ def passage_language(p: Passage) -> str:
 
 
 def source_sentences(passages: Sequence[Passage]) -> list[SourceSentence]:
-    out: list[SourceSentence] = []
-    for k, p in enumerate(passages):
-        lang = passage_language(p)
-        for head in (p.title, p.section, *p.header_extra):
-            if head:
-                out.append(_sentence(head, lang, k, header=True))
-        for line in markdown.plain_lines(p.text):
-            for s in sentences(line, lang):
-                out.append(_sentence(s, lang, k))
-    return out
+    return [s for p in passages for s in _passage_sentences(p)]
+
+
+@lru_cache(maxsize=4096)
+def _passage_sentences(p: Passage) -> tuple[SourceSentence, ...]:
+    # Cached per block: every statement of every answer that cites it reads the same sentences.
+    lang = passage_language(p)
+    out = [_sentence(head, lang, header=True) for head in (p.title, p.section, *p.header_extra) if head]
+    out += [_sentence(s, lang) for line in markdown.plain_lines(p.text) for s in sentences(line, lang)]
+    return tuple(out)
 
 
 def word_terms(text: str, language: str) -> list[str]:
@@ -173,6 +173,11 @@ class Aligner:
     vectors: VectorCache | None = None
     _terms_cache: dict = field(default_factory=dict, repr=False)
 
+    def closeness(self, statement: str, sentences: Sequence[SourceSentence]) -> float | None:
+        """The best cosine of the statement with `sentences`; None without an embedder."""
+        cos = self.cosines(statement, sentences)
+        return float(cos.max()) if cos is not None and len(cos) else None
+
     def cosines(self, statement: str, pool: Sequence[SourceSentence]) -> np.ndarray | None:
         if self.vectors is None or not pool:
             return None
@@ -192,10 +197,10 @@ class Aligner:
         total = sum(weights.values()) or 1.0
         covers = [self._cover(words, s, language) for s in pool]
         shares = [sum(weights[t] for t in c) / total for c in covers]
-        same = [s.language == language for s in pool]
-        cos = self.cosines(statement, pool)
-        # Across languages when the blocks are in another language: no shared words to count.
-        cross = not any(same)
+        # Across languages when the blocks are in another language: no shared words to count, so by
+        # meaning (the embedder's cosine); in one language by words, which costs no embedding.
+        cross = not any(s.language == language for s in pool)
+        cos = self.cosines(statement, pool) if cross else None
         if cross and cos is not None:
             return self._by_meaning(pool, cos, words, covers, weights, total)
         # A block's title or section is a sentence to align to only behind its text: it names the

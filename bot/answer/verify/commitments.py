@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 # Families one may use for another when backing a statement: a bound stated as
 # "at most" is backed by "up to", "no later than" by "by", an exception by a
@@ -193,6 +193,11 @@ def _plain(text: str) -> str:
 
 def find_cues(text: str, language: str) -> list[Cue]:
     """Every cue of `text`, in order; a span is taken by the first pattern that matches it."""
+    return list(_find_cues(text, language))
+
+
+@lru_cache(maxsize=16_384)
+def _find_cues(text: str, language: str) -> tuple[Cue, ...]:
     plain = _plain(text)
     if len(plain) != len(text):  # a rare letter whose lower case is longer: keep positions of the plain text
         text = plain
@@ -214,7 +219,7 @@ def find_cues(text: str, language: str) -> list[Cue]:
                 # "before 10:00", "vor dem 31. März": a deadline, not an offset ("acht Wochen vor")
                 family = "LATEST" if family == "BEFORE" else "EARLIEST"
             found.append(Cue(family, bool(strong), m.start(), m.end(), m.group(0), noun=strong is None))
-    return _compose(sorted(found, key=lambda c: c.start), plain)
+    return tuple(_compose(sorted(found, key=lambda c: c.start), plain))
 
 
 # A negation right before a comparison bounds it: "may not work more than 10 hours"

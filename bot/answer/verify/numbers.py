@@ -23,6 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from itertools import product
 
 _MONTH_NAMES = {
@@ -254,11 +255,17 @@ def _word_numbers(text: str, language: str, source: bool) -> list[Number]:
 
 def find_numbers(text: str, language: str = "en", *, source: bool = False) -> list[Number]:
     """Numbers, dates, times and spelled-out numbers in `text`, in order of position."""
+    return list(_find_numbers(text, language, source))
+
+
+@lru_cache(maxsize=16_384)
+def _find_numbers(text: str, language: str, source: bool) -> tuple[Number, ...]:
+    # Cached: the verifiers read the same block sentences for every statement of an answer.
     found = [
         Number(m.group(0), frozenset(_match_readings(m, source)), m.start(), m.end(), _unit(text, m, language))
         for m in _TOKEN.finditer(text)
     ]
-    return sorted(found + _word_numbers(text, language, source), key=lambda n: n.start)
+    return tuple(sorted(found + _word_numbers(text, language, source), key=lambda n: n.start))
 
 
 def source_values(texts: list[str], language: str = "en") -> set[str]:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 
 from bot.answer.verify.text import paragraphs, sentences
@@ -161,7 +162,12 @@ class Support:
 
 def content_terms(text: str, language: str) -> list[str]:
     """Analyzed words, numbers left out (numbers have their own exact rule)."""
-    return [t for t in terms(text, language) if not _NUMERIC.match(t)]
+    return list(_content_terms(text, language))
+
+
+@lru_cache(maxsize=16_384)
+def _content_terms(text: str, language: str) -> tuple[str, ...]:
+    return tuple(t for t in terms(text, language) if not _NUMERIC.match(t))
 
 
 def anchors(text: str, language: str) -> list[str]:
