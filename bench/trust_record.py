@@ -120,7 +120,7 @@ def _all_statements(case, evidence):
     return statements(case.draft, verdict, evidence, mode, case.language)
 
 
-async def record_judge(index_dir: Path) -> list[dict]:
+async def record_judge(index_dir: Path, root: Path = HERE) -> list[dict]:
     from bench.trust import judge_id, load_cases
     from bot.answer.judge import judge_messages
     from bot.answer.pipeline import Pipeline
@@ -128,7 +128,7 @@ async def record_judge(index_dir: Path) -> list[dict]:
 
     out = []
     with Retriever(index_dir, embedder=LocalE5Embedder()) as retriever:
-        for case in load_cases(HERE):
+        for case in load_cases(root):
             model = _Capture(case.draft)
             pipeline = Pipeline(retriever, model, mode=AnswerMode(case.mode))
             await pipeline.answer(Question(text=case.question, language=case.language))
@@ -149,13 +149,14 @@ def main() -> int:
     parser.add_argument("--questions", type=Path, default=HERE / "questions.yaml")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--judge", action="store_true", help="record the judge's prompts for every draft instead")
+    parser.add_argument("--root", type=Path, default=HERE, help="the set's folder (bench/trust, bench/trust/holdout)")
     args = parser.parse_args()
     if args.judge:
-        out = args.out or HERE / "judge_prompts.jsonl"
+        out = args.out or args.root / "judge_prompts.jsonl"
         with tempfile.TemporaryDirectory() as tmp:
             index_dir = Path(tmp) / "index"
             build_index(BUNDLED_KB_DIR, index_dir, embedder=LocalE5Embedder(), seed_vectors=BUNDLED_VECTORS_DIR)
-            rows = asyncio.run(record_judge(index_dir))
+            rows = asyncio.run(record_judge(index_dir, args.root))
         out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         print(f"{len(rows)} judge prompts, {sum(len(r['statements']) for r in rows)} statements -> {out}")
         return 0
