@@ -683,10 +683,20 @@ LEAD_IN_WORDS = 3
 
 
 def lead_in(text: str, language: str) -> bool:
-    if len(text.split()) > LEAD_IN_WORDS or any(ch.isdigit() for ch in text):
+    """ "Nicht sofort.", "**The wine:** probably not.", "Für eine Dienstreise ergibt sich:": what introduces
+    or sums up the statements around it, which the question gives its meaning."""
+    plain = _LABEL.sub("", text.strip())
+    if plain.rstrip().endswith(":"):
+        return True  # introduces what follows (a list, a calculation)
+    if len(plain.split()) > LEAD_IN_WORDS or any(ch.isdigit() for ch in plain):
         return False
-    common = set(stoplists.get(_STOPLIST_NAMES.get(language, "en"), ()))
-    return sum(1 for w in re.findall(r"[^\W\d_]+", text.casefold()) if w not in common) <= 1
+    common = set(stoplists.get(_STOPLIST_NAMES.get(language, "en"), ())) | _YES_NO
+    return sum(1 for w in re.findall(r"[^\W\d_]+", plain.casefold()) if w not in common) <= 1
+
+
+# "**The wine:** probably not.": a bold label before the words of a statement.
+_LABEL = re.compile(r"^\W*\*\*[^*]{1,60}\*\*:?\s*")
+_YES_NO = frozenset({"yes", "no", "ja", "nein", "doch", "probably", "wahrscheinlich", "likely", "eher"})
 
 
 _STOPLIST_NAMES = {"en": "en", "de": "de"}

@@ -12,7 +12,7 @@ set -eu
 cd "$(dirname "$0")"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-lo() { soffice -env:UserInstallation="file://$work/profile" --headless "$@" >/dev/null; }
+lo() { soffice -env:UserInstallation="file://$work/profile" --headless "$@" >/dev/null 2>&1; }
 
 # reisekosten.pdf: German, 3 pages, an outline (LibreOffice exports the headings
 # as bookmarks), running header and footer "Seite N von M", hyphenated lines.
@@ -39,10 +39,8 @@ cp "$work/hausordnung.pdf" hausordnung.pdf
 # PDF (ghostscript's viewjpeg.ps): an image only, no text layer, as a scanner makes it.
 gs -q -dSAFER -dNOPAUSE -dBATCH -sDEVICE=jpeggray -r50 -dJPEGQ=40 -dFirstPage=1 -dLastPage=1 \
   -o "$work/scan.jpg" reisekosten.pdf
-gs -q -dNOPAUSE -dBATCH -sDEVICE=pdfwrite -dDEVICEWIDTHPOINTS=595 -dDEVICEHEIGHTPOINTS=842 -dFIXEDMEDIA \
-  --permit-file-read="$work/" -o scan.pdf \
-  -c "/viewjpeg.ps runlibfile << /PageSize [595 842] >> setpagedevice 0 0 translate 595 413 div 842 585 div scale" \
-  -c "($work/scan.jpg) viewJPEG"
+gs -q -dNOPAUSE -dBATCH -sDEVICE=pdfwrite -sPAPERSIZE=a4 --permit-file-read="$work/" -o scan.pdf \
+  -c "(viewjpeg.ps) runlibfile ($work/scan.jpg) viewJPEG showpage"
 
 # encrypted.pdf: AES-256, a user password is needed to open it.
 qpdf --encrypt geheim owner-geheim 256 -- security-handbook.pdf encrypted.pdf
