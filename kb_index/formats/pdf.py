@@ -1,0 +1,9 @@
+"""pdf reader (being written)."""
+
+from __future__ import annotations
+
+from kb_index.formats.model import ConversionError, Document, Limits
+
+
+def read(data: bytes, limits: Limits) -> Document:
+    raise ConversionError("unsupported", "the pdf converter is not built yet")
