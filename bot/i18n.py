@@ -29,6 +29,7 @@ class Key(StrEnum):
     HELP = "help"  # an empty mention
     LLM_DOWN = "llm_down"  # the model failed past all retries, or took the question's whole time budget
     FAILED = "failed"  # anything else failed past all retries (never Slack: it cannot carry the news)
+    KB_NOT_READY = "kb_not_ready"  # the index is missing or holds no entry: nothing can be answered yet
     REVIEWED_BY = "reviewed_by"  # a reviewer's answer posted into the asker's thread
     SOURCES = "sources"  # heading of the sources list, title of the Sources modal
     REVIEW_DISMISSED = "review_dismissed"  # a reviewer closed a rejected draft without an answer
@@ -121,6 +122,10 @@ _TEXT: dict[str, dict[Key, str]] = {
         Key.LLM_DOWN: (
             "Sorry, I can't answer right now: the language model is not responding. "
             "Your question has been recorded; please try again later."
+        ),
+        Key.KB_NOT_READY: (
+            "The knowledge base is not ready yet: no document has been indexed so far. "
+            "Please try again later; the operators have been told."
         ),
         Key.FAILED: (
             "Sorry, something went wrong while answering your question. "
@@ -239,6 +244,10 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.LLM_DOWN: (
             "Entschuldigung, ich kann gerade nicht antworten: Das Sprachmodell reagiert nicht. "
             "Deine Frage wurde festgehalten; bitte versuch es später noch einmal."
+        ),
+        Key.KB_NOT_READY: (
+            "Die Wissensbasis ist noch nicht bereit: Bisher ist kein Dokument indexiert. "
+            "Bitte versuch es später noch einmal; die Betreiber wissen Bescheid."
         ),
         Key.FAILED: (
             "Entschuldigung, beim Beantworten deiner Frage ist etwas schiefgegangen. "

@@ -194,6 +194,7 @@ class Source(BaseModel):
     section: str
     stand: str | None = None
     url: str | None = None
+    page: int | None = None  # the page the cited section starts on (PDF)
     passage: str = Field(default="", exclude=True)  # for the Sources modal, not the JSON
     collection: str = Field(default="default", exclude=True)
     content_hash: str = Field(default="", exclude=True)

@@ -36,7 +36,7 @@ from bot.slack.web import EVENTS_PATH, create_metrics_app, create_web_app
 from bot.store.audit import AuditTrail
 from bot.store.records import Records
 from kb_index import Retriever
-from kb_index.index import IndexNotFound, current_generation
+from kb_index.index import IndexNotFound, current_generation, open_problem
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +59,20 @@ async def health_report(redis, index_dir: Path) -> dict:
     return report
 
 
+def _report_index(index_dir: Path) -> None:
+    """One clear line at start when nothing can be answered yet; the process runs all the same, so
+    that askers hear that the knowledge base is not ready instead of nothing, and a later
+    `citebot index` is picked up without a restart."""
+    problem = open_problem(index_dir)
+    if problem is not None:
+        log.error("the knowledge base is not ready: %s; until then every question gets 'the knowledge base is "
+                  "not ready'", problem)
+
+
 async def run_web(settings: Settings, *, host: str, port: int) -> None:
     """`citebot serve`: until SIGTERM or SIGINT."""
     _, signing_secret = settings.require_web()
+    _report_index(settings.index_dir)
     channels = load_channels(settings.channels_file)
     settings = await _checked_with_slack(settings, socket_mode=settings.socket_mode)
     async with AsyncExitStack() as stack:
@@ -124,6 +135,7 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
             await _serve_metrics(stack, metrics_port)
         embedder = make_embedder(settings)
         retriever = stack.enter_context(Retriever(settings.index_dir, embedder=embedder, min_cosine=settings.min_cosine))
+        _report_index(settings.index_dir)
         backend = make_backend(settings)
         stack.push_async_callback(backend.aclose)
         redis = connect(settings.redis_url, timeout=REDIS_TIMEOUT_S)

@@ -220,3 +220,32 @@ def _function_words() -> dict[str, frozenset[str]]:
     """Stop words of one language that are not also stop words of the other."""
     de, en = stop_words("de"), stop_words("en")
     return {"de": de - en, "en": en - de}
+
+
+# A document's language is decided on this much of its text: enough words for
+# the count to be sure, bounded so a 500-page PDF costs what a page does.
+DETECT_CHARS = 20_000
+# The winner needs this many function words, and this many times the other
+# language's: an English page quoting a German form title stays English.
+DETECT_MIN_WORDS = 8
+DETECT_RATIO = 2.0
+
+
+def detect_language(text: str) -> str | None:
+    """'de' or 'en' for a document's text by its function words; None when the count is not clear.
+
+    The same signal as `guess_language`, over a page of text instead of a
+    question, and with a margin: a wrong language puts an entry's words in the
+    other language's term space, where no question finds them. Umlauts are
+    not counted here, since English text quotes German names.
+    """
+    own = _function_words()
+    counts = {lang: 0 for lang in own}
+    for word in _WORD.findall(text[:DETECT_CHARS]):
+        lowered = word.lower()
+        for lang, words in own.items():
+            counts[lang] += lowered in words
+    (best, high), (_, low) = sorted(counts.items(), key=lambda kv: -kv[1])
+    if high >= DETECT_MIN_WORDS and high >= DETECT_RATIO * low:
+        return best
+    return None

@@ -2,13 +2,19 @@
 
 A KB is a folder; each top-level subfolder is a collection, files in the root
 belong to `default`. Entries are Markdown with YAML front matter (the format of
-docs/DESIGN.md 3.1); plain .md/.txt/.html files are accepted too, with an id derived
-from the path. Every `##` section becomes one chunk.
+docs/DESIGN.md 3.1); plain .md/.txt files, PDF, Word and HTML files are
+accepted too, with an id derived from the path and metadata from the document
+and its collection file (documents.py, collection.py). PDF, Word and HTML are
+converted by kb_index.formats. Every `##` section of a Markdown entry, and
+every section of a converted document, becomes one chunk or, when long, a few
+(chunking.py).
 
 Loading never stops at a bad file: each problem becomes a `LoadError` with the
 file and line, and the entry is left out, so one typo does not take the whole
-KB down with it. Which files are read at all (regular files inside the folder,
-no symbolic links, FIFOs or devices, none over the size cap) is files.py's job.
+KB down with it. What does not cost an entry is a warning (an unknown
+cross-ref) or a note that a file is not indexed (a type the KB does not read).
+Which files are read at all (regular files inside the folder, no symbolic
+links, FIFOs or devices, none over the size cap) is files.py's job.
 """
 
 from __future__ import annotations
@@ -19,20 +25,23 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 
 import yaml
 
 from kb_index import markdown
-from kb_index.files import Skipped, read_kb_files
-from kb_index.results import DEFAULT_SOURCE_ROLE, EntryMetadata
+from kb_index.chunking import MAX_CHUNK_CHARS, split_long
+from kb_index.collection import COLLECTION_FILE, NO_COLLECTION_FILE, Collection, CollectionError, parse_collection
+from kb_index.documents import FileContext, document_sections, document_text
+from kb_index.files import Read, Skipped, read_collection_files, read_kb_files
+from kb_index.results import EntryMetadata
+
+__all__ = ["MAX_CHUNK_CHARS", "Entry", "LoadError", "LoadResult", "Section", "load_kb", "parse_entry"]
 
 DEFAULT_COLLECTION = "default"
 
-# A chunk longer than this is split at paragraph boundaries: one huge section
-# would crowd every other block out of the prompt budget.
-MAX_CHUNK_CHARS = 4000
+# Suffixes read as Markdown; the others of files.SUFFIXES go through kb_index.formats.
+MARKDOWN_SUFFIXES = {".md", ".markdown", ".txt"}
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 STAND_PATTERN = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
@@ -56,6 +65,7 @@ class LoadError:
 class Section:
     name: str
     text: str
+    page: int | None = None  # the page the section starts on (PDF)
 
 
 @dataclass(frozen=True)
@@ -73,7 +83,7 @@ class Entry(EntryMetadata):
     def content_hash(self) -> str:
         """Changes whenever anything that reaches the index changes."""
         payload = {k: v for k, v in self.__dict__.items() if k not in ("cross_refs_line", "id_line")}
-        payload["sections"] = [(s.name, s.text) for s in self.sections]
+        payload["sections"] = [(s.name, s.text, s.page) for s in self.sections]
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=list)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -82,6 +92,8 @@ class Entry(EntryMetadata):
 class LoadResult:
     entries: list[Entry] = field(default_factory=list)
     errors: list[LoadError] = field(default_factory=list)
+    warnings: list[LoadError] = field(default_factory=list)  # the entry is indexed all the same
+    not_indexed: list[LoadError] = field(default_factory=list)  # files of a type the KB does not read
     files: int = 0
     # Established ids (see load_kb) whose file failed to load this time:
     # id -> that file. The index keeps their last good version.
@@ -114,12 +126,20 @@ def load_kb(
     if not kb_dir.is_dir():
         raise FileNotFoundError(f"knowledge base folder not found: {kb_dir}")
     result = LoadResult()
-    for rel, data in read_kb_files(kb_dir):
+    collections = _collection_files(kb_dir, result)
+    for rel, found in read_kb_files(kb_dir):
+        if _is_collection_file(rel):
+            continue  # read first, by _collection_files
         result.files += 1
         try:
-            if isinstance(data, Skipped):
-                raise EntryError(1, data.reason)
-            result.entries.append(parse_entry(data, rel, language))
+            if isinstance(found, Skipped) and not found.error:
+                result.not_indexed.append(LoadError(rel, 1, found.reason))
+            elif PurePosixPath(rel).name == COLLECTION_FILE:
+                result.not_indexed.append(LoadError(rel, 1, _NESTED_COLLECTION_FILE))
+            elif isinstance(found, Skipped):
+                raise EntryError(1, found.reason)
+            else:
+                result.entries.append(_parse(found, _context(rel, found, collections, language)))
         except EntryError as exc:
             result.errors.append(LoadError(rel, exc.line, exc.message))
         if progress:
@@ -127,12 +147,52 @@ def load_kb(
     established = dict(established or {})
     failed = {e.path for e in result.errors}
     _drop_duplicates(result, established, failed)
-    _drop_unknown_cross_refs(result, established)
+    _warn_unknown_cross_refs(result)
     return result
 
 
-def parse_entry(data: bytes, rel: str, language: str) -> Entry:
-    """The entry of one file's bytes; `rel` (its path in the KB) gives the collection and suffix."""
+_NESTED_COLLECTION_FILE = (
+    f"not read: a {COLLECTION_FILE} counts only at the top of a collection folder or of the knowledge base"
+)
+
+
+def _context(rel: str, found: Read, collections: dict[str, Collection], language: str) -> FileContext:
+    collection = _collection_of(rel)
+    return FileContext(rel, collection, collections.get(collection, NO_COLLECTION_FILE), found.mtime, language)
+
+
+def _is_collection_file(rel: str) -> bool:
+    return rel == COLLECTION_FILE or (rel.count("/") == 1 and rel.endswith("/" + COLLECTION_FILE))
+
+
+def _collection_files(kb_dir: Path, result: LoadResult) -> dict[str, Collection]:
+    """Each collection's `_collection.yml`; a bad one is one error line for its folder.
+
+    Its files are loaded without it: the error keeps such a build from being
+    switched in (without --keep-going), and one line says what to fix instead
+    of one per file.
+    """
+    found: dict[str, Collection] = {}
+    for rel, read in read_collection_files(kb_dir):
+        try:
+            if isinstance(read, Skipped):
+                raise CollectionError(1, read.reason)
+            found[_collection_of(rel)] = parse_collection(read.data)
+        except CollectionError as exc:
+            result.errors.append(LoadError(rel, exc.line, f"invalid collection file: {exc.message}"))
+    return found
+
+
+def _parse(found: Read, context: FileContext) -> Entry:
+    suffix = PurePosixPath(context.rel).suffix.lower()
+    if suffix in MARKDOWN_SUFFIXES:
+        return parse_entry(found.data, context.rel, context.default_language, context=context)
+    return _converted_entry(found.data, suffix, context)
+
+
+def parse_entry(data: bytes, rel: str, language: str, *, context: FileContext | None = None) -> Entry:
+    """The entry of one Markdown or text file's bytes; `rel` (its path in the KB) gives the collection."""
+    context = context or FileContext(rel, _collection_of(rel), default_language=language)
     try:
         raw = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -140,14 +200,35 @@ def parse_entry(data: bytes, rel: str, language: str) -> Entry:
     raw = raw.replace("\r\n", "\n")
     if not raw.strip():
         raise EntryError(1, "empty file")
-    collection = _collection_of(rel)
     name = PurePosixPath(rel)
-    suffix = name.suffix.lower()
-    if suffix in (".md", ".markdown") and raw.startswith("---\n"):
-        return _front_matter_entry(raw, rel, collection, language)
-    if suffix in (".html", ".htm"):
-        raw = html_to_markdown(raw)
-    return _plain_entry(raw, rel, collection, language, name.stem)
+    if name.suffix.lower() in (".md", ".markdown") and raw.startswith("---\n"):
+        return _front_matter_entry(raw, context)
+    return _plain_entry(raw, context, name.stem)
+
+
+def _converted_entry(data: bytes, suffix: str, context: FileContext) -> Entry:
+    """A PDF, Word or HTML file's entry, through kb_index.formats (imported only when one is met)."""
+    from kb_index.formats import ConversionError, convert
+
+    try:
+        doc = convert(data, suffix)
+    except ConversionError as exc:
+        raise EntryError(1, f"not indexed: {exc.reason}" + (f": {exc.detail}" if exc.detail else "")) from exc
+    sections = [Section(s.name, s.text, s.page) for s in document_sections(doc)]
+    if not sections:
+        raise EntryError(1, "not indexed: the document has no text")
+    stem = PurePosixPath(context.rel).stem
+    return Entry(
+        id=path_id(context.rel),
+        title=doc.title or _title_of_name(stem),
+        collection=context.collection,
+        path=context.rel,
+        language=context.language(document_text(doc), doc.language),
+        sections=sections,
+        stand=context.stand(doc.stand),
+        url=context.url(doc.url),
+        source_role=context.source_role,
+    )
 
 
 def _collection_of(rel: str) -> str:
@@ -161,7 +242,7 @@ def path_id(rel: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-")
 
 
-def _front_matter_entry(raw: str, rel: str, collection: str, language: str) -> Entry:
+def _front_matter_entry(raw: str, context: FileContext) -> Entry:
     lines = raw.split("\n")
     try:
         end = lines.index("---", 1)
@@ -196,19 +277,20 @@ def _front_matter_entry(raw: str, rel: str, collection: str, language: str) -> E
     sections = split_sections(body, title)
     if not sections:
         raise EntryError(end + 2, "entry has no text after the front matter")
+    # The front matter says what it says; the collection file fills in the rest.
     return Entry(
         id=entry_id,
         title=title,
-        collection=collection,
-        path=rel,
-        language=(fields["language"] or language).lower(),
+        collection=context.collection,
+        path=context.rel,
+        language=(fields["language"] or context.settings.language or context.default_language).lower(),
         sections=sections,
         stand=_stand(meta, line_of),
         work=fields["work"],
         chapter=fields["chapter"],
         topic=fields["topic"],
-        url=fields["url"],
-        source_role=fields["source_role"] or DEFAULT_SOURCE_ROLE,
+        url=context.url(fields["url"]),
+        source_role=fields["source_role"] or context.source_role,
         cross_refs_line=line_of("cross_refs"),
         id_line=line_of("id"),
         **lists,
@@ -247,12 +329,26 @@ def _stand(meta: dict, line_of) -> str | None:
     return text
 
 
-def _plain_entry(raw: str, rel: str, collection: str, language: str, stem: str) -> Entry:
-    title = _first_heading(raw) or stem.replace("-", " ").replace("_", " ").strip().capitalize()
+def _plain_entry(raw: str, context: FileContext, stem: str) -> Entry:
+    title = _first_heading(raw) or _title_of_name(stem)
     sections = split_sections(raw, title)
     if not sections:
         raise EntryError(1, "file has no text")
-    return Entry(id=path_id(rel), title=title, collection=collection, path=rel, language=language, sections=sections)
+    return Entry(
+        id=path_id(context.rel),
+        title=title,
+        collection=context.collection,
+        path=context.rel,
+        language=context.language(raw),
+        sections=sections,
+        stand=context.stand(),
+        url=context.url(),
+        source_role=context.source_role,
+    )
+
+
+def _title_of_name(stem: str) -> str:
+    return stem.replace("-", " ").replace("_", " ").strip().capitalize()
 
 
 def _first_heading(text: str) -> str | None:
@@ -288,19 +384,7 @@ def split_sections(body: str, title: str) -> list[Section]:
 
 
 def _split_long(name: str, text: str) -> list[Section]:
-    if len(text) <= MAX_CHUNK_CHARS:
-        return [Section(name, text)]
-    parts, current = [], ""
-    for para in re.split(r"\n\s*\n", text):
-        if current and len(current) + len(para) + 2 > MAX_CHUNK_CHARS:
-            parts.append(current)
-            current = ""
-        current = f"{current}\n\n{para}" if current else para
-    if current:
-        parts.append(current)
-    if len(parts) == 1:
-        return [Section(name, parts[0])]
-    return [Section(f"{name} ({i})", part) for i, part in enumerate(parts, start=1)]
+    return [Section(part_name, part) for part_name, part in split_long(name, text)]
 
 
 def _drop_duplicates(result: LoadResult, established: dict[str, str], failed: set[str]) -> None:
@@ -328,55 +412,18 @@ def _drop_duplicates(result: LoadResult, established: dict[str, str], failed: se
     result.entries = kept
 
 
-def _drop_unknown_cross_refs(result: LoadResult, established: dict[str, str]) -> None:
+def _warn_unknown_cross_refs(result: LoadResult) -> None:
+    """A cross-ref to an id the KB does not have is a warning: the entry is indexed all the same.
+
+    The entry's own text is as good as ever, and dropping it for a stale
+    reference (the other entry was renamed, or lives in a KB not indexed here)
+    would cost answers; retrieval passes over a reference it cannot follow.
+    """
     ids = {e.id for e in result.entries} | set(result.held)
-    kept = []
     for entry in result.entries:
         unknown = [ref for ref in entry.cross_refs if ref not in ids]
         if unknown:
             names = ", ".join(repr(u) for u in unknown)
-            result.errors.append(LoadError(entry.path, entry.cross_refs_line, f"unknown cross-ref {names}"))
-            if established.get(entry.id) == entry.path:
-                result.held[entry.id] = entry.path
-        else:
-            kept.append(entry)
-    result.entries = kept
-
-
-class _HTMLText(HTMLParser):
-    """Just enough HTML: headings become Markdown headings, scripts and styles vanish."""
-
-    _BLOCKS = {"p", "div", "li", "br", "tr", "section", "article", "ul", "ol", "table"}
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self._skip = 0
-
-    def handle_starttag(self, tag, attrs):
-        if tag in ("script", "style", "head"):
-            self._skip += 1
-        elif tag in ("h1", "title"):
-            self.out.append("\n# ")
-        elif tag in ("h2", "h3"):
-            self.out.append("\n## ")
-        elif tag in self._BLOCKS:
-            self.out.append("\n")
-
-    def handle_endtag(self, tag):
-        if tag in ("script", "style", "head"):
-            self._skip = max(0, self._skip - 1)
-        elif tag in ("h1", "h2", "h3", "title", "p", "li", "tr"):
-            self.out.append("\n")
-
-    def handle_data(self, data):
-        if not self._skip:
-            self.out.append(re.sub(r"\s+", " ", data))
-
-
-def html_to_markdown(html: str) -> str:
-    parser = _HTMLText()
-    parser.feed(html)
-    parser.close()
-    lines = [line.strip() for line in "".join(parser.out).split("\n")]
-    return "\n".join(lines)
+            result.warnings.append(
+                LoadError(entry.path, entry.cross_refs_line, f"unknown cross-ref {names}: not followed")
+            )

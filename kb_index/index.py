@@ -36,7 +36,7 @@ from kb_index.entries import Entry, LoadError, chunk_hash, load_kb
 
 # Bump when the schema, the analyzers or the stored document change: an index
 # of another version is rebuilt from scratch instead of updated.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6  # 6: a chunk's page
 CURRENT_FILE = "CURRENT"
 MANIFEST_FILE = "manifest.json"
 LOCK_FILE = ".build.lock"
@@ -78,6 +78,8 @@ class BuildReport:
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
     errors: list[LoadError] = field(default_factory=list)
+    warnings: list[LoadError] = field(default_factory=list)  # indexed all the same (an unknown cross-ref)
+    not_indexed: list[LoadError] = field(default_factory=list)  # files of a type the KB does not read
     kept: list[str] = field(default_factory=list)  # failed entries whose last good version was carried over
     full_rebuild: bool = False
     seconds: float = 0.0
@@ -103,10 +105,12 @@ class BuildReport:
         else:
             why = ", model changed" if self.reembedded else ""
             vectors_note = f"{self.embedded} chunks embedded with {self.embedder}{why}"
+        warnings = f", {len(self.warnings)} warning(s)" if self.warnings else ""
+        other = f", {len(self.not_indexed)} file(s) of other types not indexed" if self.not_indexed else ""
         return (
             f"index {kind}: {self.entries} entries, {self.chunks} chunks "
             f"({len(self.added)} added, {len(self.updated)} changed, {len(self.removed)} removed, "
-            f"{self.unchanged} unchanged), {self.skipped} skipped{kept}, {vectors_note}, "
+            f"{self.unchanged} unchanged), {self.skipped} skipped{kept}{other}{warnings}, {vectors_note}, "
             f"{self.seconds:.1f}s {outcome}"
         )
 
@@ -117,6 +121,10 @@ class IndexNotFound(FileNotFoundError):
 
 class IndexOutdated(IndexNotFound):
     """The index was built by another version of citebot; `citebot index` rebuilds it."""
+
+
+class IndexEmpty(IndexNotFound):
+    """The index holds no chunk: no file of the KB could be indexed. Nothing can be answered from it."""
 
 
 def build_index(
@@ -157,7 +165,10 @@ def build_index(
         generation = _next_generation(index_dir)
         gen_dir = index_dir / generation
         errors = last_good.with_kept_notes(loaded.errors, kept)
-        report = BuildReport(index_dir=index_dir, generation=generation, errors=errors)
+        report = BuildReport(
+            index_dir=index_dir, generation=generation, errors=errors, warnings=loaded.warnings,
+            not_indexed=loaded.not_indexed,
+        )
         report.full_rebuild = previous is None
         report.kept = sorted(e.id for e in kept)
         report.live = live["dir"].name if live else None
@@ -254,6 +265,7 @@ def entry_documents(entry: Entry) -> list[dict]:
             "entry_id": entry.id,
             "section": section.name,
             "text": section.text,
+            "page": section.page,
             "title": entry.title,
             **entry.stored_metadata(),
             "collection": entry.collection,
@@ -318,6 +330,22 @@ def check_generation(gen_dir: Path) -> None:
         )
 
 
+def open_problem(index_dir: str | Path) -> IndexNotFound | None:
+    """Why nothing can be answered from the index in `index_dir` (missing, outdated, empty), or None."""
+    try:
+        gen_dir = current_generation(index_dir)
+        check_generation(gen_dir)
+        chunks = read_manifest(gen_dir).get("chunks")
+    except IndexNotFound as exc:
+        return exc
+    if chunks == 0:
+        return IndexEmpty(
+            f"the index in {index_dir} ({gen_dir.name}) holds no entries: no file of the knowledge base "
+            "could be indexed; run 'citebot index' to see why"
+        )
+    return None
+
+
 def _current_manifest(index_dir: Path) -> dict | None:
     try:
         gen_dir = current_generation(index_dir)
@@ -346,6 +374,10 @@ def _write_manifest(gen_dir: Path, entries: list[Entry], report: BuildReport, la
         "paths": {e.id: e.path for e in entries},
         "chunks": report.chunks,
         "skipped": [str(err) for err in report.errors],
+        # Every file that is not in the index, and why: `citebot doctor` lists them.
+        "not_indexed": [{"path": e.path, "line": e.line, "reason": e.message, "error": True} for e in report.errors]
+        + [{"path": e.path, "line": e.line, "reason": e.message, "error": False} for e in report.not_indexed],
+        "warnings": [str(w) for w in report.warnings],
         "embedder": report.embedder,
     }
     _atomic_write(gen_dir / MANIFEST_FILE, json.dumps(manifest, indent=1, sort_keys=True))

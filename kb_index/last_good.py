@@ -69,7 +69,7 @@ def _entry(chunks: list[dict], live_hash: str) -> Entry:
         collection=first["collection"],
         path=first["path"],
         language=first["language"],
-        sections=[Section(d["section"], d["text"]) for d in chunks],
+        sections=[Section(d["section"], d["text"], d.get("page")) for d in chunks],
         **metadata_of(first),
         live_hash=live_hash,
     )

@@ -68,3 +68,4 @@ class ChunkResult(EntryMetadata):
     expanded: bool = False
     content_hash: str = ""
     path: str = field(default="", compare=False)
+    page: int | None = None  # the page the section starts on (PDF), shown as "p. 4"

@@ -32,7 +32,7 @@ from kb_index.answerability import Answerability, Calibration, PartSignals, cali
 from kb_index.docstore import DocStore
 from kb_index.embedding import EmbedderError
 from kb_index.impacts import Impacts, idf_table
-from kb_index.index import CURRENT_FILE, check_generation, current_generation
+from kb_index.index import CURRENT_FILE, IndexEmpty, check_generation, current_generation, open_problem
 from kb_index.question import split_question, strip_chatter
 from kb_index.results import ChunkResult, metadata_of
 from kb_index.vectors import Vectors
@@ -143,7 +143,12 @@ class Retriever:
         *,
         expand: bool = True,
     ) -> list[ChunkResult]:
-        """Best `k` chunks for `query`, then cross-ref expansions. Never filtered by answerability."""
+        """Best `k` chunks for `query`, then cross-ref expansions. Never filtered by answerability.
+
+        An empty index has no hits (only `retrieve`, which decides answerability, raises IndexEmpty).
+        """
+        if not self._current().impacts.live.any():
+            return []
         return self.retrieve(query, k, collections, expand=expand).hits
 
     def retrieve(
@@ -154,8 +159,14 @@ class Retriever:
         *,
         expand: bool = True,
     ) -> Retrieval:
-        """Ranked hits for `query` and the decision whether it is answerable from the KB."""
+        """Ranked hits for `query` and the decision whether it is answerable from the KB.
+
+        IndexEmpty when the live generation holds no chunk: "not covered"
+        would blame the question for a knowledge base that is not there.
+        """
         gen = self._current()
+        if not gen.impacts.live.any():
+            raise open_problem(self.index_dir) or IndexEmpty(f"the index in {self.index_dir} holds no entries")
         allowed = self._allowed(gen.impacts, collections)
         clean = strip_chatter(_clip(query))
         parts = split_question(clean) if clean else []
@@ -423,6 +434,7 @@ class Retriever:
             expanded=expanded,
             content_hash=doc.get("content_hash", ""),
             path=doc.get("path", ""),
+            page=doc.get("page"),
         )
 
     def _expansions(self, gen, hits, scores, allowed, limit: int) -> list[ChunkResult]:

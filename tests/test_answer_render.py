@@ -82,7 +82,7 @@ def test_source_carries_every_field_of_its_block():
     _, (source,), _ = render_citations_text("ATZ [lb-min-01].", EVIDENCE)
     assert source.model_dump() == {
         "n": 1, "id": "lb-min-01", "title": "Titel lb-min-01", "section": "Zusammenfassung",
-        "stand": "2026-01", "url": "https://wiki.example.com/atz",
+        "stand": "2026-01", "url": "https://wiki.example.com/atz", "page": None,
     }
     assert source.passage == MIN1.text
     assert source.collection == "hr"
@@ -232,7 +232,7 @@ def test_answer_json_has_the_documented_keys_only():
     }
     assert dumped["sources"][0] == {
         "n": 1, "id": "lb-min-01", "title": "Titel lb-min-01", "section": "Zusammenfassung",
-        "stand": "2026-01", "url": "https://wiki.example.com/atz",
+        "stand": "2026-01", "url": "https://wiki.example.com/atz", "page": None,
     }
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kb_index.entries import MAX_CHUNK_CHARS, html_to_markdown, load_kb, path_id
+from kb_index.entries import MAX_CHUNK_CHARS, load_kb, path_id
 from tests.kb_fixtures import write_entry
 
 GOOD = {"id": "lb-a-01", "title": "A", "stand": "2026-01", "language": "de"}
@@ -53,7 +53,7 @@ def test_plain_text_file_takes_title_from_file_name(tmp_path):
     assert (entry.id, entry.title) == ("office-hours", "Office hours")
 
 
-def test_html_file_keeps_headings_and_drops_scripts(tmp_path):
+def test_html_file_goes_through_the_converter_keeps_headings_and_drops_scripts(tmp_path):
     (tmp_path / "it").mkdir()
     (tmp_path / "it" / "vpn.html").write_text(
         "<html><head><script>evil()</script></head><body><h1>VPN</h1><p>Install the client.</p>"
@@ -62,7 +62,7 @@ def test_html_file_keeps_headings_and_drops_scripts(tmp_path):
     [entry] = load_kb(tmp_path).entries
     assert entry.title == "VPN"
     assert [(s.name, s.text) for s in entry.sections] == [("Overview", "Install the client."), ("Support", "Call 1234 & ask.")]
-    assert "evil" not in html_to_markdown((tmp_path / "it" / "vpn.html").read_text())
+    assert all("evil" not in s.text for s in entry.sections)
 
 
 def test_path_id_is_lowercase_and_dashed():
@@ -78,10 +78,13 @@ def test_long_section_is_split_at_paragraphs(tmp_path):
     assert sections[0].name == "Lang (1)"
 
 
-def test_hidden_folders_and_other_suffixes_are_ignored(tmp_path):
+def test_hidden_folders_are_passed_over_and_other_types_listed_as_not_indexed(tmp_path):
     write_entry(tmp_path, ".git/x.md", GOOD, {"S": "t"})
     (tmp_path / "image.png").write_bytes(b"\x89PNG")
-    assert load_kb(tmp_path).files == 0
+    result = load_kb(tmp_path)
+    assert result.files == 1 and not result.entries and not result.errors
+    [other] = result.not_indexed
+    assert other.path == "image.png" and "unknown type" in other.message
 
 
 # ---------------------------------------------------------------- bad input
@@ -111,11 +114,13 @@ def test_duplicate_id_keeps_the_first_and_names_both_files(tmp_path):
     assert path == "b.md" and line == 2 and "duplicate id 'lb-a-01'" in message and "a.md" in message
 
 
-def test_unknown_cross_ref_is_reported_on_its_line(tmp_path):
+def test_unknown_cross_ref_is_a_warning_on_its_line_and_the_entry_stays(tmp_path):
     write_entry(tmp_path, "a.md", dict(GOOD, cross_refs=["lb-nope-01"]), {"S": "t"})
-    [(path, line, message)] = errors_of(tmp_path)
-    assert path == "a.md" and message == "unknown cross-ref 'lb-nope-01'"
-    assert (tmp_path / "a.md").read_text().splitlines()[line - 1].startswith("cross_refs:")
+    result = load_kb(tmp_path)
+    assert not result.errors and [e.id for e in result.entries] == ["lb-a-01"]
+    [warning] = result.warnings
+    assert warning.path == "a.md" and warning.message.startswith("unknown cross-ref 'lb-nope-01'")
+    assert (tmp_path / "a.md").read_text().splitlines()[warning.line - 1].startswith("cross_refs:")
 
 
 def test_empty_file_is_reported(tmp_path):

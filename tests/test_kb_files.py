@@ -108,7 +108,7 @@ def test_symlink_to_a_device_is_skipped(kb):
 
 def test_file_larger_than_the_cap_is_reported(kb):
     big = kb / "handbook" / "big.txt"
-    big.write_bytes(b"a" * (MAX_FILE_BYTES + 1))
+    big.write_bytes(b"a" * (MAX_FILE_BYTES[".md"] + 1))
     message = errors_of(load_kb(kb))["handbook/big.txt"]
     assert "larger than" in message and "MB" in message
 

@@ -54,6 +54,7 @@ def make_source(n: int, ev: Evidence) -> Source:
         section=c.section,
         stand=c.stand,
         url=c.url,
+        page=c.page,
         passage=c.text,
         collection=c.collection,
         content_hash=c.content_hash or ev.evidence_id,
@@ -250,10 +251,16 @@ PLAIN = FootnoteMarkup()
 
 
 def footnote(source: Source, markup: FootnoteMarkup = PLAIN) -> str:
-    """`[n] title · section · Stand YYYY-MM`, and the entry's url, in `markup`: the one footnote format."""
+    """`[n] title · section · p. 4 · Stand YYYY-MM`, and the entry's url, in `markup`: the one footnote format.
+
+    The page is "p." in every language, as "Stand" is: the footnote is a
+    reference, and one form is what people learn to read.
+    """
     parts = [markup.title(source)]
     if source.section:
         parts.append(markup.section(source.section))
+    if source.page:
+        parts.append(f"p. {source.page}")
     if source.stand:
         parts.append(f"Stand {markup.stand(source.stand)}")
     line = f"[{source.n}] " + " · ".join(parts)

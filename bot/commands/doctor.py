@@ -181,7 +181,12 @@ def check_index(settings: Settings) -> list[Finding]:
         check_generation(gen_dir)
     except IndexNotFound as exc:
         return [Finding("index", WARN, f"{exc} (`citebot ask` and the worker build it at start)")]
-    entries = len(read_manifest(gen_dir)["entries"])
+    manifest = read_manifest(gen_dir)
+    entries = len(manifest["entries"])
+    if not manifest.get("chunks"):
+        return [Finding("index", FAIL, f"{gen_dir.name} in {settings.index_dir} holds no entries: no file of "
+                                       f"{settings.kb_dir} could be indexed; questions get 'the knowledge base is "
+                                       "not ready'"), *_unindexed_files(manifest)]
     vectors = model_of(gen_dir)
     data = {"generation": gen_dir.name, "entries": entries, "vectors": vectors, "embedder": embedder_name}
     findings = [Finding("index", OK, f"{gen_dir.name} in {settings.index_dir}: {entries} entries, "
@@ -193,4 +198,27 @@ def check_index(settings: Settings) -> list[Finding]:
     source = built_from(gen_dir)
     if source is not None and source != settings.kb_dir.resolve():
         findings.append(Finding("index", WARN, f"built from {source}, not from CITEBOT_KB_DIR ({settings.kb_dir})"))
+    return findings + _unindexed_files(manifest)
+
+
+# A KB folder full of images would otherwise bury the other findings.
+MAX_FILE_FINDINGS = 50
+
+
+def _unindexed_files(manifest: dict) -> list[Finding]:
+    """Each file the live index was built without, and why (as `citebot index` printed it); then the warnings.
+
+    A file that could not be read is a warn; a file of a type the KB does not
+    index is only listed (ok), so that nobody wonders why the bot never cites it.
+    """
+    files = manifest.get("not_indexed", [])
+    findings = [
+        Finding("index", WARN if f["error"] else OK, f"not indexed: {f['path']}: {f['reason']}",
+                {"path": f["path"], "reason": f["reason"]})
+        for f in files[:MAX_FILE_FINDINGS]
+    ]
+    if len(files) > MAX_FILE_FINDINGS:
+        findings.append(Finding("index", WARN, f"… and {len(files) - MAX_FILE_FINDINGS} more files not indexed: "
+                                               "`citebot index` lists them all"))
+    findings += [Finding("index", WARN, f"warning: {w}") for w in manifest.get("warnings", [])[:MAX_FILE_FINDINGS]]
     return findings

@@ -33,6 +33,9 @@ def cmd_index(args, settings: Settings) -> int:
     )
     _print_errors(kb_dir, report)
     print(report.summary())
+    if report.switched and report.chunks == 0:
+        print(f"citebot: the new index is empty: no file of {kb_dir} could be indexed (see above); "
+              "questions get 'the knowledge base is not ready' until one can", file=sys.stderr)
     if not report.switched:
         print(
             f"citebot: {report.skipped} file(s) skipped, so the new index was not switched in and the live index "
@@ -46,9 +49,16 @@ def cmd_index(args, settings: Settings) -> int:
 
 
 def _print_errors(kb_dir: Path, report) -> None:
-    # File names and the YAML parser's words about them come from the KB: one escaped line each.
+    """Every file that is not indexed as it is, one line each: errors, warnings, other types.
+
+    File names and the YAML parser's words about them come from the KB: one escaped line each.
+    """
     for error in report.errors:
         echo(f"{kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr, newlines=False)
+    for warning in report.warnings:
+        echo(f"{kb_dir / warning.path}:{warning.line}: warning: {warning.message}", file=sys.stderr, newlines=False)
+    for other in report.not_indexed:
+        echo(f"{kb_dir / other.path}: not indexed: {other.message}", file=sys.stderr, newlines=False)
 
 
 def _live_entry_hashes(index_dir: Path) -> dict[str, str] | None:
@@ -190,8 +200,13 @@ def open_retriever(index_dir: Path, settings: Settings):
 def cmd_search(args, settings: Settings) -> int:
     if args.k <= 0:
         raise CliError("-k must be a positive number", EXIT_USAGE)
+    from kb_index import IndexEmpty
+
     with open_retriever(args.index or settings.index_dir, settings) as retriever:
-        found = retriever.retrieve(args.query, k=args.k, collections=args.collection)
+        try:
+            found = retriever.retrieve(args.query, k=args.k, collections=args.collection)
+        except IndexEmpty as exc:
+            raise CliError(f"the knowledge base is not ready: {exc}", EXIT_FAILED) from None
     hits, decision = found.hits, found.answerability
     if args.json:
         print(json_text(
@@ -211,15 +226,16 @@ def cmd_search(args, settings: Settings) -> int:
     for hit in hits:
         rank += not hit.expanded
         label = "  +" if hit.expanded else f"{rank:3d}"
+        page = f" · p. {hit.page}" if hit.page else ""
         stand = f" · Stand {hit.stand}" if hit.stand else ""
-        line = f"{label} {hit.score:7.3f}  [{hit.entry_id}] {hit.title} · {hit.section}{stand}  ({hit.collection})"
+        line = f"{label} {hit.score:7.3f}  [{hit.entry_id}] {hit.title} · {hit.section}{page}{stand}  ({hit.collection})"
         echo(line, newlines=False)
         echo(f"              {snippet(hit.text)}", newlines=False)
     return EXIT_OK
 
 
 # What `citebot search --json` says of each hit (docs/DESIGN.md 3.4).
-HIT_JSON_FIELDS = ("entry_id", "section", "title", "collection", "score", "expanded", "chunk_id", "stand", "url")
+HIT_JSON_FIELDS = ("entry_id", "section", "title", "collection", "score", "expanded", "chunk_id", "stand", "url", "page")
 
 
 def _hit_json(hit) -> dict:
@@ -238,7 +254,15 @@ def ensure_index(settings: Settings) -> None:
     never rebuilt: the index may be the live one of a running bot, and a wrong
     or unset CITEBOT_KB_DIR must not replace it with another knowledge base.
     """
-    from kb_index.index import IndexNotFound, IndexOutdated, built_from, check_generation, current_generation
+    from kb_index.index import (
+        IndexEmpty,
+        IndexNotFound,
+        IndexOutdated,
+        built_from,
+        check_generation,
+        current_generation,
+        open_problem,
+    )
     from kb_index.vectors import model_of
 
     embedder = _embedder(settings)
@@ -254,6 +278,10 @@ def ensure_index(settings: Settings) -> None:
         return
     source = built_from(gen_dir)
     same_kb = source is None or source == settings.kb_dir.resolve()
+    if same_kb and isinstance(open_problem(settings.index_dir), IndexEmpty):
+        # An empty index has nothing a running bot relies on: files may have come since.
+        _index_first(settings, embedder, f"the index is empty; indexing {settings.kb_dir} again first")
+        return
     if embedder is not None and same_kb and model_of(gen_dir) != embedder.name:
         # Only the vectors are missing or of another model: the update keeps
         # every entry and embeds the chunks, so nothing a running bot relies on changes.
@@ -302,6 +330,7 @@ def cmd_ask(args, settings: Settings) -> int:
     from bot.answer.budget import BudgetSpent, within_budget
     from bot.answer.llm_http import LLMError
     from bot.models import AnswerMode
+    from kb_index import IndexNotFound
 
     if not args.question.strip():
         raise CliError("the question is empty", EXIT_USAGE)
@@ -321,6 +350,8 @@ def cmd_ask(args, settings: Settings) -> int:
     code = EXIT_OK
     try:
         answer = asyncio.run(run())
+    except IndexNotFound as exc:  # empty, or removed while the question ran
+        raise CliError(f"the knowledge base is not ready: {exc}", EXIT_FAILED) from None
     except (LLMError, BudgetSpent) as exc:
         failed = (f"no answer within CITEBOT_QUESTION_BUDGET_S={settings.question_budget_s:g}s"
                   if isinstance(exc, BudgetSpent) else "the language model failed")

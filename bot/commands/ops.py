@@ -20,6 +20,7 @@ def _run_service(coro) -> int:
     from bot.channels import ChannelsError
     from bot.jobs.queue import QueueUnavailable
     from bot.slack.startup import StartupError
+    from kb_index import IndexNotFound
 
     try:
         asyncio.run(coro)
@@ -29,6 +30,8 @@ def _run_service(coro) -> int:
         raise CliError(str(exc), EXIT_FAILED) from None
     except QueueUnavailable as exc:
         raise CliError(f"{str(exc).rstrip('.')} (is Redis running at CITEBOT_REDIS_URL?)", EXIT_FAILED) from None
+    except IndexNotFound as exc:
+        raise CliError(f"the knowledge base is not ready: {exc}", EXIT_FAILED) from None
     return EXIT_OK
 
 

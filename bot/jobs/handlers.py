@@ -22,6 +22,10 @@ What the asker hears when something fails, past all tries:
                                   used up CITEBOT_QUESTION_BUDGET_S, at once
     the model refused the request a general apology, at once: a wrong model name
                                   or key is the operator's to fix, not an outage
+    the index is missing or empty that the knowledge base is not ready, at once: a
+                                  retry finds the same index, and a question
+                                  asked before the first `citebot index` is not
+                                  a model outage
     Slack                         never an apology for the model: the reply the
                                   question earned where Slack takes it, else
                                   nothing (the log and citebot_slack_errors_total
@@ -55,6 +59,7 @@ from bot.slack.event_text import question_text
 from bot.slack.posting import Poster, PostLedger
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.records import AnswerRecord, Records
+from kb_index import IndexNotFound
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +154,14 @@ class JobHandlers:
         await self._audit(question, error=error)
         await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
 
+    async def _reply_not_ready(self, question: SlackQuestion, error: IndexNotFound) -> None:
+        log.error("question %s not answered: the knowledge base is not ready: %s", question.id, error)
+        msg = replies.kb_not_ready_message(language=question.language)
+        await self.poster.post(question.id, question.channel, question.reply_thread_ts, msg, what="post 'not ready'")
+        metrics.QUESTIONS.labels(outcome="error").inc()
+        await self._audit(question, error=error)
+        await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
+
     # ---------------------------------------------------------------- answer
 
     async def answer(self, job: Job) -> None:
@@ -167,6 +180,9 @@ class JobHandlers:
             log.warning("%s", exc)
             metrics.LLM_ERRORS.labels(kind="BudgetSpent").inc()
             await self._reply_with_apology(question, exc)
+            return
+        except IndexNotFound as exc:
+            await self._reply_not_ready(question, exc)
             return
 
         msg = self._render(answer, question)

@@ -239,7 +239,7 @@ def approved_draft(record: ReviewRecord) -> tuple[str, list[Source], list[str]]:
             evidence_id=s.content_hash or f"{s.id}:{i}",
             chunk=ChunkResult(
                 chunk_id=f"{s.id}#{i}", entry_id=s.id, section=s.section, text=s.passage, title=s.title,
-                stand=s.stand, url=s.url, collection=s.collection, content_hash=s.content_hash,
+                stand=s.stand, url=s.url, collection=s.collection, content_hash=s.content_hash, page=s.page,
             ),
         )
         for i, s in enumerate(record.sources, start=1)

@@ -233,6 +233,11 @@ def failure_message(*, language: str) -> dict[str, Any]:
     return _notice(message(Key.FAILED, language))
 
 
+def kb_not_ready_message(*, language: str) -> dict[str, Any]:
+    """The index is missing or empty: the question cannot be answered, and that is no fault of the question."""
+    return _notice(message(Key.KB_NOT_READY, language))
+
+
 def help_message(*, language: str) -> dict[str, Any]:
     """The reply to an empty mention."""
     return _notice(message(Key.HELP, language))
