@@ -34,8 +34,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.answer.pipeline import make_pipeline
 from bench.trust import markdown_kb
+from bot.answer.pipeline import make_pipeline
 from bot.config import BUNDLED_VECTORS_DIR, load_settings
 from bot.models import AnswerMode, Question
 from kb_index import Retriever, build_index
