@@ -46,6 +46,7 @@ import asyncio
 import hashlib
 import json
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -88,6 +89,8 @@ class Case:
     draft: str
     messages: tuple
     mutated: str = ""
+    # The blocks the recorded prompt showed: number -> (entry id, section, content hash).
+    blocks: tuple = ()
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -111,7 +114,8 @@ def load_cases(root: Path = HERE) -> list[Case]:
         p = prompts[pid]
         q = questions[p["qid"]]
         cases.append(Case(f"{pid}:{kind}", pid, p["qid"], halves[p["qid"]], p["mode"], p["language"], _pair(q), kind,
-                          p["question"], draft, tuple(json.dumps(m, sort_keys=True) for m in p["messages"]), mutated))
+                          p["question"], draft, tuple(json.dumps(m, sort_keys=True) for m in p["messages"]), mutated,
+                          tuple((e["block"], e["entry_id"], e["section"], e["content_hash"]) for e in p["evidence"])))
 
     for path in sorted((root / "drafts").glob("right-*.jsonl")):
         for row in _jsonl(path):
@@ -130,7 +134,7 @@ def judge_id(case_id: str) -> str:
     return hashlib.sha256(case_id.encode()).hexdigest()[:12]
 
 
-def _statement_key(text: str) -> str:
+def statement_key(text: str) -> str:
     return " ".join(re.sub(r"[^\w%€.,]+", " ", text.casefold()).split()).rstrip(".")
 
 
@@ -149,20 +153,22 @@ class RecordedJudge:
         prompts = root / "judge_prompts.jsonl"
         if not prompts.exists() or not (root / "judge").is_dir():
             return judge
-        texts = {row["judge_id"]: {s["id"]: s["text"] for s in row["statements"]} for row in _jsonl(prompts)}
+        # judge_prompts_more.jsonl: prompts on statements the checks came to ask about later ("supplement": 1).
+        rows = [*_jsonl(prompts), *(_jsonl(root / "judge_prompts_more.jsonl") if (root / "judge_prompts_more.jsonl").exists() else [])]
+        texts = {(row["judge_id"], row.get("supplement", 0)): {s["id"]: s["text"] for s in row["statements"]} for row in rows}
         for path in sorted((root / "judge").glob("*.jsonl")):
             for row in _jsonl(path):
                 table = judge.verdicts.setdefault(row["judge_id"], {})
                 for v in row["verdicts"]:
-                    text = texts.get(row["judge_id"], {}).get(str(v.get("id")))
+                    text = texts.get((row["judge_id"], row.get("supplement", 0)), {}).get(str(v.get("id")))
                     if text is not None:
-                        table[_statement_key(text)] = v
+                        table[statement_key(text)] = v
         return judge
 
     def minicheck_reply(self, case: Case, claim: str) -> str:
         """MiniCheck's Yes or No for one sentence: "Yes" where the recorded judge supported the statement
         the sentence is part of (the capable judge's verdicts in MiniCheck's protocol, not MiniCheck's own)."""
-        key = _statement_key(claim)
+        key = statement_key(claim)
         table = self.verdicts.get(judge_id(case.id), {})
         found = next((v for text, v in table.items() if key and key in text), None)
         if found is None:
@@ -177,7 +183,7 @@ class RecordedJudge:
             m = re.match(r"^(S\d+) \([^)]*\): (.*)$", line)
             if not m:
                 continue
-            found = table.get(_statement_key(m.group(2)))
+            found = table.get(statement_key(m.group(2)))
             if found is None:
                 self.unmatched += 1
                 out.append({"id": m.group(1), "verdict": "not_stated", "quote": ""})
@@ -196,6 +202,28 @@ def _minicheck_claim(request: GenerationRequest) -> str | None:
     return content.rsplit("\nClaim: ", 1)[1]
 
 
+_POINTER = re.compile(r'"E(\d+)"')
+
+
+def renumber(case: Case, evidence) -> tuple[str, int]:
+    """The draft with its block pointers ("E6", claims mode) moved to where the same block is in
+    the prompt citebot builds now: retrieval can order near-equal blocks differently from the
+    recording, which must not count against the checks. Also how many cited blocks are gone."""
+    now = {(ev.entry_id, ev.chunk.section, ev.chunk.content_hash): ev.block for ev in evidence}
+    moved = {n: now.get((entry, section, digest)) for n, entry, section, digest in case.blocks}
+    lost = 0
+
+    def move(match: re.Match) -> str:
+        nonlocal lost
+        n = int(match.group(1))
+        if moved.get(n) is None:
+            lost += 1
+            return match.group(0)
+        return f'"E{moved[n]}"'
+
+    return _POINTER.sub(move, case.draft), lost
+
+
 @dataclass
 class ScriptedModel:
     """Answers the prompt with the case's draft (every time: a regeneration repeats it) and the
@@ -210,6 +238,8 @@ class ScriptedModel:
     judge_chars_out: int = 0
     draft_chars_in: int = 0
     prompt_drift: bool = False
+    draft: str = ""
+    lost_blocks: int = 0  # blocks the draft cites that the prompt citebot builds now lacks
 
     async def generate(self, request: GenerationRequest) -> Draft:
         size = sum(len(m["content"]) for m in request.messages)
@@ -231,7 +261,8 @@ class ScriptedModel:
             self.draft_chars_in += size
             sent = tuple(json.dumps(m, sort_keys=True) for m in request.messages)
             self.prompt_drift = sent != self.case.messages
-        return Draft(text=self.case.draft, model=self.name, raw=self.case.draft)
+            self.draft, self.lost_blocks = renumber(self.case, request.evidence)
+        return Draft(text=self.draft, model=self.name, raw=self.draft)
 
     async def aclose(self) -> None:
         pass
@@ -252,6 +283,7 @@ class Result:
     judge_ms: float
     verify_ms: float
     prompt_drift: bool
+    lost_blocks: int
 
     @property
     def flagged(self) -> bool:
@@ -268,7 +300,7 @@ class Result:
             return False
         if self.case.mode == "citations" or not self.case.mutated:
             return True
-        return _statement_key(self.case.mutated) in _statement_key(re.sub(r"\[\d+\]", "", self.answer.answer))
+        return statement_key(self.case.mutated) in statement_key(re.sub(r"\[\d+\]", "", self.answer.answer))
 
     @property
     def failure(self) -> bool:
@@ -296,6 +328,7 @@ async def run(cases: list[Case], retriever: Retriever, judge: RecordedJudge, jud
             case, answer, model.answer_calls, model.judge_calls, model.judge_chars_in / CHARS_PER_TOKEN,
             model.judge_chars_out / CHARS_PER_TOKEN, model.draft_chars_in / CHARS_PER_TOKEN,
             answer.timings_ms.get("judge", 0.0), answer.timings_ms.get("verify", 0.0), model.prompt_drift,
+            model.lost_blocks,
         ))
     return results
 
@@ -360,14 +393,28 @@ def show_failures(results: list[Result], n: int) -> list[str]:
     return lines
 
 
+def markdown_kb(tmp: Path) -> Path:
+    """The sample KB's Markdown entries, the ones the sets were recorded on: documents in
+    other formats added to the sample later must not change the prompts."""
+    kb = tmp / "kb"
+    for path in sorted(BUNDLED_KB_DIR.rglob("*")):
+        rel = path.relative_to(BUNDLED_KB_DIR)
+        if path.is_file() and (path.suffix in (".md", ".txt") or path.name.startswith("_")):
+            (kb / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, kb / rel)
+    return kb
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", dest="which", choices=("holdout", "main"), default="holdout",
-                        help="holdout: the set drawn after tuning (all test; the default); main: the first set")
+                        help="holdout: the set drawn after tuning on the first (the default); main: the first set")
     parser.add_argument("--half", choices=("test", "tune", "all"), default="all",
-                        help="of the main set: its halves (both were tuned on in the end)")
+                        help="the set's halves (the main set's were both tuned on in the end; the held-out set's tune half "
+                             "after its first measurement)")
     parser.add_argument("--by", choices=("kind", "pair", "mode"), default="kind")
     parser.add_argument("--show", type=int, default=0, help="print the first N failures of the half (tune only!)")
+    parser.add_argument("--show-judged", action="store_true", help="--show the failures with the judge on")
     parser.add_argument("--no-judge", action="store_true", help="judge off only")
     parser.add_argument("--minicheck", action="store_true",
                         help="judge on in MiniCheck's protocol (one sentence a call), with the recorded verdicts")
@@ -381,18 +428,20 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         index_dir = Path(tmp) / "index"
         embedder = LocalE5Embedder()
-        build_index(BUNDLED_KB_DIR, index_dir, embedder=embedder, seed_vectors=BUNDLED_VECTORS_DIR)
+        build_index(markdown_kb(Path(tmp)), index_dir, embedder=embedder, seed_vectors=BUNDLED_VECTORS_DIR)
         with Retriever(index_dir, embedder=embedder) as retriever:
             off = asyncio.run(run(cases, retriever, judge, judged=False))
             kind = "minicheck" if args.minicheck else "llm"
             on = None if args.no_judge or not judge.verdicts else asyncio.run(run(cases, retriever, judge, judged=kind))
     counts = Counter(c.kind for c in cases)
-    which = "the held-out set" if args.which == "holdout" else f"the main set, {args.half}"
+    which = f"the {'held-out' if args.which == 'holdout' else 'main'} set, {args.half}"
     print(f"bench/trust: {len(cases)} drafts of {which} ({counts['right']} right, "
           f"{len(cases) - counts['right']} wrong), {time.perf_counter() - started:.0f} s")
     drift = sum(r.prompt_drift for r in off)
     if drift:
-        print(f"note: for {drift} drafts citebot now builds another prompt than the one they answered")
+        lost = sum(r.lost_blocks > 0 for r in off)
+        print(f"note: for {drift} drafts citebot now builds another prompt than the one they answered "
+              f"(block pointers renumbered to match; {lost} cite a block the prompt no longer shows)")
     for line in table(off, on, args.by):
         print(line)
     not_sure = sum(r.not_sure for r in off if r.case.kind == "right")
@@ -402,7 +451,7 @@ def main() -> int:
         if judge.unmatched:
             print(f"note: {judge.unmatched} statements had no recorded verdict (counted as not stated)")
     if args.show:
-        print("\n".join(show_failures(off, args.show)))
+        print("\n".join(show_failures(on if args.show_judged and on is not None else off, args.show)))
     if args.scifact:
         import subprocess
 

@@ -34,8 +34,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.trust import markdown_kb
 from bot.answer.pipeline import make_pipeline
-from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR, load_settings
+from bot.config import BUNDLED_VECTORS_DIR, load_settings
 from bot.models import AnswerMode, Question
 from kb_index import Retriever, build_index
 from kb_index.embedding import LocalE5Embedder
@@ -101,23 +102,24 @@ class _Capture:
         pass
 
 
-def _all_statements(case, evidence):
+def _all_statements(case, evidence, draft=None):
     """Every statement of the draft, as the judge would be asked about it (bot.answer.verify.judgement)."""
     from bot.answer.verify.claims import verify_claims
     from bot.answer.verify.judgement import statements
     from bot.answer.verify.not_covered import says_not_covered
     from bot.models import Verdict
 
+    draft = case.draft if draft is None else draft
     mode = AnswerMode(case.mode)
     if mode is AnswerMode.CLAIMS:
-        verdict = verify_claims(case.draft, evidence, case.language)
+        verdict = verify_claims(draft, evidence, case.language)
         by_pointer = {ev.pointer_id for ev in evidence}
         claims = [c.model_copy(update={"verified": bool(c.evidence_ids) and set(c.evidence_ids) <= by_pointer
                                        and not says_not_covered(c.text)}) for c in verdict.claims]
         verdict = verdict.model_copy(update={"claims": claims})
     else:
         verdict = Verdict(ok=True)
-    return statements(case.draft, verdict, evidence, mode, case.language)
+    return statements(draft, verdict, evidence, mode, case.language)
 
 
 async def record_judge(index_dir: Path, root: Path = HERE) -> list[dict]:
@@ -144,18 +146,59 @@ async def record_judge(index_dir: Path, root: Path = HERE) -> list[dict]:
     return out
 
 
+async def record_judge_more(index_dir: Path, root: Path = HERE) -> list[dict]:
+    """The judge's prompts on the statements that have no recorded verdict yet (the checks now ask
+    about statements they did not ask about when the verdicts were recorded): one supplement prompt
+    per draft, built by citebot as any judge prompt, under the draft's opaque id."""
+    from bench.trust import RecordedJudge, judge_id, load_cases, renumber, statement_key
+    from bot.answer.judge import judge_messages
+    from bot.answer.pipeline import Pipeline
+    from bot.answer.verify.judgement import item_label
+
+    recorded = RecordedJudge.load(root)
+    out = []
+    with Retriever(index_dir, embedder=LocalE5Embedder()) as retriever:
+        for case in load_cases(root):
+            model = _Capture(case.draft)
+            pipeline = Pipeline(retriever, model, mode=AnswerMode(case.mode))
+            await pipeline.answer(Question(text=case.question, language=case.language))
+            draft, _ = renumber(case, model.evidence or [])
+            known = recorded.verdicts.get(judge_id(case.id), {})
+            missing = [s for s in _all_statements(case, model.evidence or [], draft) if statement_key(s.text) not in known]
+            if missing:
+                out.append({
+                    "judge_id": judge_id(case.id),
+                    "supplement": 1,
+                    "messages": judge_messages(missing, case.language),
+                    "statements": [{"id": item_label(i), "text": s.text} for i, s in enumerate(missing)],
+                })
+    out.sort(key=lambda row: row["judge_id"])
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=Path, default=HERE / "questions.yaml")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--judge", action="store_true", help="record the judge's prompts for every draft instead")
+    parser.add_argument("--judge-more", action="store_true",
+                        help="record the judge's prompts on the statements without a recorded verdict")
     parser.add_argument("--root", type=Path, default=HERE, help="the set's folder (bench/trust, bench/trust/holdout)")
     args = parser.parse_args()
+    if args.judge_more:
+        out = args.out or args.root / "judge_prompts_more.jsonl"
+        with tempfile.TemporaryDirectory() as tmp:
+            index_dir = Path(tmp) / "index"
+            build_index(markdown_kb(Path(tmp)), index_dir, embedder=LocalE5Embedder(), seed_vectors=BUNDLED_VECTORS_DIR)
+            rows = asyncio.run(record_judge_more(index_dir, args.root))
+        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        print(f"{len(rows)} supplement judge prompts, {sum(len(r['statements']) for r in rows)} statements -> {out}")
+        return 0
     if args.judge:
         out = args.out or args.root / "judge_prompts.jsonl"
         with tempfile.TemporaryDirectory() as tmp:
             index_dir = Path(tmp) / "index"
-            build_index(BUNDLED_KB_DIR, index_dir, embedder=LocalE5Embedder(), seed_vectors=BUNDLED_VECTORS_DIR)
+            build_index(markdown_kb(Path(tmp)), index_dir, embedder=LocalE5Embedder(), seed_vectors=BUNDLED_VECTORS_DIR)
             rows = asyncio.run(record_judge(index_dir, args.root))
         out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         print(f"{len(rows)} judge prompts, {sum(len(r['statements']) for r in rows)} statements -> {out}")
@@ -164,7 +207,7 @@ def main() -> int:
     questions = yaml.safe_load(args.questions.read_text())
     with tempfile.TemporaryDirectory() as tmp, FakeLLMServer() as server:
         index_dir = Path(tmp) / "index"
-        build_index(BUNDLED_KB_DIR, index_dir, embedder=LocalE5Embedder(), seed_vectors=BUNDLED_VECTORS_DIR)
+        build_index(markdown_kb(Path(tmp)), index_dir, embedder=LocalE5Embedder(), seed_vectors=BUNDLED_VECTORS_DIR)
         prompts = asyncio.run(record(questions, index_dir, server.url, server))
     args.out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in prompts))
     print(f"{len(prompts)} prompts for {len(questions)} questions -> {args.out}")

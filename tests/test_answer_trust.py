@@ -16,6 +16,7 @@ from bot.answer.verify.align import Aligner, VectorCache
 from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import verify_claims
 from bot.answer.verify.judgement import statements
+from bot.answer.verify.not_covered import says_not_covered
 from bot.answer.verify.support import weigher
 from bot.models import AnswerMode
 from kb_index import ChunkResult
@@ -215,3 +216,57 @@ def test_a_number_the_question_gives_may_be_repeated_and_one_worked_out_from_it_
     assert check(right, SB, question=question).ok
     assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right.replace("500 Euro", "5.000 Euro"), SB, question=question))
     assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right, SB))  # without the question, 50.000 is stated nowhere
+
+
+def soft_only(verdict) -> bool:
+    return bool(verdict.violations) and all(v.soft for v in verdict.violations)
+
+
+def test_a_partial_refusal_keeps_its_ordinal_dates_and_the_but_inside_what_is_missing():
+    for gap in ("Wie hoch die Freigrenze ab dem 1. Juli 2026 ist, sagt die Wissensbasis nicht.",
+                "Ob Essen dafür erstattet wird, sagt die Wissensbasis nicht.",
+                "The knowledge base does not say whether a claim after 30 but within 90 days counts."):
+        assert says_not_covered(gap), gap
+    for goes_on in ("The knowledge base does not say it, but you get 30 days.",
+                    "Die Wissensbasis nennt keine Frist; allerdings gelten 30 Tage."):
+        assert not says_not_covered(goes_on), goes_on
+
+
+def test_a_yearly_date_of_the_block_backs_that_day_in_a_given_year_and_a_dated_one_does_not():
+    yearly = block("lb-pf-01", "Die Pfändungsfreigrenzen werden jedes Jahr zum 1. Juli angepasst.")
+    dated = block("lb-pf-01", "Die Pfändungsfreigrenzen wurden zum 1. Juli 2025 angepasst.")
+    answer = "Die Freigrenzen werden zum 1. Juli 2026 angepasst [lb-pf-01]."
+    assert check(answer, yearly).ok
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(answer, dated))
+
+
+def test_a_result_the_answer_works_out_is_left_to_the_judge_and_a_plain_new_number_is_not():
+    question = "Unser Kind kam am 2. Mai, errechnet war der 23. Mai. Bis wann geht die Schutzfrist?"
+    mu = block("lb-mu-01", "Kommt das Kind früher zur Welt, verlängert sich die Schutzfrist nach der Entbindung um "
+                           "die Tage, die vor der Geburt nicht in Anspruch genommen werden konnten.")
+    worked = ("Die Schutzfrist verlängert sich um die nicht genutzten Tage [lb-mu-01]:\n\n"
+              "- nicht genutzte Tage: 2. bis 23. Mai = 21 Tage\n\n"
+              "Mit den 21 Tagen verlängert sich die Schutzfrist entsprechend [lb-mu-01].")
+    verdict = check(worked, mu, question=question)
+    assert soft_only(verdict), verdict.violations
+    # The same number with no working shown anywhere, in an answer to a question without dates: a fact added.
+    plain = "Die Schutzfrist verlängert sich um höchstens 21 Tage [lb-mu-01]."
+    hard = [v for v in check(plain, mu, question="Verlängert sich die Schutzfrist?").violations if not v.soft]
+    assert [v.kind for v in hard] == ["NUMBER_NOT_IN_SOURCE"]
+
+
+def test_a_deadline_of_the_askers_dates_is_left_to_the_judge():
+    kug = block("lb-kug-01", "Die Erstattung muss innerhalb von drei Kalendermonaten nach Ablauf des jeweiligen "
+                             "Monats beantragt werden.")
+    answer = "Für Juni läuft die Frist also bis zum 30. September [lb-kug-01]."
+    assert soft_only(check(answer, kug, question="Bis wann müssen wir die Erstattung für Juni beantragen?"))
+    assert not soft_only(check(answer, kug, question="Bis wann müssen wir die Erstattung beantragen?"))
+
+
+def test_the_lines_of_a_worked_example_after_a_cited_paragraph_are_judged_as_they_are_checked():
+    draft = ("Das Krankengeld beträgt 70 % des Bruttoentgelts [lb-efz-01]. Für dich heißt das:\n\n"
+             "- 70 % von 3.000 € ÷ 30 = 70 € am Tag\n")
+    evidence = build_evidence([EFZ])
+    verdict = verify_citations(draft, evidence, "de", question="Ich verdiene 3.000 € brutto.")
+    asked = [s.text for s in statements(draft, verdict, evidence, AnswerMode.CITATIONS, "de")]
+    assert "70 % von 3.000 € ÷ 30 = 70 € am Tag" in asked

@@ -322,7 +322,10 @@ def test_quote_without_any_citation_is_uncited():
 
 
 def test_number_readings():
-    assert find_numbers("15.01.2026")[0].values == {"2026-01-15"}
+    # A dated day also reads as that day in any year, which only a source's yearly date offers.
+    assert find_numbers("15.01.2026")[0].values == {"2026-01-15", "~01-15"}
+    assert "~07-01" in find_numbers("jedes Jahr zum 1. Juli", "de", source=True)[0].values
+    assert "~07-01" not in find_numbers("seit dem 1. Juli 2025", "de", source=True)[0].values
     assert find_numbers("1,000 genomes", "en")[0].values == {"1000", "1"}
     assert [n.raw for n in find_numbers("CD4 and p53 and IL-6")] == ["6"]
     assert missing_numbers("am 2026-01-15", ["Stichtag 15.01.2026"]) == []

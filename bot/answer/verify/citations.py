@@ -113,6 +113,21 @@ def _inherit(group: list[_Sentence]) -> None:
         s.cited = source.own_ids if source else ()
 
 
+def _assign_citations(groups: list[list[_Sentence]]) -> list[list[_Sentence]]:
+    """Fill `cited` of every sentence: what its paragraph cites (_inherit), and a paragraph
+    without any citation right after a cited one sums that one up ("Together 180,90 €", the
+    lines of a worked example): it rests on what the paragraph before cites. One rule for the
+    checks and for what the judge is asked, so nothing checked goes unjudged."""
+    previous: list[_Sentence] = []
+    for group in groups:
+        _inherit(group)
+        if not any(s.has_refs for s in group) and previous and previous[-1].cited:
+            for s in group:
+                s.cited = previous[-1].cited
+        previous = group
+    return groups
+
+
 # "Stand: 2026-01", "(Stand 2026-01)", "as of 2026-01": the date the answer rests on, as rule 6 asks.
 _STAND_NOTE = re.compile(r"^\W*(?:stand|as of|valid as of|gültig ab|based on the stand)\b", re.IGNORECASE)
 
@@ -195,8 +210,7 @@ def cited_sentences(draft_text: str, evidence: list[Evidence], language: str = "
     out: it says what the KB lacks, which no block can state."""
     known = IdSet([ev.entry_id for ev in evidence])
     out = []
-    for group in _sentences(strip_think(draft_text), known, language):
-        _inherit(group)
+    for group in _assign_citations(_sentences(strip_think(draft_text), known, language)):
         for s in group:
             body = _SPACE_BEFORE_STOP.sub(r"\1", " ".join(strip_refs(s.text, s.refs).split()))
             if s.cited and any(ch.isalnum() for ch in body) and not is_refusal(body) and not says_not_covered(body):
@@ -260,15 +274,7 @@ def verify_citations(
         passages.setdefault(ev.entry_id, []).append(passage(ev))
     ctx = StatementContext(language, aligner or Aligner(weight), question, question_language,
                            [passage(ev) for ev in evidence], answer=text)
-    previous: list[_Sentence] = []
-    for group in groups:
-        _inherit(group)
-        # A paragraph without any citation right after a cited one sums it up ("Together 180,90 €",
-        # "Stand: 2026-01"): it is checked against what the paragraph before cites.
-        if not any(s.has_refs for s in group) and previous and previous[-1].cited:
-            for s in group:
-                s.cited = previous[-1].cited
-        previous = group
+    _assign_citations(groups)
     for s in flat:
         if says_not_covered(strip_refs(s.text, s.refs)) and not _new_numbers(s, ctx):
             continue  # a partial refusal: nothing in it a block could state (not_covered.py)

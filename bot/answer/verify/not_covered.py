@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from bot.answer.verify.text import fold
+from bot.answer.verify.text import fold, sentences
 
 # On folded text (bot.answer.verify.text.fold): lower case, no accents, no punctuation.
 _SOURCE_EN = (
@@ -83,14 +83,18 @@ _COMPILED = [re.compile(p) for p in _PATTERNS]
 
 
 # "..., but you get 30 days", "...; sie nennt aber ...": a statement after the partial refusal.
-_GOES_ON = re.compile(r"\b(?:but|however|though|although|aber|jedoch|allerdings|dafur|sondern|doch)\b")
+# On the sentence as written: the word opens a clause after a comma, semicolon, colon or dash, so a
+# "but" inside what is missing ("whether submitting after 30 but within 90 days counts") is none.
+_GOES_ON = re.compile(r"(?:[,;:–—]|\s-)\s*(?:but|however|though|although|aber|jedoch|allerdings|dafür|sondern|doch)\b",
+                      re.IGNORECASE)
 
 
 def says_not_covered(text: str) -> bool:
     """Does the text say that the knowledge base (its blocks, sources ...) does not cover
     something, and nothing more? Each of its sentences must say so; a clause that goes on
     to state something ("but you get 30 days") makes it a statement to check."""
-    parts = [p for p in re.split(r"(?<=[.!?])\s+", text.strip()) if p]
+    # The verifier's own splitter: "ab dem 1. Juli 2026" is not the end of a sentence.
+    parts = [p for p in sentences(text.strip(), "de") if p.strip()]
     return bool(parts) and all(_only_not_covered(p) for p in parts)
 
 
@@ -99,4 +103,4 @@ def _only_not_covered(sentence: str) -> bool:
     found = [m for p in _COMPILED if (m := p.search(folded))]
     if not found:
         return False
-    return not _GOES_ON.search(folded)
+    return not _GOES_ON.search(sentence)

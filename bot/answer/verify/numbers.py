@@ -160,6 +160,10 @@ def _number_readings(raw: str) -> set[str]:
     return readings
 
 
+# The reading a day-and-month shares with the same day of any year: "~07-01".
+_ANY_YEAR = "~"
+
+
 def _date(year: str | None, month: int, day: int | None) -> str | None:
     if not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31):
         return None
@@ -174,8 +178,11 @@ def _date_readings(full: str | None, year: str | None, source: bool, *, day: int
     if full is None:
         return None
     if not source:
-        return {full}
+        # "1. Juli 2026" is also the day of a yearly date a source names ("jedes Jahr zum 1. Juli").
+        return {full, _ANY_YEAR + full[5:]} if year and len(full) == 10 else {full}
     parts = {full}
+    if not year and full.startswith("--"):
+        parts.add(_ANY_YEAR + full[2:])  # a day without a year: that day in any year
     if year:
         parts |= {_canon(year), full[:7]}
         if len(full) == 10:
@@ -266,6 +273,20 @@ def _find_numbers(text: str, language: str, source: bool) -> tuple[Number, ...]:
         for m in _TOKEN.finditer(text)
     ]
     return tuple(sorted(found + _word_numbers(text, language, source), key=lambda n: n.start))
+
+
+_DATE_VALUE = re.compile(r"^(?:\d{4}|-)-\d{2}-\d{2}$")
+_MONTH_WORD = re.compile(rf"\b(?:{'|'.join(sorted(_MONTH_NAMES, key=len, reverse=True))})\b", re.IGNORECASE)
+
+
+def is_date(number: Number) -> bool:
+    """Is it a calendar day ("15. Januar 2026", "2 March", "15.01.")?"""
+    return any(_DATE_VALUE.match(v) for v in number.values)
+
+
+def names_month(text: str) -> bool:
+    """Does the text name a month ("im Juni", "in March")? Not "may" in lower case, the verb."""
+    return any(m.group(0) != "may" for m in _MONTH_WORD.finditer(text))
 
 
 def source_values(texts: list[str], language: str = "en") -> set[str]:
