@@ -226,8 +226,9 @@ def _function_words() -> dict[str, frozenset[str]]:
 # the count to be sure, bounded so a 500-page PDF costs what a page does.
 DETECT_CHARS = 20_000
 # The winner needs this many function words, and this many times the other
-# language's: an English page quoting a German form title stays English.
-DETECT_MIN_WORDS = 8
+# language's: an English page quoting a German form title stays English, and
+# a two-line page ("Die Drucker im 2. Stock …") still has three or more.
+DETECT_MIN_WORDS = 3
 DETECT_RATIO = 2.0
 
 
