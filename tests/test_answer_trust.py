@@ -270,3 +270,13 @@ def test_the_lines_of_a_worked_example_after_a_cited_paragraph_are_judged_as_the
     verdict = verify_citations(draft, evidence, "de", question="Ich verdiene 3.000 € brutto.")
     asked = [s.text for s in statements(draft, verdict, evidence, AnswerMode.CITATIONS, "de")]
     assert "70 % von 3.000 € ÷ 30 = 70 € am Tag" in asked
+
+
+def test_a_stand_line_after_a_cited_paragraph_is_checked_but_not_judged():
+    draft = "Die Entgeltfortzahlung dauert bis zu sechs Wochen [lb-efz-01].\n\nStand: 2026-01"
+    evidence = build_evidence([EFZ])
+    verdict = verify_citations(draft, evidence, "de")
+    assert verdict.ok, verdict.violations
+    assert [s.text for s in statements(draft, verdict, evidence, AnswerMode.CITATIONS, "de")] == [
+        "Die Entgeltfortzahlung dauert bis zu sechs Wochen."]
+    assert not verify_citations(draft.replace("2026-01", "2024-03"), evidence, "de").ok

@@ -132,6 +132,11 @@ def _assign_citations(groups: list[list[_Sentence]]) -> list[list[_Sentence]]:
 _STAND_NOTE = re.compile(r"^\W*(?:stand|as of|valid as of|gültig ab|based on the stand)\b", re.IGNORECASE)
 
 
+# A line that only names a Stand ("Stand: 2026-01"): the checks compare it with the blocks' headers;
+# it says nothing a judge could find in a block's text.
+_STAND_ONLY = re.compile(r"^\W*(?:stand|as of|valid as of|gültig ab|based on the stand)\W*[\d\-./ ]+\W*$", re.IGNORECASE)
+
+
 _ARITHMETIC = re.compile(r"\d\s*(?:[×x*÷/+=]|−|–\s*\d)|=\s*\d")
 
 
@@ -213,7 +218,8 @@ def cited_sentences(draft_text: str, evidence: list[Evidence], language: str = "
     for group in _assign_citations(_sentences(strip_think(draft_text), known, language)):
         for s in group:
             body = _SPACE_BEFORE_STOP.sub(r"\1", " ".join(strip_refs(s.text, s.refs).split()))
-            if s.cited and any(ch.isalnum() for ch in body) and not is_refusal(body) and not says_not_covered(body):
+            if s.cited and any(ch.isalnum() for ch in body) and not is_refusal(body) and not says_not_covered(body) \
+                    and not _STAND_ONLY.match(body):
                 out.append(CitedSentence(s.index, body, s.cited))
     return out
 
