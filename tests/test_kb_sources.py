@@ -309,6 +309,27 @@ def test_doctor_fails_on_an_empty_index(tmp_path, cli, capsys, redis_url):
     assert any(line.startswith("fail  index") and "holds no entries" in line for line in out.splitlines())
 
 
+async def test_healthz_reports_an_empty_index_as_not_ready(tmp_path, redis_url):
+    import redis.asyncio as aioredis
+
+    from bot.wiring import health_report
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    build_index(kb, tmp_path / "index")
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        empty = await health_report(client, tmp_path / "index")
+        write_entry(kb, "a.md", {"id": "a-01", "title": "Tagegeld", "stand": "2026-01"},
+                    {"Höhe": "Das Tagegeld beträgt 28 Euro pro Tag."})
+        build_index(kb, tmp_path / "index")
+        ready = await health_report(client, tmp_path / "index")
+    finally:
+        await client.aclose()
+    assert not empty["ok"] and "holds no entries" in empty["index"]
+    assert ready["ok"] and ready["index"].startswith("gen-")
+
+
 @pytest.mark.e2e
 def test_the_asker_in_slack_hears_that_the_knowledge_base_is_not_ready_until_it_is(citebot, tmp_path):
     from bot.i18n import Key, message

@@ -91,6 +91,11 @@ def test_block_without_stand_or_legal_bases_has_no_empty_lines_for_them():
     assert "Stand:" not in content and "Legal bases" not in content
 
 
+def test_block_without_a_section_name_has_no_section_line():
+    content = build_user_content("q", build_evidence([chunk(1, section="")]))
+    assert "Title: Titel 1" in content and "Section" not in content
+
+
 def test_cross_reference_expansion_is_marked():
     content = build_user_content("q", build_evidence([chunk(1), chunk(2, expanded=True)]))
     assert "Block 2 — [lb-min-02] (cross-reference)" in content

@@ -94,7 +94,9 @@ def render_block(ev: Evidence, mode: AnswerMode, language: str) -> str:
     head = f"Block {ev.block} — {pointer}[{c.entry_id}]"
     if c.expanded:
         head += f" ({message(Key.PROMPT_XREF, language)})"
-    lines = [head, _labelled(Key.PROMPT_TITLE, language, c.title), _labelled(Key.PROMPT_SECTION, language, c.section)]
+    lines = [head, _labelled(Key.PROMPT_TITLE, language, c.title)]
+    if c.section:  # a page of a PDF without headings has no section name
+        lines.append(_labelled(Key.PROMPT_SECTION, language, c.section))
     if c.stand:
         lines.append(f"Stand: {c.stand}")
     if c.legal_bases:
