@@ -36,7 +36,7 @@ from bot.slack.web import EVENTS_PATH, create_metrics_app, create_web_app
 from bot.store.audit import AuditTrail
 from bot.store.records import Records
 from kb_index import Retriever
-from kb_index.index import current_generation, open_problem
+from kb_index.index import IndexNotFound, current_generation, open_problem
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +52,10 @@ async def health_report(redis, index_dir: Path) -> dict:
         report["redis"] = "ok"
     except Exception as exc:  # noqa: BLE001 - any failure means "not healthy", reported as such
         report.update(ok=False, redis=f"unavailable: {type(exc).__name__}")
-    # Missing, outdated or empty: nothing can be answered, which a probe should see.
-    problem = open_problem(index_dir)
-    if problem is not None:
-        report.update(ok=False, index=str(problem))
-    else:
+    try:
         report["index"] = current_generation(index_dir).name
+    except IndexNotFound as exc:
+        report.update(ok=False, index=str(exc))
     return report
 
 

@@ -38,13 +38,24 @@ _ABBREVIATIONS = {
 
 def split_long(name: str, text: str, max_chars: int = MAX_CHUNK_CHARS) -> list[tuple[str, str]]:
     """(name, text) of each part; one part named `name` when the text fits, else "name (1)", "name (2)" …"""
+    return [(part_name, part) for part_name, part, _ in split_long_lines(name, text, max_chars)]
+
+
+def split_long_lines(name: str, text: str, max_chars: int = MAX_CHUNK_CHARS) -> list[tuple[str, str, int]]:
+    """As split_long, with the 0-based line of `text` each part's own text starts on (a
+    repeated table header row is not its own): what a page is looked up by."""
     if len(text) <= max_chars:
-        return [(name, text)]
-    parts = [markdown.render(units) for units in _parts(_fitting_units(markdown.units(text), max_chars), max_chars)]
-    parts = [p for p in parts if p.strip()]
+        return [(name, text, 0)]
+    parts = []
+    for units in _parts(_fitting_units(markdown.units(text), max_chars), max_chars):
+        rendered = markdown.render(units)
+        if rendered.strip():
+            own = units[1] if len(units) > 1 and units[0].kind == "row" and units[0].level == 1 \
+                and units[1].group == units[0].group else units[0]
+            parts.append((rendered, own.line))
     if len(parts) == 1:
-        return [(name, parts[0])]
-    return [(f"{name} ({i})" if name else "", part) for i, part in enumerate(parts, start=1)]
+        return [(name, parts[0][0], 0)]
+    return [(f"{name} ({i})" if name else "", part, line) for i, (part, line) in enumerate(parts, start=1)]
 
 
 def _cost(unit: markdown.Unit) -> int:

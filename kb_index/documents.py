@@ -25,9 +25,9 @@ import datetime as dt
 from dataclasses import dataclass
 
 from kb_index.analysis import LANGUAGES, detect_language
-from kb_index.chunking import split_long
+from kb_index.chunking import split_long_lines
 from kb_index.collection import NO_COLLECTION_FILE, Collection
-from kb_index.formats.model import Document
+from kb_index.formats.model import DocSection, Document
 from kb_index.results import DEFAULT_SOURCE_ROLE
 
 PATH_SEPARATOR = " › "
@@ -86,8 +86,19 @@ def document_sections(doc: Document) -> list[SectionText]:
         if not text:
             continue
         name = PATH_SEPARATOR.join(p for p in section.path if p) or ("" if section.page else OVERVIEW)
-        out += [SectionText(part_name, part, section.page) for part_name, part in split_long(name, text)]
+        out += [SectionText(part_name, part, _page_at(section, line))
+                for part_name, part, line in split_long_lines(name, text)]
     return out
+
+
+def _page_at(section: DocSection, line: int) -> int | None:
+    """The page the section's text is on at `line`: a long section's parts each name their own."""
+    page = section.page
+    for start, on in section.line_pages:
+        if start > line:
+            break
+        page = on
+    return page
 
 
 def document_text(doc: Document) -> str:

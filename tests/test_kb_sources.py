@@ -309,27 +309,6 @@ def test_doctor_fails_on_an_empty_index(tmp_path, cli, capsys, redis_url):
     assert any(line.startswith("fail  index") and "holds no entries" in line for line in out.splitlines())
 
 
-async def test_healthz_reports_an_empty_index_as_not_ready(tmp_path, redis_url):
-    import redis.asyncio as aioredis
-
-    from bot.wiring import health_report
-
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    build_index(kb, tmp_path / "index")
-    client = aioredis.Redis.from_url(redis_url)
-    try:
-        empty = await health_report(client, tmp_path / "index")
-        write_entry(kb, "a.md", {"id": "a-01", "title": "Tagegeld", "stand": "2026-01"},
-                    {"Höhe": "Das Tagegeld beträgt 28 Euro pro Tag."})
-        build_index(kb, tmp_path / "index")
-        ready = await health_report(client, tmp_path / "index")
-    finally:
-        await client.aclose()
-    assert not empty["ok"] and "holds no entries" in empty["index"]
-    assert ready["ok"] and ready["index"].startswith("gen-")
-
-
 @pytest.mark.e2e
 def test_the_asker_in_slack_hears_that_the_knowledge_base_is_not_ready_until_it_is(citebot, tmp_path):
     from bot.i18n import Key, message
@@ -357,3 +336,24 @@ def test_the_asker_in_slack_hears_that_the_knowledge_base_is_not_ready_until_it_
     bot.send_event(second)
     [answer] = answers_in(bot, "CGENERAL", second["event"]["ts"])
     assert "28 Euro" in answer["text"]
+
+
+def test_a_long_section_over_several_pages_gives_each_chunk_the_page_it_starts_on():
+    from kb_index.documents import document_sections
+    from kb_index.formats.blocks import Builder, Deadline
+    from kb_index.formats.model import Document, Limits
+
+    builder = Builder(Deadline(Limits()))
+    builder.heading(1, "Reisekosten", page=1)
+    builder.heading(2, "Fristen", page=1)
+    for page in range(1, 6):  # one section running over five pages, 1,500 characters a page
+        for n in range(3):
+            builder.paragraph(f"Seite {page}, Absatz {n}: " + "Die Frist beträgt dreißig Tage. " * 15, page=page)
+    sections = builder.sections()
+    assert [s.path for s in sections] == [("Fristen",)] and sections[0].line_pages[0] == (0, 1)
+    parts = document_sections(Document("Reisekosten", None, "de", sections))
+    assert len(parts) > 3 and all(len(p.text) <= MAX_CHUNK_CHARS for p in parts)
+    for part in parts:  # each part's page is the page its first paragraph is on
+        first = part.text.split(",", 1)[0]
+        assert first == f"Seite {part.page}", (part.name, part.page, first)
+    assert parts[0].page == 1 and parts[-1].page == 5

@@ -214,19 +214,22 @@ class Builder:
         page: int | None = None
         path: tuple[str, ...] = ()
 
+        pages: list[int | None] = []
+
         def flush() -> None:
             text = markdown.render(units).strip()
             if text:
-                out.append(DocSection(path, text, page))
+                out.append(DocSection(path, text, page, _line_pages(text, pages)))
 
         for block in self.blocks:
             if isinstance(block, _Content):
                 if not units and page is None:
                     page = block.page
                 units.append(block.unit)
+                pages.append(block.page)
                 continue
             flush()
-            units, page = [], block.page
+            units, pages, page = [], [], block.page
             if isinstance(block, _Heading) and block is not title_block:
                 while stack and stack[-1].level >= block.level:
                     stack.pop()
@@ -234,6 +237,20 @@ class Builder:
                 path = tuple(h.text for h in stack)
         flush()
         return out
+
+
+def _line_pages(text: str, pages: list[int | None]) -> tuple[tuple[int, int], ...]:
+    """(line, page) where each page begins in the rendered text: its units read back are the
+    units it was rendered from, one by one; should they not be (CommonMark joins what was two),
+    nothing is claimed beyond the section's first page."""
+    read = markdown.units(text)
+    if len(read) != len(pages):
+        return ()
+    out: list[tuple[int, int]] = []
+    for unit, page in zip(read, pages, strict=True):
+        if page is not None and (not out or out[-1][1] != page):
+            out.append((unit.line, page))
+    return tuple(out)
 
 
 def _cell(text: str) -> str:

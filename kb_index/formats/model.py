@@ -28,6 +28,9 @@ class DocSection:
     path: tuple[str, ...]
     text: str
     page: int | None = None
+    # Where a new page begins inside the section: (0-based line of `text`, page), the first
+    # entry the section's own start. Lets a long section cut into chunks give each its page.
+    line_pages: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
