@@ -280,3 +280,12 @@ def test_a_stand_line_after_a_cited_paragraph_is_checked_but_not_judged():
     assert [s.text for s in statements(draft, verdict, evidence, AnswerMode.CITATIONS, "de")] == [
         "Die Entgeltfortzahlung dauert bis zu sechs Wochen."]
     assert not verify_citations(draft.replace("2026-01", "2024-03"), evidence, "de").ok
+
+
+def test_a_fraction_in_words_changed_fails_and_the_same_fraction_passes_across_languages(meaning):
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check("Ein Drittel der Überstundenvergütung ist unpfändbar [lb-pf-01].", PF))
+    twelfth = block("hb-pto-03", "New joiners get one twelfth of the annual leave for each full month.", "en")
+    assert check("Neue bekommen ein Zwölftel des Jahresurlaubs je vollem Monat [hb-pto-03].", twelfth,
+                 aligner=meaning).ok
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check("Neue bekommen ein Drittel des Jahresurlaubs je vollem Monat "
+                                                 "[hb-pto-03].", twelfth, aligner=meaning))

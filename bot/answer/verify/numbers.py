@@ -85,6 +85,16 @@ _NOT_NUMBERS_IN_ANSWERS = _ORDINALS | {"hundred", "hundert"} | {
 }
 _WORD = re.compile(r"\b[^\W\d_]+\b")
 
+# Fractions as words: "ein Drittel" is no "Hälfte". Read as "1/3" on both sides; a source's also
+# offers its denominator, so an answer may divide by the 12 of "ein Zwölftel". (English singular
+# "third", "quarter" are ordinals and periods far more often; their plurals are fractions.)
+_FRACTIONS = {
+    "en": {"thirds": 3, "fifths": 5, "sixths": 6, "eighths": 8, "tenths": 10, "twelfths": 12},
+    "de": {"drittel": 3, "viertel": 4, "fünftel": 5, "sechstel": 6, "achtel": 8, "zehntel": 10, "zwölftel": 12},
+}
+# An English source's ordinal may be a fraction ("one third of the pay").
+_ORDINAL_FRACTIONS = {"third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "eighth": 8, "tenth": 10, "twelfth": 12}
+
 
 def _number_word_terms() -> frozenset[str]:
     from kb_index.analysis import terms
@@ -255,8 +265,13 @@ def _word_numbers(text: str, language: str, source: bool) -> list[Number]:
     for m in _WORD.finditer(text):
         word = m.group(0).casefold()
         if word in words and (source or word not in _NOT_NUMBERS_IN_ANSWERS):
-            value = _canon(str(words[word]))
-            found.append(Number(m.group(0), frozenset({value}), m.start(), m.end(), unit_at(text, m.end(), language)))
+            values = {_canon(str(words[word]))}
+            if source and word in _ORDINAL_FRACTIONS:  # "one twelfth" is the fraction a German "Zwölftel" reads as
+                values.add(f"1/{_ORDINAL_FRACTIONS[word]}")
+            found.append(Number(m.group(0), frozenset(values), m.start(), m.end(), unit_at(text, m.end(), language)))
+        elif (denominator := _FRACTIONS.get(language, {}).get(word)) is not None:
+            readings = {f"1/{denominator}"} | ({str(denominator)} if source else set())
+            found.append(Number(m.group(0), frozenset(readings), m.start(), m.end(), ""))
     return found
 
 
