@@ -585,15 +585,35 @@ def check_negation(
         only = alignment.sentences[0]
         if len(clauses(only.text, commas=True)) == 1:
             best = (only.text, only.language)
+    dropped = _dropped(best, words, lang)
+    parts = clauses(text)
+    if dropped is None and best is None and len(parts) > 1:
+        # A statement of two clauses ("… mit Unterschrift; eine E-Mail genügt") holds too few words of
+        # either source clause as a whole: each of its clauses is held against the aligned sentences.
+        for part in parts:
+            part_words = list(dict.fromkeys(word_terms(part, lang)))
+            if len(part_words) >= MIN_CLAUSE_WORDS and "NEG" not in cm.families(part, lang):
+                dropped = _dropped(_best_clause(part_words, lang, alignment.sentences), part_words, lang)
+                if dropped is not None:
+                    break
+    return [dropped] if dropped is not None else []
+
+
+# A clause of fewer content words shares too little with any source clause to say which it restates.
+MIN_CLAUSE_WORDS = 3
+
+
+def _dropped(best: tuple[str, str] | None, words: list[str], lang: str) -> Problem | None:
+    """NEGATION_DROPPED when the source clause `best` negates what the statement (its `words`) affirms."""
     if best is None or not (cm.negates_what_it_says(*best)
                             or _NEGATIVE_RESULT.get(best[1], _NEGATIVE_RESULT["en"]).search(best[0])):
-        return []
+        return None
     # What the clause negates must be what the statement affirms: "unused leave that could not be
     # taken" negates "taken", which a statement about paying for unused leave does not say.
     predicate = _negated_predicate(*best)
     if best[1] == lang and not any(match_term(t, predicate, lang) for t in words):
-        return []
-    return [Problem("NEGATION_DROPPED", f"the matching sentence negates, the statement does not: {best[0]}")]
+        return None
+    return Problem("NEGATION_DROPPED", f"the matching sentence negates, the statement does not: {best[0]}")
 
 
 # ------------------------------------------------------------------ words
