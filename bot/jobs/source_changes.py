@@ -30,13 +30,15 @@ from redis.exceptions import RedisError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.i18n import Key, message
-from bot.jobs.queue import Job, JobQueue, QueueUnavailable, Transient, connect, redis_location
+from bot.jobs.queue import Job, JobQueue, QueueUnavailable
 from bot.slack.blockkit import MAX_FALLBACK_CHARS, MAX_MESSAGE_BLOCKS, context
 from bot.slack.calls import SlackFailed, call
 from bot.slack.mrkdwn import clip
 from bot.store import keys
 from bot.store.audit import AuditTrail
 from bot.store.records import Records
+from citebot_core.connection import connect, redis_location
+from citebot_core.errors import Retryable
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ class SourceChange:
     change: str  # CHANGED or REMOVED
 
 
-class NotNotified(Exception):
+class NotNotified(Retryable):
     """Redis could not be reached: the index is built, the answers were not told."""
 
 
@@ -163,7 +165,7 @@ async def note_source_changes(job: Job, *, slack: AsyncWebClient, records: Recor
     # Two rebuilds in a row may give two jobs for one answer: each rewrites
     # the whole message, so they take turns instead of overwriting each other.
     if not await records.redis.set(lock, job.id, nx=True, ex=keys.SOURCE_NOTE_LOCK_TTL_S):
-        raise Transient(f"source notes of {qid} are being updated by another job", retry_after=1.0)
+        raise Retryable(f"source notes of {qid} are being updated by another job", retry_after=1.0)
     try:
         record = await records.answer(qid)
         if record is None or record.message is None:

@@ -31,9 +31,10 @@ from bot.jobs.queue import Job
 from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
 from bot.slack.calls import SlackError, SlackFailed, call
 from bot.slack.mrkdwn import escape
-from bot.slack.posting import Poster, PostLedger
+from bot.slack.posting import Poster
 from bot.slack.replies import answer_message
 from bot.slack.review_card import review_card, review_card_decided
+from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
 from kb_index import ChunkResult
 
@@ -112,14 +113,14 @@ class ReviewDesk:
             await self._card_missing(record, "CITEBOT_REVIEW_CHANNEL not set")
             return
         key = f"review-card:{record.review_id}"
-        if not await self.poster.may_post(key, channel, None):
+        if not await self.poster.claim_unless_posted(key, channel, None):
             # Posted before this run (maybe by a run that died before saving where).
-            if not record.card_ts and (posted := await self.ledger.posted(key)) is not None:
+            if not record.card_ts and (posted := await self.poster.where_posted(key)) is not None:
                 record.card_channel, record.card_ts, record.card_error = posted.channel, posted.ts, None
                 await self.records.save_review(record)
             return
         try:
-            response, _ = await self.poster.post(key, channel, None, review_card(record), what="post a review card")
+            response, _ = await self.poster.post_and_record(key, channel, None, review_card(record), what="post a review card")
         except SlackError as exc:
             await self._card_missing(record, exc.code)
             if isinstance(exc, SlackFailed):
@@ -146,7 +147,7 @@ class ReviewDesk:
         text = job.payload.get("text") or ""
         answer = self._reviewed_answer(record, status, text)
         key = f"review:{review_id}"
-        if await self.poster.may_post(key, record.channel, record.thread_ts):
+        if await self.poster.claim_unless_posted(key, record.channel, record.thread_ts):
             ref = f"{record.question_id}#reviewed"
             await self.records.save_answer(
                 AnswerRecord(
@@ -168,7 +169,7 @@ class ReviewDesk:
                 else {"text": answer.answer}
             )
             try:
-                await self.poster.post(key, record.channel, record.thread_ts, msg, what="post the reviewed answer")
+                await self.poster.post_and_record(key, record.channel, record.thread_ts, msg, what="post the reviewed answer")
             except SlackFailed as exc:
                 await self._undo_decision(record, reviewer, exc.code)
                 return
