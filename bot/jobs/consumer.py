@@ -43,7 +43,8 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT
 
-from bot.jobs.queue import DeadLetter, Job, JobLost, JobTimedOut, QueueUnavailable, WorkerInfo
+from bot.jobs.job import Job, JobKind
+from bot.jobs.queue import DeadLetter, JobLost, JobTimedOut, QueueUnavailable, WorkerInfo
 from bot.store.errors import StoreUnavailable
 from bot.store.keys import DEAD_LIST, DELAYED_ZSET, JOBS_STREAM, WORKERS_GROUP, heartbeat_key
 from citebot_core.connection import connect, redis_location
@@ -386,7 +387,7 @@ class Consumer:
             stored = Job.model_validate_json(fields["job"])
         except (KeyError, ValidationError) as exc:
             coro: Coroutine[Any, Any, None] = self._bury(entry_id, fields, exc)
-            job = Job(kind="invalid", payload={"fields": fields})
+            job = Job(kind=JobKind.INVALID, payload={"fields": fields})
         else:
             # Each delivery after the first is a try whose worker died.
             job = stored.model_copy(update={"attempt": stored.attempt + deliveries - 1})
@@ -461,7 +462,7 @@ class Consumer:
     async def _bury(self, entry_id: str, fields: dict[str, str], error: Exception) -> None:
         # Not a Job: there is no question to apologise to, only a record to keep.
         log.error("entry %s is not a job (%s); dead-lettered", entry_id, error)
-        job = Job(kind="invalid", payload={"fields": fields})
+        job = Job(kind=JobKind.INVALID, payload={"fields": fields})
         await self._finish(entry_id, "dead", self._dead_letter(job, error))
 
     def _dead_letter(self, job: Job, error: BaseException) -> str:

@@ -48,7 +48,7 @@ from bot.answer.budget import BudgetSpent, within_budget
 from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import Pipeline
 from bot.config import Settings
-from bot.jobs.queue import Job
+from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind
 from bot.jobs.source_changes import note_source_changes
 from bot.logs import about_question
 from bot.models import Answer, Outcome, Question, SlackQuestion
@@ -101,11 +101,11 @@ class JobHandlers:
 
     async def _dispatch(self, job: Job) -> None:
         handler = {
-            "answer": self.answer,
-            "help": self.help,
-            "review_decision": self.reviews.decide,
-            "feedback": self.reviews.feedback,
-            "source_changed": self.source_changed,
+            JobKind.ANSWER: self.answer,
+            JobKind.HELP: self.help,
+            JobKind.REVIEW_DECISION: self.reviews.decide,
+            JobKind.FEEDBACK: self.reviews.feedback,
+            JobKind.SOURCE_CHANGED: self.source_changed,
         }.get(job.kind)
         if handler is None:
             raise ValueError(f"unknown job kind {job.kind!r}")
@@ -115,13 +115,13 @@ class JobHandlers:
         """The last try failed: whoever waits hears about it, never silence."""
         with about_question(_question_id(job)):
             log.error("job %s (%s) failed for good: %s", job.id, job.kind, error)
-            if job.kind == "answer":
+            if job.kind is JobKind.ANSWER:
                 await self._answer_failed(job, error)
-            elif job.kind == "review_decision":
+            elif job.kind is JobKind.REVIEW_DECISION:
                 await self.reviews.decision_failed(job, error)
 
     async def _answer_failed(self, job: Job, error: BaseException) -> None:
-        question = SlackQuestion.model_validate(job.payload["question"])
+        question = job.read(AnswerPayload).question
         if isinstance(error, SlackFailed):
             # Slack refused the reply itself (the bot left the channel, a
             # missing scope): another post there fails the same way.
@@ -168,7 +168,8 @@ class JobHandlers:
     # ---------------------------------------------------------------- answer
 
     async def answer(self, job: Job) -> None:
-        question = SlackQuestion.model_validate(job.payload["question"])
+        payload = job.read(AnswerPayload)
+        question = payload.question
         channel, thread = question.channel, question.reply_thread_ts
         if not await self.poster.claim_unless_posted(question.id, channel, thread):
             # A redelivery of a job that posted (or whose doubtful post was found):
@@ -176,7 +177,7 @@ class JobHandlers:
             await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
             return
         await best_effort(self.slack.reactions_add(channel=channel, timestamp=question.ts, name=PROGRESS_REACTION))
-        question = await self._with_thread_history(question, job.payload.get("bot_user_id"))
+        question = await self._with_thread_history(question, payload.bot_user_id)
         try:
             answer = await self._generate(question)
         except BudgetSpent as exc:
@@ -289,7 +290,7 @@ class JobHandlers:
         await note_source_changes(job, slack=self.slack, records=self.records, audit=self.audit)
 
     async def help(self, job: Job) -> None:
-        question = SlackQuestion.model_validate(job.payload["question"])
+        question = job.read(HelpPayload).question
         channel, thread = question.channel, question.reply_thread_ts
         if await self.poster.claim_unless_posted(question.id, channel, thread):
             await self.poster.post_and_record(question.id, channel, thread, replies.help_message(language=question.language),
@@ -320,5 +321,7 @@ class JobHandlers:
 
 
 def _question_id(job: Job) -> str | None:
-    question = job.payload.get("question") or {}
-    return question.get("id") or job.payload.get("review_id") or job.payload.get("answer_id")
+    try:
+        return job.parsed().about
+    except ValueError:
+        return None  # not readable: the handler says why, with the job id

@@ -61,7 +61,7 @@ Use
 web process (one JobQueue per process)::
 
     async with JobQueue(settings.redis_url) as queue:
-        await queue.enqueue(Job(kind="answer", payload=...), dedupe_id=event_id)
+        await queue.enqueue(Job.of(AnswerPayload(question=...)), dedupe_id=event_id)
 
 worker process: bot.wiring `run_worker` builds the handlers and runs a Consumer.
 
@@ -79,14 +79,13 @@ each kind). redis-py exceptions do not leave this module and bot.jobs.consumer.
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from redis.exceptions import RedisError
 from redis.typing import EncodableT
 
+from bot.jobs.job import Job
 from bot.store.keys import (
     DEAD_LIST,
     DELAYED_ZSET,
@@ -128,18 +127,6 @@ class JobLost(QueueError, Permanent):
 
 
 # --- Values -----------------------------------------------------------------------
-
-
-class Job(BaseModel):
-    """One unit of work. `payload` stays generic so the queue never imports the pipeline."""
-
-    kind: str  # "answer", "review_decision", ...
-    payload: dict[str, Any] = Field(default_factory=dict)
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
-    # 1 for the first try. Counts retries and redeliveries after a crash; the
-    # worker fills it in on delivery.
-    attempt: int = 1
-    enqueued_at: float = Field(default_factory=time.time)
 
 
 class DeadLetter(BaseModel):

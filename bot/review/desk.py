@@ -27,7 +27,7 @@ from bot.answer.assemble import render_citations_text, render_claims_text
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.config import Settings
 from bot.i18n import Key, message
-from bot.jobs.queue import Job
+from bot.jobs.job import FeedbackPayload, Job, ReviewDecisionPayload
 from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
 from bot.slack.calls import SlackError, SlackFailed, call
 from bot.slack.mrkdwn import escape
@@ -82,11 +82,12 @@ class ReviewDesk:
 
     async def feedback(self, job: Job) -> None:
         """A 👎 with a reason: reviewers see the answer, the reason, and can post a correction."""
-        answer = await self.records.answer(job.payload["answer_id"])
+        feedback = job.read(FeedbackPayload)
+        answer = await self.records.answer(feedback.answer_id)
         if answer is None:
-            log.warning("feedback for unknown answer %s dropped", job.payload["answer_id"])
+            log.warning("feedback for unknown answer %s dropped", feedback.answer_id)
             return
-        rid = review_id_for(f"{answer.answer_id}\x00{job.payload['user']}", kind="feedback")
+        rid = review_id_for(f"{answer.answer_id}\x00{feedback.user}", kind="feedback")
         record = await self.records.review(rid) or ReviewRecord(
             review_id=rid,
             question_id=answer.question_id,
@@ -97,11 +98,11 @@ class ReviewDesk:
             is_dm=answer.is_dm,
             # A DM's answer is seen only by its asker: neither name goes on the card.
             asker=None if answer.is_dm else answer.asker,
-            flagged_by=None if answer.is_dm else job.payload["user"],
+            flagged_by=None if answer.is_dm else feedback.user,
             draft=answer.text,
             sources=answer.sources,
             kind="feedback",
-            feedback_reason=job.payload.get("reason") or "",
+            feedback_reason=feedback.reason,
         )
         await self.records.save_review(record)
         await self._post_card(record)
@@ -139,12 +140,13 @@ class ReviewDesk:
     # ------------------------------------------------------------ deciding
 
     async def decide(self, job: Job) -> None:
-        review_id, decision, reviewer = job.payload["review_id"], job.payload["decision"], job.payload["reviewer"]
+        payload = job.read(ReviewDecisionPayload)
+        review_id, decision, reviewer = payload.review_id, payload.decision, payload.reviewer
         record = await self.records.review(review_id)
         if record is None or record.status is not ReviewStatus.OPEN:
             return  # expired, or decided by an earlier run of this job
         status = DECISIONS[decision]
-        text = job.payload.get("text") or ""
+        text = payload.text
         answer = self._reviewed_answer(record, status, text)
         key = f"review:{review_id}"
         if await self.poster.claim_unless_posted(key, record.channel, record.thread_ts):
@@ -189,9 +191,10 @@ class ReviewDesk:
 
     async def decision_failed(self, job: Job, error: BaseException) -> None:
         """The decision's last try failed (Slack stayed down): undone, so the reviewer can click again."""
-        record = await self.records.review(job.payload["review_id"])
+        payload = job.read(ReviewDecisionPayload)
+        record = await self.records.review(payload.review_id)
         if record is not None and record.status is ReviewStatus.OPEN:
-            await self._undo_decision(record, job.payload["reviewer"], getattr(error, "code", None) or type(error).__name__)
+            await self._undo_decision(record, payload.reviewer, getattr(error, "code", None) or type(error).__name__)
 
     async def _undo_decision(self, record: ReviewRecord, reviewer: str, reason: str) -> None:
         """The decision could not be posted: the click that claimed the review is
