@@ -1,10 +1,11 @@
-"""HTTP to a model server: one client, the retry loop, the question's deadline, the error tree.
+"""HTTP to a model server: one client, its retry numbers, the error tree.
 
 Transient failures (connection errors, timeouts, HTTP 429 and 5xx) are
 retried with exponential backoff; a 429 or 503 with Retry-After waits at
 least that long. Within a question (bot.answer.budget) each request's timeout
 is capped by what is left of its budget, and a retry that cannot start in
 time ends the question with BudgetSpent instead of a wait nobody benefits from.
+The loop that does this is the one the embedders use too (citebot_core.http).
 
 Errors. httpx exceptions never leave this module; they are translated once,
 here, and re-raised `from` the original:
