@@ -26,10 +26,11 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from bot.i18n import LANGUAGES
+from citebot_core.errors import Permanent
+from citebot_core.languages import LANGUAGES
 
 
-class ChannelsError(ValueError):
+class ChannelsError(Permanent, ValueError):
     """The channels file is unreadable or invalid; the message names the file and the problem."""
 
 

@@ -20,6 +20,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 import kb_index
 from bot.models import AnswerMode
+from citebot_core.errors import Permanent
+from citebot_core.languages import LANGUAGES
 
 # The sample KB ships inside the kb_index package, so an installed wheel and a
 # source checkout both find it without a path in the environment.
@@ -30,7 +32,6 @@ BUNDLED_VECTORS_DIR = Path(kb_index.__file__).resolve().parent / "sample_vectors
 LLM_BACKENDS = ("extractive", "openai", "ollama")
 # auto: the in-process embedder where its package is installed, else none (BM25 only).
 EMBEDDERS = ("auto", "local", "openai", "ollama", "none")
-LANGUAGES = ("en", "de")
 # The entailment judge after the checks (bot.answer.judge): auto (the answering model judges when there is
 # one, off with the extractive backend), off, llm (the answering model), minicheck (a dedicated grounding
 # model, Bespoke-MiniCheck, one sentence at a time: bot.answer.minicheck).
@@ -44,7 +45,7 @@ OLLAMA_DEFAULT_URL = "http://localhost:11434"
 _LLM_URL_SUFFIXES = re.compile(r"(/v1)?(/chat/completions|/completions|/api/chat|/api)?/*$")
 
 
-class ConfigError(Exception):
+class ConfigError(Permanent):
     """A setting is missing or invalid. The message is one line naming the variable."""
 
 

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+# The table has a column for each of these; tests/test_floor.py holds it to them.
+from citebot_core.languages import LANGUAGES
+
 DEFAULT_LANGUAGE = "en"
 
 
@@ -352,14 +355,12 @@ Antworte nur mit JSON, mit einem Urteil für jede Aussage, in dieser Form: {exam
     },
 }
 
-LANGUAGES = tuple(_TEXT)
-
 
 def normalize_language(language: str | None) -> str:
     """'de-AT' -> 'de'; anything the bot does not speak -> English, never an error,
     because a channel setting with an odd language must not stop an answer."""
     code = (language or "").strip().lower().replace("_", "-").split("-")[0]
-    return code if code in _TEXT else DEFAULT_LANGUAGE
+    return code if code in LANGUAGES else DEFAULT_LANGUAGE
 
 
 def message(key: str, language: str | None = DEFAULT_LANGUAGE, **fields: object) -> str:

@@ -25,16 +25,17 @@ from bot.config import Settings
 from bot.embedder import make_embedder
 from bot.jobs.consumer import Consumer
 from bot.jobs.handlers import JobHandlers
-from bot.jobs.queue import JobQueue, connect
+from bot.jobs.queue import JobQueue
 from bot.review.desk import ReviewDesk
 from bot.slack.calls import make_client
 from bot.slack.listeners import AppDeps, create_app
-from bot.slack.posting import PostLedger
 from bot.slack.socket_mode import SocketModeWatch
 from bot.slack.startup import check_app_token, check_bot_token, resolve_review_channel
 from bot.slack.web import EVENTS_PATH, create_metrics_app, create_web_app
 from bot.store.audit import AuditTrail
+from bot.store.ledger import PostLedger
 from bot.store.records import Records
+from citebot_core.connection import connect
 from kb_index import Retriever
 from kb_index.index import IndexNotFound, current_generation, open_problem
 

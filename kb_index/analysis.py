@@ -26,7 +26,7 @@ import Stemmer
 from whoosh.analysis import Filter, LowercaseFilter, RegexTokenizer, StopFilter
 from whoosh.lang.stopwords import stoplists
 
-LANGUAGES = ("en", "de")
+from citebot_core.languages import LANGUAGES
 
 # Words people put around a question that carry no topic. The NLTK lists Whoosh
 # ships keep some of them ("ab", "wann", "viele"); left in, they would make

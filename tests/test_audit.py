@@ -12,7 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.cli import main
 from bot.jobs.handlers import JobHandlers
-from bot.jobs.queue import Job, Transient, connect
+from bot.jobs.queue import Job
 from bot.models import (
     Answer,
     AnswerMode,
@@ -26,7 +26,6 @@ from bot.models import (
     Support,
     Violation,
 )
-from bot.slack.posting import PostLedger
 from bot.store import audit as audit_module, keys
 from bot.store.audit import (
     CHANGED,
@@ -39,7 +38,10 @@ from bot.store.audit import (
     check_cited,
     format_entry,
 )
+from bot.store.ledger import PostLedger
 from bot.store.records import PostRecord, Records
+from citebot_core.connection import connect
+from citebot_core.errors import Retryable
 from kb_index import Retriever, build_index
 from kb_index.entries import chunk_hash
 from tests.fakes.slack_server import FakeSlackServer
@@ -207,10 +209,10 @@ async def test_the_apology_is_recorded_as_an_error(redis_url):
             records=Records(redis), ledger=ledger, reviews=None, audit=AuditTrail(redis),
         )
         q = question(is_dm=True)
-        await handlers.on_dead(Job(kind="answer", payload={"question": q.model_dump(mode="json")}), Transient("LLM: 503"))
+        await handlers.on_dead(Job(kind="answer", payload={"question": q.model_dump(mode="json")}), Retryable("LLM: 503"))
         [apology] = slack.messages("DASKER")
     entry = await AuditTrail(redis).get(q.id)
-    assert entry.outcome is Outcome.ERROR and entry.error == "Transient: LLM: 503"
+    assert entry.outcome is Outcome.ERROR and entry.error == "Retryable: LLM: 503"
     assert (entry.posted_channel, entry.posted_ts, entry.is_dm) == ("DASKER", apology["ts"], True)
     await ledger.close()
     await redis.aclose()

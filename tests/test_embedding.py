@@ -17,6 +17,7 @@ import httpx
 import numpy as np
 import pytest
 
+from citebot_core.retry import backoff_delay
 from kb_index.embedding import (
     DEFAULT_BACKOFF,
     LOCAL_E5_NAME,
@@ -28,7 +29,6 @@ from kb_index.embedding import (
     OpenAIEmbedder,
     e5_prefixes,
 )
-from kb_index.retry import backoff_delay
 from tests.harness import free_port
 from tests.server_process import server_process
 

@@ -24,11 +24,12 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.channels import ChannelsConfig
 from bot.config import load_settings
-from bot.jobs.queue import JobQueue, connect
+from bot.jobs.queue import JobQueue
 from bot.slack import replies, review_card
 from bot.slack.listeners import AppDeps, create_app
 from bot.slack.web import _well_formed
 from bot.store.records import Records
+from citebot_core.connection import connect
 from tests.fakes.slack_server import FakeSlackServer
 from tests.harness import BOT_TOKEN, REVIEW_CHANNEL, SIGNING_SECRET, signed_headers
 

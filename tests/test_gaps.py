@@ -10,7 +10,6 @@ import time
 import pytest
 
 from bot.cli import main
-from bot.jobs.queue import connect
 from bot.models import Answer, Outcome, SlackQuestion
 from bot.review.gaps import (
     GapQuestion,
@@ -20,6 +19,7 @@ from bot.review.gaps import (
     similarity,
 )
 from bot.store.audit import AuditTrail, audit_entry
+from citebot_core.connection import connect
 
 DAY = 86400.0
 NOW = 1_790_000_000.0

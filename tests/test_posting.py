@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.slack.posting import PostClaim, PostLedger
+from bot.store.ledger import PostClaim, PostLedger
 
 
 @pytest.fixture

@@ -18,16 +18,10 @@ import pytest
 import redis.asyncio as aioredis
 
 from bot.jobs.consumer import Consumer
-from bot.jobs.queue import (
-    Job,
-    JobLost,
-    JobQueue,
-    QueueStats,
-    QueueUnavailable,
-    Transient,
-    connect,
-)
-from bot.slack.posting import PostClaim, PostLedger
+from bot.jobs.queue import Job, JobLost, JobQueue, QueueStats, QueueUnavailable
+from bot.store.ledger import PostClaim, PostLedger
+from citebot_core.connection import connect
+from citebot_core.errors import Retryable
 from tests.polling import wait_until_async
 from tests.queue_worker_proc import FAKE_SLACK_LIST, PROC_STARTED_PREFIX, fake_post
 
@@ -210,7 +204,7 @@ async def test_transient_failure_is_retried_with_backoff_then_succeeds(
     async def handler(job: Job) -> None:
         tries.add(job.attempt)
         if job.attempt < 3:
-            raise Transient("LLM 503")
+            raise Retryable("LLM 503")
 
     await queue.enqueue(answer_job(), dedupe_id="Ev1")
     await start_consumer(handler)
@@ -243,7 +237,7 @@ async def test_retry_after_is_honoured(queue: JobQueue, start_consumer: Any) -> 
     async def handler(job: Job) -> None:
         tries.add(job.attempt)
         if job.attempt == 1:
-            raise Transient("Slack 429", retry_after=0.8)
+            raise Retryable("Slack 429", retry_after=0.8)
 
     await queue.enqueue(answer_job(), dedupe_id="Ev1")
     await start_consumer(handler)
@@ -274,15 +268,15 @@ async def test_last_try_goes_to_dead_letter_and_on_dead_runs_once(
     queue: JobQueue, start_consumer: Any, dead_calls: Calls
 ) -> None:
     job = answer_job()
-    tries = await tries_until_dead(queue, start_consumer, job, Transient("LLM down"), max_tries=3)
+    tries = await tries_until_dead(queue, start_consumer, job, Retryable("LLM down"), max_tries=3)
 
     # Nothing is left that could run the job or on_dead again.
     assert tries.values == [1, 2, 3]
     ((dead_job, error),) = dead_calls.values
     assert (dead_job.id, dead_job.attempt) == (job.id, 3)
-    assert isinstance(error, Transient)
+    assert isinstance(error, Retryable)
     (letter,) = await queue.dead_letters()
-    assert (letter.job.id, letter.job.attempt, letter.error) == (job.id, 3, "Transient: LLM down")
+    assert (letter.job.id, letter.job.attempt, letter.error) == (job.id, 3, "Retryable: LLM down")
 
 
 async def test_other_errors_go_to_dead_letter_without_retry(

@@ -1,4 +1,4 @@
-"""The one backoff and Retry-After helper (kb_index.retry), with each caller's numbers."""
+"""The one backoff and Retry-After helper (citebot_core.retry), with each caller's numbers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 import pytest
 from hypothesis import given, strategies as st
 
-from kb_index.retry import backoff_delay, parse_retry_after
+from citebot_core.retry import backoff_delay, parse_retry_after
 
 retries = st.integers(min_value=0, max_value=40)
 bases = st.floats(min_value=0.0, max_value=10.0)

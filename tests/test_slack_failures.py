@@ -17,13 +17,15 @@ from bot.cli import main
 from bot.config import load_settings
 from bot.i18n import Key, message
 from bot.jobs.handlers import JobHandlers
-from bot.jobs.queue import Job, Transient, connect
+from bot.jobs.queue import Job
 from bot.models import Answer, Outcome, Question, SlackQuestion, Source
 from bot.review.desk import ReviewDesk
 from bot.slack.calls import SlackRateLimited, call, make_client
-from bot.slack.posting import PostLedger
 from bot.store.audit import AuditTrail
+from bot.store.ledger import PostLedger
 from bot.store.records import Records
+from citebot_core.connection import connect
+from citebot_core.errors import Retryable
 from tests.citebot_fixtures import answers_in, button_value
 from tests.fakes.slack_server import FakeSlackServer
 from tests.harness import BOT_TOKEN, REVIEW_CHANNEL, block_action, free_port, mention_event
@@ -121,7 +123,7 @@ async def test_a_post_that_lands_after_the_client_timeout_is_found_not_posted_tw
     handlers = await make_handlers(answered(question, GOOD), answered(question, GOOD), slack_timeout=0.5)
     # Slack takes the post but answers after the client gave up; the message shows up then.
     slack.fail(delay=2.5, method="chat.postMessage")
-    with pytest.raises(Transient):
+    with pytest.raises(Retryable):
         await handlers.answer(job_for(question))
     gave_up_at = time.time()
     # The queue's retry comes right away; the late message has not shown up yet.
@@ -163,7 +165,7 @@ async def test_a_rate_limit_past_the_clients_retries_carries_slacks_retry_after(
     with pytest.raises(SlackRateLimited) as limited:
         await call(client.chat_postMessage(channel="CGENERAL", text="x"), "post")
     assert limited.value.code == "ratelimited" and limited.value.retry_after == 7.0
-    assert isinstance(limited.value, Transient)  # the queue tries the job again after that wait
+    assert isinstance(limited.value, Retryable)  # the queue tries the job again after that wait
 
 
 # ---------------------------------------------------------------- end to end

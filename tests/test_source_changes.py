@@ -12,14 +12,16 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.cli import main
 from bot.i18n import Key, message
-from bot.jobs.queue import Job, JobQueue, Transient, connect
+from bot.jobs.queue import Job, JobQueue
 from bot.jobs.source_changes import NOTES_BLOCK_ID, note_source_changes, with_source_notes
 from bot.models import Answer, Outcome, Question, SlackQuestion
-from bot.slack.posting import PostLedger
 from bot.slack.replies import answer_message
 from bot.store import keys
 from bot.store.audit import AuditTrail, audit_entry
+from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, PostRecord, Records
+from citebot_core.connection import connect
+from citebot_core.errors import Retryable
 from kb_index import build_index
 from tests.fakes.slack_server import FakeSlackServer
 from tests.harness import mention_event, start_citebot
@@ -145,7 +147,7 @@ async def test_where_the_answer_went_is_read_from_its_audit_entry_alone(desk):
 async def test_two_jobs_for_one_answer_take_turns(desk):
     await desk.post_answer("C:1")
     await desk.redis.set(keys.source_note_lock_key("C:1"), "another-job")
-    with pytest.raises(Transient):
+    with pytest.raises(Retryable):
         await desk.run(job("C:1", ("hb-pto-01", 1, "changed")))
     assert desk.slack_server.calls("chat.update") == []
     assert await desk.redis.get(keys.source_note_lock_key("C:1")) == "another-job"  # not ours to release

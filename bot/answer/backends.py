@@ -43,12 +43,12 @@ from bot.answer.llm_http import (
     LLMClient,
     LLMRejected,
     Sleep,
-    excerpt,
 )
 from bot.answer.structured import BODY_REFUSED, OLLAMA_FORMS, OPENAI_FORMS, PROMPT_ONLY, StructuredForm
 from bot.answer.verify.text import strip_think
 from bot.config import Settings
 from bot.models import Draft, GenerationRequest
+from citebot_core.http import excerpt
 
 log = logging.getLogger(__name__)
 

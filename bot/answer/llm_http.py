@@ -1,10 +1,11 @@
-"""HTTP to a model server: one client, the retry loop, the question's deadline, the error tree.
+"""HTTP to a model server: one client, its retry numbers, the error tree.
 
 Transient failures (connection errors, timeouts, HTTP 429 and 5xx) are
 retried with exponential backoff; a 429 or 503 with Retry-After waits at
 least that long. Within a question (bot.answer.budget) each request's timeout
 is capped by what is left of its budget, and a retry that cannot start in
 time ends the question with BudgetSpent instead of a wait nobody benefits from.
+The loop that does this is the one the embedders use too (citebot_core.http).
 
 Errors. httpx exceptions never leave this module; they are translated once,
 here, and re-raised `from` the original:
@@ -35,8 +36,10 @@ from typing import Any
 
 import httpx
 
-from bot.answer.budget import BudgetSpent, time_left
-from kb_index.retry import backoff_delay, parse_retry_after
+from citebot_core.deadline import BudgetSpent, request_timeout
+from citebot_core.errors import CitebotError, Permanent, Retryable
+from citebot_core.http import TRANSIENT_TRANSPORT, RetryPolicy, asend, excerpt, redact, transient_status
+from citebot_core.retry import parse_retry_after
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +59,9 @@ MAX_RETRY_AFTER = 30.0
 # The connect phase gets its own short limit: an unreachable host should fail
 # fast, while generating may legitimately take the whole timeout.
 CONNECT_TIMEOUT = 10.0
-# How much of an error body goes into the message (servers send whole HTML pages).
-ERROR_EXCERPT = 200
 
 
-class LLMError(Exception):
+class LLMError(CitebotError):
     """The LLM could not produce a draft. See the module docstring for the tree."""
 
     retryable = False
@@ -73,7 +74,7 @@ class LLMError(Exception):
         self.attempts = 1  # how many requests were sent before giving up, for the audit
 
 
-class LLMUnavailable(LLMError):
+class LLMUnavailable(LLMError, Retryable):
     retryable = True
 
     def __init__(self, message: str, *, url: str, status: int | None = None, body: str = "",
@@ -82,31 +83,12 @@ class LLMUnavailable(LLMError):
         self.retry_after = retry_after  # seconds the server asked us to wait, if it said
 
 
-class LLMRejected(LLMError):
+class LLMRejected(LLMError, Permanent):
     pass
 
 
-class LLMBadReply(LLMError):
+class LLMBadReply(LLMError, Permanent):
     pass
-
-
-def _is_retryable_status(status: int) -> bool:
-    return status == 429 or status >= 500
-
-
-# Transport failures worth another try; the rest (a bad scheme, a request
-# httpx cannot even build) will fail the same way every time.
-_TRANSIENT_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
-
-
-def redact(url: str) -> str:
-    """The URL as shown in errors and logs: without user:password."""
-    return str(httpx.URL(url).copy_with(username=None, password=None))
-
-
-def excerpt(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= ERROR_EXCERPT else text[:ERROR_EXCERPT] + "…"
 
 
 class LLMClient:
@@ -146,25 +128,11 @@ class LLMClient:
 
         A 5xx whose body names `refusable` (a request field) is the server
         refusing that field, raised at once as LLMRejected."""
-        attempt = 0
-        while True:
-            timeout = self._try_timeout()
-            try:
-                return await self._post_once(path, body, timeout, refusable)
-            except LLMUnavailable as exc:
-                delay = self._retry_delay(exc, attempt)
-                if delay is None:
-                    exc.attempts = attempt + 1
-                    raise
-                left = time_left()
-                if left is not None and delay >= left:
-                    raise BudgetSpent(f"no time left of the question's budget for another try after: {exc}") from exc
-                log.warning("%s; retry %d/%d in %.2fs", exc, attempt + 1, self.retries, delay)
-                await self._sleep(delay)
-                attempt += 1
-            except LLMError as exc:
-                exc.attempts = attempt + 1
-                raise
+        policy = RetryPolicy(
+            self.retries, base=self.backoff, cap=MAX_BACKOFF, jitter=JITTER, max_retry_after=self.max_retry_after,
+            deadline=True,
+        )
+        return await asend(lambda: self._post_once(path, body, refusable), policy, sleep=self._sleep, log=log)
 
     async def info(self, path: str, body: dict[str, Any] | None = None, *, timeout: float) -> Any:
         """A JSON document about the server: GET `path`, or POST `body` to it (Ollama's /api/show).
@@ -182,35 +150,16 @@ class LLMClient:
     def _timeout(seconds: float) -> httpx.Timeout:
         return httpx.Timeout(seconds, connect=min(seconds, CONNECT_TIMEOUT))
 
-    def _try_timeout(self) -> float:
-        """This try's timeout: the configured one, or what is left of the question's budget if that is less."""
-        left = time_left()
-        if left is None:
-            return self.timeout
-        if left <= 0:
-            raise BudgetSpent("no time left of the question's budget for a model call")
-        return min(self.timeout, left)
-
-    def _retry_delay(self, exc: LLMUnavailable, attempt: int) -> float | None:
-        """Seconds to wait before the next try, or None to give up."""
-        if attempt >= self.retries:
-            return None
-        delay = backoff_delay(attempt, base=self.backoff, cap=MAX_BACKOFF, jitter=JITTER)
-        if exc.retry_after is not None:
-            if exc.retry_after > self.max_retry_after:
-                return None
-            delay = max(delay, exc.retry_after)
-        return delay
-
-    async def _post_once(self, path: str, body: dict[str, Any], timeout: float, refusable: str | None) -> Any:
+    async def _post_once(self, path: str, body: dict[str, Any], refusable: str | None) -> Any:
         shown = self.shown(path)
+        timeout = request_timeout(self.timeout, "a model call")
         try:
             response = await self._client.post(self.root + path, json=body, timeout=self._timeout(timeout))
         except httpx.TimeoutException as exc:
             if timeout < self.timeout:  # the question's budget set this limit, not the server's slowness alone
                 raise BudgetSpent(f"the model at {shown} did not answer in the {timeout:g}s left of the question's budget") from exc
             raise LLMUnavailable(f"LLM request to {shown} timed out after {timeout:g}s", url=shown) from exc
-        except _TRANSIENT_TRANSPORT as exc:
+        except TRANSIENT_TRANSPORT as exc:
             raise LLMUnavailable(f"LLM at {shown} could not be reached: {exc!r}", url=shown) from exc
         except httpx.HTTPError as exc:
             raise LLMRejected(f"LLM request to {shown} failed: {exc!r}", url=shown) from exc
@@ -236,7 +185,7 @@ def _raise_for_status(response: httpx.Response, shown: str, refusable: str | Non
         )
     said = excerpt(response.text)
     message = f"LLM request to {shown} failed: HTTP {status}: {said}"
-    if not _is_retryable_status(status) or (status >= 500 and refusable and refusable in response.text):
+    if not transient_status(status) or (status >= 500 and refusable and refusable in response.text):
         raise LLMRejected(message, url=shown, status=status, body=said)
     retry_after = parse_retry_after(response.headers.get("Retry-After"))
     raise LLMUnavailable(message, url=shown, status=status, body=said, retry_after=retry_after)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from citebot_core.errors import Permanent
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-class CliError(Exception):
+class CliError(Permanent):
     """Ends a command with one line on stderr and an exit code."""
 
     def __init__(self, message: str, code: int = EXIT_FAILED):

@@ -145,7 +145,7 @@ async def check_slack(settings: Settings) -> list[Finding]:
 async def check_redis(settings: Settings) -> Finding:
     from redis.exceptions import RedisError
 
-    from bot.jobs.queue import connect, redis_location
+    from citebot_core.connection import connect, redis_location
 
     where = redis_location(settings.redis_url)
     # Without Slack, only serve and worker would need Redis, and they cannot run anyway.

@@ -86,7 +86,7 @@ def _with_redis(settings: Settings, use):
 
     from redis.exceptions import RedisError
 
-    from bot.jobs.queue import connect, redis_location
+    from citebot_core.connection import connect, redis_location
 
     async def run():
         redis = connect(settings.redis_url, timeout=5.0)

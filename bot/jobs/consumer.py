@@ -8,10 +8,14 @@ protocol; the scripts and timings only a worker needs are here.
 A job ends in one of three ways:
 
 * the handler returns            -> acked, gone;
-* the handler raises `Transient` -> back to the queue after a backoff (its
+* the handler raises `Retryable` -> back to the queue after a backoff (its
   `retry_after` if given), try number + 1, until `max_tries`;
-* anything else, or the last try -> `on_dead(job, error)` (the handlers post
-  an apology), then the job goes to the dead-letter list.
+* `Permanent`, anything else, or the last try -> `on_dead(job, error)` (the
+  handlers post an apology), then the job goes to the dead-letter list.
+
+citebot_core.errors defines the two kinds. What the handler raises that is
+not citebot's own (a redis-py error of the records, the job's own timeout) is
+translated into a Retryable once, in `_handle`, so `_run` decides by kind alone.
 
 A worker that dies holds its entries in the group's pending list; a live
 worker takes them over once they have been idle for `visibility_timeout`. A
@@ -39,9 +43,13 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT
 
-from bot.jobs.queue import DeadLetter, Job, JobLost, QueueUnavailable, Transient, WorkerInfo, connect, redis_location
+from bot.jobs.job import Job, JobKind
+from bot.jobs.queue import DeadLetter, JobLost, JobTimedOut, QueueUnavailable, WorkerInfo
+from bot.store.errors import StoreUnavailable
 from bot.store.keys import DEAD_LIST, DELAYED_ZSET, JOBS_STREAM, WORKERS_GROUP, heartbeat_key
-from kb_index.retry import backoff_delay
+from citebot_core.connection import connect, redis_location
+from citebot_core.errors import Retryable
+from citebot_core.retry import backoff_delay
 
 # --- Magic numbers of a worker (the web side's are in bot.jobs.queue) -------------------
 
@@ -379,7 +387,7 @@ class Consumer:
             stored = Job.model_validate_json(fields["job"])
         except (KeyError, ValidationError) as exc:
             coro: Coroutine[Any, Any, None] = self._bury(entry_id, fields, exc)
-            job = Job(kind="invalid", payload={"fields": fields})
+            job = Job(kind=JobKind.INVALID, payload={"fields": fields})
         else:
             # Each delivery after the first is a try whose worker died.
             job = stored.model_copy(update={"attempt": stored.attempt + deliveries - 1})
@@ -399,31 +407,34 @@ class Consumer:
 
     async def _run(self, entry_id: str, job: Job) -> None:
         try:
-            async with asyncio.timeout(self._job_timeout):
-                await self._handler(job)
-        except Transient as exc:
+            await self._handle(job)
+        except Retryable as exc:
             await self._retry_or_die(entry_id, job, exc)
-        except QueueUnavailable as exc:
-            # The post ledger lost Redis for a moment: the job itself is fine.
-            await self._retry_or_die(entry_id, job, Transient(str(exc)))
-        except RedisError as exc:
-            # The same for the handler's other Redis calls (answer and review
-            # records): a Redis restart must not dead-letter the job and
-            # apologise for an LLM that never failed.
-            await self._retry_or_die(entry_id, job, Transient(f"Redis: {type(exc).__name__}: {exc}"))
-        except TimeoutError:
-            # A hang (ours) or a timeout the handler did not translate: both
-            # are worth another try.
-            await self._retry_or_die(entry_id, job, Transient(f"timed out (job timeout {self._job_timeout:g}s)"))
         except asyncio.CancelledError:
             await asyncio.shield(self._release(entry_id, job))
             raise
         except Exception as exc:
+            # Permanent, or not citebot's at all (a bug): another try would end the same way.
             await self._dead(entry_id, job, exc)
         else:
             await self._finish(entry_id, "ack")
 
-    async def _retry_or_die(self, entry_id: str, job: Job, exc: Transient) -> None:
+    async def _handle(self, job: Job) -> None:
+        """The handler within the job timeout; what it raises that is not citebot's, translated."""
+        try:
+            async with asyncio.timeout(self._job_timeout):
+                await self._handler(job)
+        except RedisError as exc:
+            # The handler's records (answers, reviews, audit) lost Redis for a
+            # moment: a Redis restart must not dead-letter the job and
+            # apologise for an LLM that never failed.
+            raise StoreUnavailable(f"Redis: {type(exc).__name__}: {exc}") from exc
+        except TimeoutError as exc:
+            # A hang (ours) or a timeout the handler did not translate: both
+            # are worth another try.
+            raise JobTimedOut(f"timed out (job timeout {self._job_timeout:g}s)") from exc
+
+    async def _retry_or_die(self, entry_id: str, job: Job, exc: Retryable) -> None:
         if job.attempt >= self._max_tries:
             await self._dead(entry_id, job, exc)
             return
@@ -451,7 +462,7 @@ class Consumer:
     async def _bury(self, entry_id: str, fields: dict[str, str], error: Exception) -> None:
         # Not a Job: there is no question to apologise to, only a record to keep.
         log.error("entry %s is not a job (%s); dead-lettered", entry_id, error)
-        job = Job(kind="invalid", payload={"fields": fields})
+        job = Job(kind=JobKind.INVALID, payload={"fields": fields})
         await self._finish(entry_id, "dead", self._dead_letter(job, error))
 
     def _dead_letter(self, job: Job, error: BaseException) -> str:

@@ -48,7 +48,7 @@ from bot.answer.budget import BudgetSpent, within_budget
 from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import Pipeline
 from bot.config import Settings
-from bot.jobs.queue import Job, QueueUnavailable, Transient
+from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind
 from bot.jobs.source_changes import note_source_changes
 from bot.logs import about_question
 from bot.models import Answer, Outcome, Question, SlackQuestion
@@ -56,9 +56,12 @@ from bot.review.desk import ReviewDesk
 from bot.slack import replies
 from bot.slack.calls import SlackError, SlackFailed, best_effort
 from bot.slack.event_text import question_text
-from bot.slack.posting import Poster, PostLedger
+from bot.slack.posting import Poster
 from bot.store.audit import AuditTrail, audit_entry
+from bot.store.errors import StoreUnavailable
+from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, Records
+from citebot_core.errors import Permanent, Retryable
 from kb_index import IndexNotFound
 
 log = logging.getLogger(__name__)
@@ -68,11 +71,11 @@ PROGRESS_REACTION = "eyes"
 THREAD_HISTORY_MESSAGES = 6
 
 
-class ModelUnavailable(Transient):
+class ModelUnavailable(Retryable):
     """The model failed this try; past the last one the asker gets the model-down apology."""
 
 
-class ModelRejected(Exception):
+class ModelRejected(Permanent):
     """The model's server refused the request: another try would be refused the same way."""
 
 
@@ -98,11 +101,11 @@ class JobHandlers:
 
     async def _dispatch(self, job: Job) -> None:
         handler = {
-            "answer": self.answer,
-            "help": self.help,
-            "review_decision": self.reviews.decide,
-            "feedback": self.reviews.feedback,
-            "source_changed": self.source_changed,
+            JobKind.ANSWER: self.answer,
+            JobKind.HELP: self.help,
+            JobKind.REVIEW_DECISION: self.reviews.decide,
+            JobKind.FEEDBACK: self.reviews.feedback,
+            JobKind.SOURCE_CHANGED: self.source_changed,
         }.get(job.kind)
         if handler is None:
             raise ValueError(f"unknown job kind {job.kind!r}")
@@ -112,13 +115,13 @@ class JobHandlers:
         """The last try failed: whoever waits hears about it, never silence."""
         with about_question(_question_id(job)):
             log.error("job %s (%s) failed for good: %s", job.id, job.kind, error)
-            if job.kind == "answer":
+            if job.kind is JobKind.ANSWER:
                 await self._answer_failed(job, error)
-            elif job.kind == "review_decision":
+            elif job.kind is JobKind.REVIEW_DECISION:
                 await self.reviews.decision_failed(job, error)
 
     async def _answer_failed(self, job: Job, error: BaseException) -> None:
-        question = SlackQuestion.model_validate(job.payload["question"])
+        question = job.read(AnswerPayload).question
         if isinstance(error, SlackFailed):
             # Slack refused the reply itself (the bot left the channel, a
             # missing scope): another post there fails the same way.
@@ -127,7 +130,7 @@ class JobHandlers:
         if isinstance(error, SlackError):
             await self._post_stored_reply(question, error)
             return
-        if not await self.poster.may_post(question.id, question.channel, question.reply_thread_ts):
+        if not await self.poster.claim_unless_posted(question.id, question.channel, question.reply_thread_ts):
             return
         await self._reply_with_apology(question, error)
 
@@ -139,8 +142,8 @@ class JobHandlers:
             log.error("question %s not answered: Slack stayed unavailable (%s)", question.id, error.code)
             return
         channel, thread = question.channel, question.reply_thread_ts
-        if await self.poster.may_post(question.id, channel, thread):
-            await self.poster.post(question.id, channel, thread, record.message, what="post the stored reply")
+        if await self.poster.claim_unless_posted(question.id, channel, thread):
+            await self.poster.post_and_record(question.id, channel, thread, record.message, what="post the stored reply")
             log.info("stored reply posted after Slack failed (%s)", error.code)
 
     async def _reply_with_apology(self, question: SlackQuestion, error: BaseException) -> None:
@@ -149,7 +152,7 @@ class JobHandlers:
             msg = replies.error_message(language=question.language)
         else:
             msg = replies.failure_message(language=question.language)
-        await self.poster.post(question.id, question.channel, question.reply_thread_ts, msg, what="post the apology")
+        await self.poster.post_and_record(question.id, question.channel, question.reply_thread_ts, msg, what="post the apology")
         metrics.QUESTIONS.labels(outcome="error").inc()
         await self._audit(question, error=error)
         await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
@@ -157,7 +160,7 @@ class JobHandlers:
     async def _reply_not_ready(self, question: SlackQuestion, error: IndexNotFound) -> None:
         log.error("question %s not answered: the knowledge base is not ready: %s", question.id, error)
         msg = replies.kb_not_ready_message(language=question.language)
-        await self.poster.post(question.id, question.channel, question.reply_thread_ts, msg, what="post 'not ready'")
+        await self.poster.post_and_record(question.id, question.channel, question.reply_thread_ts, msg, what="post 'not ready'")
         metrics.QUESTIONS.labels(outcome="error").inc()
         await self._audit(question, error=error)
         await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
@@ -165,15 +168,16 @@ class JobHandlers:
     # ---------------------------------------------------------------- answer
 
     async def answer(self, job: Job) -> None:
-        question = SlackQuestion.model_validate(job.payload["question"])
+        payload = job.read(AnswerPayload)
+        question = payload.question
         channel, thread = question.channel, question.reply_thread_ts
-        if not await self.poster.may_post(question.id, channel, thread):
+        if not await self.poster.claim_unless_posted(question.id, channel, thread):
             # A redelivery of a job that posted (or whose doubtful post was found):
             # the try that posted may not have lived to take its 👀 back.
             await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
             return
         await best_effort(self.slack.reactions_add(channel=channel, timestamp=question.ts, name=PROGRESS_REACTION))
-        question = await self._with_thread_history(question, job.payload.get("bot_user_id"))
+        question = await self._with_thread_history(question, payload.bot_user_id)
         try:
             answer = await self._generate(question)
         except BudgetSpent as exc:
@@ -212,7 +216,7 @@ class JobHandlers:
         forms = [msg]
         if answer.outcome is Outcome.ANSWERED:
             forms.append(replies.answer_message(answer, language=question.language, ref=question.id, compact=True))
-        _, posted = await self.poster.post(question.id, channel, thread, *forms, what="post the answer")
+        _, posted = await self.poster.post_and_record(question.id, channel, thread, *forms, what="post the answer")
         if posted is not msg:
             await self.records.replace_answer(record.model_copy(update={"message": posted}))
         answer.timings_ms["post"] = round((time.perf_counter() - started) * 1000, 3)
@@ -246,7 +250,7 @@ class JobHandlers:
         except LLMError as exc:
             metrics.LLM_ERRORS.labels(kind=type(exc).__name__).inc()
             # Nothing was posted in this try: the next one need not look for a post.
-            await self.ledger.release_post(question.id)
+            await self.poster.release_claim(question.id)
             if not exc.retryable:
                 raise ModelRejected(f"LLM: {exc}") from exc
             raise ModelUnavailable(f"LLM: {exc}", retry_after=self._retry_after(exc)) from exc
@@ -277,19 +281,19 @@ class JobHandlers:
         if self.audit is None:
             return
         try:
-            posted = await self.ledger.posted(question.id)
+            posted = await self.poster.where_posted(question.id)
             await self.audit.record(audit_entry(question, answer, posted=posted, error=error))
-        except (QueueUnavailable, RedisError, OSError) as exc:
+        except (StoreUnavailable, RedisError, OSError) as exc:
             log.error("audit entry of question %s not recorded: %s", question.id, exc)
 
     async def source_changed(self, job: Job) -> None:
         await note_source_changes(job, slack=self.slack, records=self.records, audit=self.audit)
 
     async def help(self, job: Job) -> None:
-        question = SlackQuestion.model_validate(job.payload["question"])
+        question = job.read(HelpPayload).question
         channel, thread = question.channel, question.reply_thread_ts
-        if await self.poster.may_post(question.id, channel, thread):
-            await self.poster.post(question.id, channel, thread, replies.help_message(language=question.language),
+        if await self.poster.claim_unless_posted(question.id, channel, thread):
+            await self.poster.post_and_record(question.id, channel, thread, replies.help_message(language=question.language),
                                    what="post the help message")
 
     # ---------------------------------------------------------------- thread history
@@ -317,5 +321,7 @@ class JobHandlers:
 
 
 def _question_id(job: Job) -> str | None:
-    question = job.payload.get("question") or {}
-    return question.get("id") or job.payload.get("review_id") or job.payload.get("answer_id")
+    try:
+        return job.parsed().about
+    except ValueError:
+        return None  # not readable: the handler says why, with the job id

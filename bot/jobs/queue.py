@@ -9,9 +9,9 @@ through the `Poster` (bot.slack.posting) so that a question is answered in
 Slack once, even when its job runs twice.
 
 The cut between the two modules follows the processes: this one holds what
-both sides share (the values, the errors, the connection) and what the web
-process and the CLI use; bot.jobs.consumer holds the scripts and timings only
-a worker uses. Key names live in bot.store.keys.
+both sides share (the values, the errors) and what the web process and the
+CLI use; bot.jobs.consumer holds the scripts and timings only a worker uses.
+Key names live in bot.store.keys, the Redis connection in citebot_core.connection.
 
 Why Redis Streams with a consumer group, not arq
 ------------------------------------------------
@@ -61,33 +61,31 @@ Use
 web process (one JobQueue per process)::
 
     async with JobQueue(settings.redis_url) as queue:
-        await queue.enqueue(Job(kind="answer", payload=...), dedupe_id=event_id)
+        await queue.enqueue(Job.of(AnswerPayload(question=...)), dedupe_id=event_id)
 
 worker process: bot.wiring `run_worker` builds the handlers and runs a Consumer.
 
 Exactly once in Slack is the handlers' side: the queue delivers at least once,
 the Poster's ledger records each post right after it is made.
 
-Errors: `QueueError` is the base; `QueueUnavailable` means Redis refused,
-failed or did not answer in time (the web process lets it fail the request, so
-that Slack retries); `JobLost` is what `on_dead` gets for a job whose last try
-never finished. `Transient` is raised by handlers, not by the queue. redis-py
-exceptions do not leave this module and bot.jobs.consumer.
+Errors: `QueueError` is the base; `QueueUnavailable` (Retryable) means Redis
+refused, failed or did not answer in time (the web process lets it fail the
+request, so that Slack retries); `JobLost` (Permanent) is what `on_dead` gets
+for a job whose last try never finished. A handler that wants its job tried
+again raises a `Retryable` (citebot_core.errors says what a worker does with
+each kind). redis-py exceptions do not leave this module and bot.jobs.consumer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
 from typing import Any
-from urllib.parse import urlsplit
 
-import redis.asyncio as aioredis
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from redis.exceptions import RedisError
 from redis.typing import EncodableT
 
+from bot.jobs.job import Job
 from bot.store.keys import (
     DEAD_LIST,
     DELAYED_ZSET,
@@ -96,6 +94,8 @@ from bot.store.keys import (
     WORKERS_GROUP,
     dedupe_key,
 )
+from citebot_core.connection import connect, redis_location
+from citebot_core.errors import CitebotError, Permanent, Retryable
 
 # --- Magic numbers of the web side (the worker's are in bot.jobs.consumer) -------------
 
@@ -110,43 +110,23 @@ ENQUEUE_TIMEOUT_S = 1.0
 # --- Errors -----------------------------------------------------------------------
 
 
-class QueueError(Exception):
+class QueueError(CitebotError):
     """Base of the queue's errors."""
 
 
-class QueueUnavailable(QueueError):
+class QueueUnavailable(QueueError, Retryable):
     """Redis did not answer in time, refused the connection, or failed the command."""
 
 
-class Transient(Exception):
-    """Raised by a job handler: try the job again later.
-
-    `retry_after` (seconds) is honoured as given, e.g. Slack's Retry-After on a
-    429; without it the worker backs off exponentially.
-    """
-
-    def __init__(self, message: str = "transient failure", *, retry_after: float | None = None):
-        super().__init__(message)
-        self.retry_after = retry_after
+class JobTimedOut(QueueError, Retryable):
+    """The job's try ran past the worker's job timeout (a hang): worth another try."""
 
 
-class JobLost(QueueError):
+class JobLost(QueueError, Permanent):
     """The job's last try ended without an outcome: its worker was killed or hung."""
 
 
 # --- Values -----------------------------------------------------------------------
-
-
-class Job(BaseModel):
-    """One unit of work. `payload` stays generic so the queue never imports the pipeline."""
-
-    kind: str  # "answer", "review_decision", ...
-    payload: dict[str, Any] = Field(default_factory=dict)
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
-    # 1 for the first try. Counts retries and redeliveries after a crash; the
-    # worker fills it in on delivery.
-    attempt: int = 1
-    enqueued_at: float = Field(default_factory=time.time)
 
 
 class DeadLetter(BaseModel):
@@ -189,25 +169,6 @@ local p = redis.pcall('XPENDING', KEYS[1], ARGV[1])
 if type(p) == 'table' and not p.err then pending = p[1] end
 return {redis.call('XLEN', KEYS[1]), pending, redis.call('ZCARD', KEYS[2]), redis.call('LLEN', KEYS[3])}
 """
-
-
-# --- Connections ------------------------------------------------------------------
-
-
-def redis_location(redis_url: str) -> str:
-    """host:port/db for messages: never the password a URL may carry."""
-    parts = urlsplit(redis_url)
-    return f"{parts.hostname or 'localhost'}:{parts.port or 6379}{parts.path or '/0'}"
-
-
-def connect(redis_url: str, *, timeout: float | None) -> aioredis.Redis:
-    """A client whose connect and every command give up after `timeout` seconds."""
-    return aioredis.Redis.from_url(
-        redis_url,
-        decode_responses=True,
-        socket_connect_timeout=timeout,
-        socket_timeout=timeout,
-    )
 
 
 # --- The web process's side --------------------------------------------------------
@@ -289,11 +250,9 @@ __all__ = [
     "Job",
     "JobLost",
     "JobQueue",
+    "JobTimedOut",
     "QueueError",
     "QueueStats",
     "QueueUnavailable",
-    "Transient",
     "WorkerInfo",
-    "connect",
-    "redis_location",
 ]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +29,19 @@ from redis.exceptions import RedisError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.i18n import Key, message
-from bot.jobs.queue import Job, JobQueue, QueueUnavailable, Transient, connect, redis_location
+from bot.jobs.job import Job, SourceChange, SourceChangedPayload
+from bot.jobs.queue import JobQueue, QueueUnavailable
 from bot.slack.blockkit import MAX_FALLBACK_CHARS, MAX_MESSAGE_BLOCKS, context
 from bot.slack.calls import SlackFailed, call
 from bot.slack.mrkdwn import clip
 from bot.store import keys
 from bot.store.audit import AuditTrail
 from bot.store.records import Records
+from citebot_core.connection import connect, redis_location
+from citebot_core.errors import Retryable
 
 log = logging.getLogger(__name__)
 
-JOB_KIND = "source_changed"
 CHANGED, REMOVED = "changed", "removed"
 NOTES_BLOCK_ID = "citebot_source_notes"
 # `citebot index` must not hang on a Redis that does not answer: the index is built already.
@@ -53,14 +54,7 @@ return 0
 """
 
 
-@dataclass(frozen=True)
-class SourceChange:
-    entry_id: str
-    n: int  # the footnote number in the answer
-    change: str  # CHANGED or REMOVED
-
-
-class NotNotified(Exception):
+class NotNotified(Retryable):
     """Redis could not be reached: the index is built, the answers were not told."""
 
 
@@ -99,7 +93,7 @@ async def plan_notes(
                 continue  # past the audit horizon: nothing says what it cited
             for cited in entry.cited:
                 if cited.entry_id == entry_id and not (change == CHANGED and cited.content_hash in live):
-                    plan.setdefault(qid, []).append(SourceChange(entry_id, cited.n, change))
+                    plan.setdefault(qid, []).append(SourceChange(entry_id=entry_id, n=cited.n, change=change))
     return plan
 
 
@@ -107,11 +101,8 @@ async def enqueue_notes(queue: JobQueue, plan: dict[str, list[SourceChange]], ge
     """One job per answer; returns how many were new (not already enqueued for this generation)."""
     added = 0
     for qid, changes in sorted(plan.items()):
-        job = Job(
-            kind=JOB_KIND,
-            payload={"answer_id": qid, "generation": generation, "changes": [asdict(c) for c in changes]},
-        )
-        added += await queue.enqueue(job, dedupe_id=f"{JOB_KIND}:{generation}:{qid}")
+        job = Job.of(SourceChangedPayload(answer_id=qid, generation=generation, changes=changes))
+        added += await queue.enqueue(job, dedupe_id=f"{job.kind}:{generation}:{qid}")
     return added
 
 
@@ -157,13 +148,13 @@ def with_source_notes(original: dict[str, Any], notes: dict[str, str], language:
 
 async def note_source_changes(job: Job, *, slack: AsyncWebClient, records: Records, audit: AuditTrail | None) -> None:
     """Handles a `source_changed` job: the note under the posted answer, once."""
-    qid = job.payload["answer_id"]
-    changes = [SourceChange(entry_id=c["entry_id"], n=c["n"], change=c["change"]) for c in job.payload["changes"]]
+    payload = job.read(SourceChangedPayload)
+    qid, changes = payload.answer_id, payload.changes
     lock = keys.source_note_lock_key(qid)
     # Two rebuilds in a row may give two jobs for one answer: each rewrites
     # the whole message, so they take turns instead of overwriting each other.
     if not await records.redis.set(lock, job.id, nx=True, ex=keys.SOURCE_NOTE_LOCK_TTL_S):
-        raise Transient(f"source notes of {qid} are being updated by another job", retry_after=1.0)
+        raise Retryable(f"source notes of {qid} are being updated by another job", retry_after=1.0)
     try:
         record = await records.answer(qid)
         if record is None or record.message is None:

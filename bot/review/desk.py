@@ -27,13 +27,14 @@ from bot.answer.assemble import render_citations_text, render_claims_text
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.config import Settings
 from bot.i18n import Key, message
-from bot.jobs.queue import Job
+from bot.jobs.job import FeedbackPayload, Job, ReviewDecisionPayload
 from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
 from bot.slack.calls import SlackError, SlackFailed, call
 from bot.slack.mrkdwn import escape
-from bot.slack.posting import Poster, PostLedger
+from bot.slack.posting import Poster
 from bot.slack.replies import answer_message
 from bot.slack.review_card import review_card, review_card_decided
+from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
 from kb_index import ChunkResult
 
@@ -81,11 +82,12 @@ class ReviewDesk:
 
     async def feedback(self, job: Job) -> None:
         """A 👎 with a reason: reviewers see the answer, the reason, and can post a correction."""
-        answer = await self.records.answer(job.payload["answer_id"])
+        feedback = job.read(FeedbackPayload)
+        answer = await self.records.answer(feedback.answer_id)
         if answer is None:
-            log.warning("feedback for unknown answer %s dropped", job.payload["answer_id"])
+            log.warning("feedback for unknown answer %s dropped", feedback.answer_id)
             return
-        rid = review_id_for(f"{answer.answer_id}\x00{job.payload['user']}", kind="feedback")
+        rid = review_id_for(f"{answer.answer_id}\x00{feedback.user}", kind="feedback")
         record = await self.records.review(rid) or ReviewRecord(
             review_id=rid,
             question_id=answer.question_id,
@@ -96,11 +98,11 @@ class ReviewDesk:
             is_dm=answer.is_dm,
             # A DM's answer is seen only by its asker: neither name goes on the card.
             asker=None if answer.is_dm else answer.asker,
-            flagged_by=None if answer.is_dm else job.payload["user"],
+            flagged_by=None if answer.is_dm else feedback.user,
             draft=answer.text,
             sources=answer.sources,
             kind="feedback",
-            feedback_reason=job.payload.get("reason") or "",
+            feedback_reason=feedback.reason,
         )
         await self.records.save_review(record)
         await self._post_card(record)
@@ -112,14 +114,14 @@ class ReviewDesk:
             await self._card_missing(record, "CITEBOT_REVIEW_CHANNEL not set")
             return
         key = f"review-card:{record.review_id}"
-        if not await self.poster.may_post(key, channel, None):
+        if not await self.poster.claim_unless_posted(key, channel, None):
             # Posted before this run (maybe by a run that died before saving where).
-            if not record.card_ts and (posted := await self.ledger.posted(key)) is not None:
+            if not record.card_ts and (posted := await self.poster.where_posted(key)) is not None:
                 record.card_channel, record.card_ts, record.card_error = posted.channel, posted.ts, None
                 await self.records.save_review(record)
             return
         try:
-            response, _ = await self.poster.post(key, channel, None, review_card(record), what="post a review card")
+            response, _ = await self.poster.post_and_record(key, channel, None, review_card(record), what="post a review card")
         except SlackError as exc:
             await self._card_missing(record, exc.code)
             if isinstance(exc, SlackFailed):
@@ -138,15 +140,16 @@ class ReviewDesk:
     # ------------------------------------------------------------ deciding
 
     async def decide(self, job: Job) -> None:
-        review_id, decision, reviewer = job.payload["review_id"], job.payload["decision"], job.payload["reviewer"]
+        payload = job.read(ReviewDecisionPayload)
+        review_id, decision, reviewer = payload.review_id, payload.decision, payload.reviewer
         record = await self.records.review(review_id)
         if record is None or record.status is not ReviewStatus.OPEN:
             return  # expired, or decided by an earlier run of this job
         status = DECISIONS[decision]
-        text = job.payload.get("text") or ""
+        text = payload.text
         answer = self._reviewed_answer(record, status, text)
         key = f"review:{review_id}"
-        if await self.poster.may_post(key, record.channel, record.thread_ts):
+        if await self.poster.claim_unless_posted(key, record.channel, record.thread_ts):
             ref = f"{record.question_id}#reviewed"
             await self.records.save_answer(
                 AnswerRecord(
@@ -168,7 +171,7 @@ class ReviewDesk:
                 else {"text": answer.answer}
             )
             try:
-                await self.poster.post(key, record.channel, record.thread_ts, msg, what="post the reviewed answer")
+                await self.poster.post_and_record(key, record.channel, record.thread_ts, msg, what="post the reviewed answer")
             except SlackFailed as exc:
                 await self._undo_decision(record, reviewer, exc.code)
                 return
@@ -188,9 +191,10 @@ class ReviewDesk:
 
     async def decision_failed(self, job: Job, error: BaseException) -> None:
         """The decision's last try failed (Slack stayed down): undone, so the reviewer can click again."""
-        record = await self.records.review(job.payload["review_id"])
+        payload = job.read(ReviewDecisionPayload)
+        record = await self.records.review(payload.review_id)
         if record is not None and record.status is ReviewStatus.OPEN:
-            await self._undo_decision(record, job.payload["reviewer"], getattr(error, "code", None) or type(error).__name__)
+            await self._undo_decision(record, payload.reviewer, getattr(error, "code", None) or type(error).__name__)
 
     async def _undo_decision(self, record: ReviewRecord, reviewer: str, reason: str) -> None:
         """The decision could not be posted: the click that claimed the review is

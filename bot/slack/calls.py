@@ -10,14 +10,15 @@ aiohttp's exception:
      │                         "http_503", "timeout", "connection_error"
      ├── SlackUnavailable      retrying helps: 5xx, internal_error, fatal_error,
      │    │                    service_unavailable, request_timeout, timeouts and
-     │    │                    connection errors. Also a `Transient`, so the queue
+     │    │                    connection errors. A `Retryable`, so the queue
      │    │                    tries the job again later. The call may have been
      │    │                    carried out (a post that timed out may show up later).
      │    └── SlackRateLimited 429 / ratelimited, with Retry-After: surely not
      │                         carried out
      └── SlackFailed           retrying will not help (the bot is not in the
                                channel, a missing scope, a message too long):
-                               surely not carried out; for the operator to fix
+                               surely not carried out; for the operator to fix;
+                               a `Permanent`
 
 Every failure is counted by its code (citebot_slack_errors_total), so an
 operator sees "not_in_channel" on a graph instead of an apology in a thread.
@@ -39,8 +40,8 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
-from bot.jobs.queue import Transient
-from kb_index.retry import parse_retry_after
+from citebot_core.errors import CitebotError, Permanent, Retryable
+from citebot_core.retry import parse_retry_after
 
 T = TypeVar("T")
 
@@ -53,7 +54,7 @@ SLACK_TIMEOUT_S = 15
 RETRYABLE_CODES = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
 
 
-class SlackError(Exception):
+class SlackError(CitebotError):
     """A Slack call failed past the client's retries. See the module docstring for the tree."""
 
     def __init__(self, message: str, *, code: str, retry_after: float | None = None):
@@ -62,7 +63,7 @@ class SlackError(Exception):
         self.retry_after = retry_after
 
 
-class SlackUnavailable(SlackError, Transient):
+class SlackUnavailable(SlackError, Retryable):
     """Slack or the way to it is in trouble: the job is worth another try."""
 
 
@@ -70,7 +71,7 @@ class SlackRateLimited(SlackUnavailable):
     """Slack refused the call with 429: it surely did not happen, unlike a timeout."""
 
 
-class SlackFailed(SlackError):
+class SlackFailed(SlackError, Permanent):
     """A Slack call failed in a way that retrying will not fix."""
 
 

@@ -23,7 +23,7 @@ from bot import metrics
 from bot.channels import ChannelsConfig
 from bot.config import Settings
 from bot.i18n import Key, message
-from bot.jobs.queue import Job, JobQueue
+from bot.jobs.job import AnswerPayload, Enqueue, FeedbackPayload, HelpPayload, Job, ReviewDecisionPayload, stable_id
 from bot.logs import about_question
 from bot.models import SlackQuestion, clip_question
 from bot.slack import replies, review_card
@@ -41,7 +41,7 @@ _QUESTION_SUBTYPES = {None, "file_share", "thread_broadcast"}
 @dataclass
 class AppDeps:
     settings: Settings
-    queue: JobQueue
+    queue: Enqueue  # bot.jobs.queue JobQueue; the listeners only enqueue
     records: Records
     channels: ChannelsConfig
 
@@ -98,6 +98,10 @@ def _string(value: Any) -> str | None:
     return scrubbed(value) if isinstance(value, str) else None
 
 
+def feedback_dedupe_id(answer_id: str, user: str, reason: str) -> str:
+    return f"feedback:{answer_id}:{user}:{stable_id(reason)}"
+
+
 def bot_user_id_of(context: Any, body: dict[str, Any]) -> str | None:
     """The bot's own user id: from auth.test (Bolt's context), else the event's authorizations."""
     user = context.get("bot_user_id") if context is not None else None
@@ -115,9 +119,8 @@ async def enqueue_question(
     if question is None:
         metrics.EVENTS.labels(result="ignored").inc()
         return
-    kind = "answer" if question.text else "help"
-    # The bot's id goes along: the worker reads earlier thread messages with the same eyes.
-    job = Job(kind=kind, payload={"question": question.model_dump(mode="json"), "bot_user_id": bot_user_id})
+    payload = AnswerPayload if question.text else HelpPayload
+    job = Job.of(payload(question=question, bot_user_id=bot_user_id))
     # Slack retries carry the same event_id; the question id also guards a
     # message that reaches us through two events.
     dedupe = _string(body.get("event_id")) or question.id
@@ -193,15 +196,16 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         answer_id, user = view.get("private_metadata", ""), body["user"]["id"]
         await records.add_feedback(answer_id, user, "reason", reason)
         if reason:
-            job = Job(kind="feedback", payload={"answer_id": answer_id, "user": user, "reason": reason})
-            await deps.queue.enqueue(job, dedupe_id=f"feedback:{answer_id}:{user}:{hash(reason)}")
+            job = Job.of(FeedbackPayload(answer_id=answer_id, user=user, reason=reason))
+            # The same reason from the same user is one job, whichever web process saw the click.
+            await deps.queue.enqueue(job, dedupe_id=feedback_dedupe_id(answer_id, user, reason))
 
     async def decide(body, decision: str, text: str = "") -> None:
         review_id = body["actions"][0]["value"] if "actions" in body else body["view"]["private_metadata"]
         user = body["user"]["id"]
         if not await records.claim_decision(review_id, user):
             return  # another reviewer, or a double click, was first
-        job = Job(kind="review_decision", payload={"review_id": review_id, "decision": decision, "reviewer": user, "text": text})
+        job = Job.of(ReviewDecisionPayload(review_id=review_id, decision=decision, reviewer=user, text=text))
         try:
             # The claim above lets one click through; a key per job, not per
             # review, so that a click after a decision Slack refused (and the

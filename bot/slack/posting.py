@@ -1,7 +1,16 @@
 """Posting into Slack once per key: an answer per question, a card per review, a decision per review.
 
-Two parts: the `PostLedger` in Redis records each post by its key right
-after Slack confirms it, and the `Poster` posts through it. A post whose
+The `Poster` is the one place that does it, through the post ledger in Redis
+(bot.store.ledger), in three steps a handler calls by name:
+
+    claim_unless_posted   take the right to post under a key; False when its
+                          message is in Slack already (recorded, or found)
+    release_claim         this try posted nothing (the model failed): the
+                          next try gets the claim without looking for a post
+    post_and_record       post, and record the post under the key right after
+                          Slack confirms it (a refused post releases the claim)
+
+A post whose
 outcome is unknown leaves the key in doubt: the call timed out, Slack answered
 5xx, or the worker died between post and record.
 Such a message may still appear in Slack, and not at once: one that landed
@@ -11,29 +20,21 @@ next run looks for it, again and again with a growing pause, until the
 doubtful post can no longer show up: IN_DOUBT_WINDOW_S after it was sent, or
 SETTLE_S after Slack answered it with an error. Only then does it post,
 accepting a rare duplicate over a question that is never answered.
-
-The ledger's record is short-lived (bot.store.keys says why); where an answer
-was posted is kept for longer in its audit entry.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
-import uuid
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-from redis.exceptions import RedisError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bot.jobs.queue import QueueUnavailable, connect
 from bot.slack.calls import SLACK_TIMEOUT_S, SlackError, SlackFailed, SlackRateLimited, SlackUnavailable, call
-from bot.store.keys import POSTED_TTL_S, post_attempt_key, post_claim_key, posted_key
+from bot.store.ledger import PostClaim, PostLedger
 from bot.store.records import PostRecord
 
 log = logging.getLogger(__name__)
@@ -55,98 +56,32 @@ LOOK_LIMIT = 200
 # Slack answers these for a message its client cannot show as sent; a simpler
 # form of the same message may go through.
 TOO_BIG = frozenset({"msg_too_long", "msg_blocks_too_long", "invalid_blocks"})
-# Each ledger call is one small command; one that takes longer is a hung connection.
-LEDGER_TIMEOUT_S = 10.0
-
-# KEYS: posted key, claim key. ARGV: ttl, claimer.
-CLAIM_POST_LUA = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'posted' end
-if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[1]) then return 'granted' end
-redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[1])
-return 'in_doubt'
-"""
-
-
-class PostClaim(StrEnum):
-    GRANTED = "granted"  # nobody posted for this key: post, then record_posted
-    POSTED = "posted"  # a post was recorded: do not post again
-    # An earlier run claimed but never recorded: it may have posted and died
-    # right after. The caller now holds the claim; it should look for its own
-    # message in the thread (e.g. by message metadata) before posting.
-    IN_DOUBT = "in_doubt"
-
-
-class PostLedger:
-    """Who posted what for which key, so a redelivered job does not post twice.
-
-    The race it closes: worker A posts, then dies before acking the job;
-    worker B gets the job again. A calls `record_posted` right after the
-    post, so B's `claim_post` says POSTED. Only a death between the post and
-    the record (a few milliseconds) leaves IN_DOUBT for B to resolve.
-
-    Redis failures are raised as `QueueUnavailable`: the consumer tries the job again.
-    """
-
-    def __init__(self, redis_url: str, *, ttl: float = POSTED_TTL_S, timeout: float = LEDGER_TIMEOUT_S):
-        self._ttl = int(ttl)
-        self._redis = connect(redis_url, timeout=timeout)
-        self._claim = self._redis.register_script(CLAIM_POST_LUA)
-        self._claimer = f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
-
-    async def claim_post(self, key: str) -> PostClaim:
-        keys = [posted_key(key), post_claim_key(key)]
-        result = await self._call(self._claim(keys=keys, args=[self._ttl, self._claimer]))
-        return PostClaim(result)
-
-    async def record_posted(self, key: str, channel: str, ts: str) -> None:
-        record = PostRecord(question_id=key, channel=channel, ts=ts, posted_at=time.time())
-        await self._call(self._redis.set(posted_key(key), record.model_dump_json(), ex=self._ttl))
-
-    async def release_post(self, key: str) -> None:
-        """Drops this run's claim when the post surely did not happen (a 429,
-        a refused connection), so the retry gets GRANTED, not IN_DOUBT."""
-        await self._call(self._redis.delete(post_claim_key(key), post_attempt_key(key)))
-
-    async def mark_attempt(self, key: str, look_until: float) -> None:
-        """Before a post is sent, and again when its outcome stays unknown: until when
-        (epoch seconds) its message may still show up in Slack, for the next run to look."""
-        await self._call(self._redis.set(post_attempt_key(key), repr(look_until), ex=self._ttl))
-
-    async def look_until(self, key: str) -> float | None:
-        """Until when a doubtful post may still show up; None if none was sent since the last release."""
-        raw = await self._call(self._redis.get(post_attempt_key(key)))
-        return None if raw is None else float(raw)
-
-    async def posted(self, key: str) -> PostRecord | None:
-        raw = await self._call(self._redis.get(posted_key(key)))
-        return None if raw is None else PostRecord.model_validate_json(raw)
-
-    async def close(self) -> None:
-        await self._redis.aclose()
-
-    async def _call(self, awaitable: Any) -> Any:
-        try:
-            return await awaitable
-        except RedisError as exc:
-            raise QueueUnavailable(f"post ledger: {type(exc).__name__}: {exc}") from exc
-
-
 @dataclass
 class Poster:
+    """Posts each key's message once: claim, release and record, through the ledger."""
+
     slack: AsyncWebClient
     ledger: PostLedger
     window: float = IN_DOUBT_WINDOW_S
 
-    async def may_post(self, key: str, channel: str, thread_ts: str | None) -> bool:
+    async def claim_unless_posted(self, key: str, channel: str, thread_ts: str | None) -> bool:
         """Claims `key`; False when its message is in Slack already (recorded, or found)."""
         claim = await self.ledger.claim_post(key)
         if claim is PostClaim.POSTED:
             return False
         if claim is PostClaim.IN_DOUBT:
-            return not await self.find(key, channel, thread_ts)
+            return not await self._find(key, channel, thread_ts)
         return True
 
-    async def post(
+    async def release_claim(self, key: str) -> None:
+        """Nothing was posted under `key` in this try: the next one need not look for a post."""
+        await self.ledger.release_post(key)
+
+    async def where_posted(self, key: str) -> PostRecord | None:
+        """Where `key`'s message was posted, while the ledger remembers it."""
+        return await self.ledger.posted(key)
+
+    async def post_and_record(
         self, key: str, channel: str, thread_ts: str | None, *forms: dict[str, Any], what: str
     ) -> tuple[AsyncSlackResponse, dict[str, Any]]:
         """Posts the first of `forms` that Slack accepts (the next one only when the one
@@ -172,15 +107,15 @@ class Poster:
                 await self.ledger.release_post(key)
                 raise
             except SlackUnavailable as exc:
-                # In doubt (see find()); Slack's answer shortens how long to look.
+                # In doubt (see _find()); Slack's answer shortens how long to look.
                 if exc.code not in UNANSWERED:
                     await self.ledger.mark_attempt(key, time.time() + SETTLE_S)
                 raise
             await self.ledger.record_posted(key, response["channel"], response["ts"])
             return response, msg
-        raise ValueError("post() needs at least one form of the message")
+        raise ValueError("post_and_record() needs at least one form of the message")
 
-    async def find(self, key: str, channel: str, thread_ts: str | None) -> bool:
+    async def _find(self, key: str, channel: str, thread_ts: str | None) -> bool:
         """Is the message of a doubtful post in Slack? If so, it is recorded as posted."""
         # Nothing recorded: the run before died before posting (or ran an
         # older version that recorded nothing): one look is enough.

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.calls import SlackError, SlackFailed, SlackUnavailable, call
+from citebot_core.errors import Permanent
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ _AUTH_HINTS = {
 }
 
 
-class StartupError(Exception):
+class StartupError(Permanent):
     """Slack refused what the process needs: the message is the one line to print before exiting."""
 
 

@@ -8,7 +8,7 @@ next to the other queue timings.
 Where an answer was posted (channel and message ts) is written twice, for two
 uses with two lifetimes, and read from one place per use:
 
-- the post record (POSTED_PREFIX, bot.slack.posting `PostLedger`) makes
+- the post record (POSTED_PREFIX, bot.store.ledger `PostLedger`) makes
   posting exactly-once: the next run of a job reads it and does not post
   again. It is needed only while a job may still run: POSTED_TTL_S.
 - the audit entry (AUDIT_STREAM, bot.store.audit) copies channel and ts from
@@ -39,7 +39,7 @@ DEAD_LIST = PREFIX + "jobs:dead"
 DEDUPE_PREFIX = PREFIX + "dedupe:"  # + dedupe id (Slack event id)
 HEARTBEAT_PREFIX = PREFIX + "worker:"  # + worker id
 
-# ---------------------------------------------------------------- posting once (bot.slack.posting)
+# ---------------------------------------------------------------- posting once (bot.store.ledger, bot.slack.posting)
 
 # The post key is a question id, or a review card's or decision's key.
 POSTED_PREFIX = PREFIX + "posted:"  # + post key: the post that was made

@@ -2,7 +2,7 @@
 
 - A post record says that the message for a key (a question, a review card,
   a review decision) is in Slack, and where: written by the post ledger
-  (bot.slack.posting) right after the post, read back by the next run of the job.
+  (bot.store.ledger) right after the post, read back by the next run of the job.
 - An answer record lets the web process open the Sources modal when someone
   clicks the button: the modal must open within Slack's 3-second trigger
   window, so the passages come from Redis, not from a new search.

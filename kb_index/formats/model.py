@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from citebot_core.errors import Permanent
+
 # The reasons a file is refused: short phrases the KB owners see next to the file's name.
 REASONS = ("encrypted", "no text layer (a scan?)", "broken file", "too large", "unsupported")
 
@@ -52,7 +54,7 @@ class Document:
     url: str | None = None
 
 
-class ConversionError(Exception):
+class ConversionError(Permanent):
     """The file cannot be converted.
 
     `reason` is one of REASONS, a short phrase to show the KB's owners;

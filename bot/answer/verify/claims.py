@@ -42,6 +42,7 @@ from bot.answer.verify.statement import StatementContext, check_statement
 from bot.answer.verify.support import Weigher, weigher
 from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, is_refusal, strip_think
 from bot.models import JUDGE_CONTRADICTS, JUDGE_NOT_STATED, AuditMode, Claim, Evidence, Verdict, Violation
+from citebot_core.errors import Permanent
 
 # Source roles a claim may rest on. Background material (noisy_background_source)
 # gives context to the model but is not what an employee should be told as fact.
@@ -74,7 +75,7 @@ _CLAIM_LOCAL = {
 }
 
 
-class _SchemaError(ValueError):
+class _SchemaError(Permanent, ValueError):
     pass
 
 

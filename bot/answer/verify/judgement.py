@@ -51,6 +51,7 @@ from bot.models import (
     Verdict,
     Violation,
 )
+from citebot_core.errors import Permanent
 from kb_index.analysis import terms
 
 JUDGE_JSON_SCHEMA: dict[str, Any] = {
@@ -75,7 +76,7 @@ JUDGE_JSON_SCHEMA: dict[str, Any] = {
 }
 
 
-class JudgeReplyInvalid(ValueError):
+class JudgeReplyInvalid(Permanent, ValueError):
     """The reply is not the judge's schema: no judgement was made."""
 
 

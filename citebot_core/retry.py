@@ -1,11 +1,10 @@
 """How long to wait before trying again: exponential backoff, and a server's Retry-After.
 
-Every retry loop of the project takes its delays from here (the embedders,
-the LLM backends, the job consumer, the Slack calls); each keeps its own
-numbers, because each waits for a different thing: an embedding inside a
-question may wait two seconds, a job whose model is down a minute.
-
-This module is part of kb_index and must not import from `bot`.
+Every retry loop of the project takes its delays from here (the HTTP loop of
+the embedders and the LLM backends in citebot_core.http, the job consumer, the
+Slack calls); each keeps its own numbers, because each waits for a different
+thing: an embedding inside a question may wait two seconds, a job whose model
+is down a minute.
 """
 
 from __future__ import annotations

@@ -1,0 +1,181 @@
+"""What a job is: its kind, its payload's model per kind, and the envelope the queue stores.
+
+The envelope (`Job`) keeps the payload as the plain JSON object it is in
+Redis, so the queue and the consumer never import what a payload holds, and
+a job enqueued by an older web process still parses: its payload is read
+into its kind's model only where it is handled (`Job.read`). The models
+name exactly the keys jobs have always carried; a key they do not know is
+ignored, so a newer web process's job runs on an older worker too.
+
+One model per kind:
+    answer           AnswerPayload          a question from a mention or a DM
+    help             HelpPayload            an empty mention
+    review_decision  ReviewDecisionPayload  a reviewer's approve / answer / dismiss
+    feedback         FeedbackPayload        a 👎 with a reason
+    source_changed   SourceChangedPayload   the notes under an answer whose cited entry changed
+
+Dedupe ids are derived with `stable_id`, never with `hash()`: Python salts
+str hashes per process, and two web processes (or one after a restart) must
+compute the same id for the same click.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from enum import StrEnum
+from typing import Any, ClassVar, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot.models import SlackQuestion
+
+
+class JobKind(StrEnum):
+    ANSWER = "answer"
+    HELP = "help"
+    REVIEW_DECISION = "review_decision"
+    FEEDBACK = "feedback"
+    SOURCE_CHANGED = "source_changed"
+    # Not a job: a stream entry the consumer could not read, dead-lettered with its raw fields.
+    INVALID = "invalid"
+
+
+class JobPayload(BaseModel):
+    """Base of the payload models; `KIND` is the job kind each one is the payload of."""
+
+    KIND: ClassVar[JobKind]
+
+    @property
+    def about(self) -> str:
+        """What the job is about, for its log lines: a question, review or answer id."""
+        raise NotImplementedError
+
+
+class AnswerPayload(JobPayload):
+    KIND: ClassVar[JobKind] = JobKind.ANSWER
+
+    question: SlackQuestion
+    # The bot's own user id: the worker reads earlier thread messages with the same eyes.
+    bot_user_id: str | None = None
+
+    @property
+    def about(self) -> str:
+        return self.question.id
+
+
+class HelpPayload(AnswerPayload):
+    KIND: ClassVar[JobKind] = JobKind.HELP
+
+
+class ReviewDecisionPayload(JobPayload):
+    KIND: ClassVar[JobKind] = JobKind.REVIEW_DECISION
+
+    review_id: str
+    decision: str  # a key of bot.review.desk.DECISIONS
+    reviewer: str
+    text: str = ""  # a written answer; empty for approve and dismiss
+
+    @property
+    def about(self) -> str:
+        return self.review_id
+
+
+class FeedbackPayload(JobPayload):
+    KIND: ClassVar[JobKind] = JobKind.FEEDBACK
+
+    answer_id: str
+    user: str
+    reason: str = ""
+
+    @property
+    def about(self) -> str:
+        return self.answer_id
+
+
+class SourceChange(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    entry_id: str
+    n: int  # the footnote number in the answer
+    change: str  # bot.jobs.source_changes CHANGED or REMOVED
+
+
+class SourceChangedPayload(JobPayload):
+    KIND: ClassVar[JobKind] = JobKind.SOURCE_CHANGED
+
+    answer_id: str
+    generation: str
+    changes: list[SourceChange]
+
+    @property
+    def about(self) -> str:
+        return self.answer_id
+
+
+PAYLOADS: dict[JobKind, type[JobPayload]] = {
+    model.KIND: model
+    for model in (AnswerPayload, HelpPayload, ReviewDecisionPayload, FeedbackPayload, SourceChangedPayload)
+}
+
+
+P = TypeVar("P", bound=JobPayload)
+
+
+class Job(BaseModel):
+    """One unit of work: the envelope. `payload` is kept as stored; `read` gives its model."""
+
+    kind: JobKind
+    payload: dict[str, Any] = Field(default_factory=dict)
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    # 1 for the first try. Counts retries and redeliveries after a crash; the
+    # worker fills it in on delivery.
+    attempt: int = 1
+    enqueued_at: float = Field(default_factory=time.time)
+
+    @classmethod
+    def of(cls, payload: JobPayload) -> Job:
+        """The job that carries `payload`, of its model's kind."""
+        return cls(kind=payload.KIND, payload=payload.model_dump(mode="json"))
+
+    def read(self, model: type[P]) -> P:
+        """The payload as `model`; ValueError when the job is of another kind (a pydantic
+        ValidationError, also a ValueError, when the payload is not that model)."""
+        if model.KIND is not self.kind:
+            raise ValueError(f"job {self.id} is a '{self.kind}' job, not '{model.KIND}'")
+        return model.model_validate(self.payload)
+
+    def parsed(self) -> JobPayload:
+        """The payload as its kind's model; ValueError for a kind without one (INVALID)."""
+        model = PAYLOADS.get(self.kind)
+        if model is None:
+            raise ValueError(f"job {self.id} of kind '{self.kind}' has no payload model")
+        return self.read(model)
+
+
+class Enqueue(Protocol):
+    """What the web process needs of the queue (bot.jobs.queue `JobQueue`)."""
+
+    async def enqueue(self, job: Job, *, dedupe_id: str) -> bool: ...
+
+
+def stable_id(*parts: str) -> str:
+    """A short id of `parts` that every process computes the same: sha256, not the per-process `hash()`."""
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+__all__ = [
+    "AnswerPayload",
+    "Enqueue",
+    "FeedbackPayload",
+    "HelpPayload",
+    "Job",
+    "JobKind",
+    "JobPayload",
+    "PAYLOADS",
+    "ReviewDecisionPayload",
+    "SourceChange",
+    "SourceChangedPayload",
+    "stable_id",
+]
