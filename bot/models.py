@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from kb_index import ChunkResult
 
@@ -204,7 +204,11 @@ class Answer(BaseModel):
     """The pipeline's result; `model_dump(mode="json")` is the JSON of `citebot ask --json`."""
 
     question: str
-    answer: str
+    answer: str  # the body: the answer itself, or the bot's own sentence (refusal, uncertain, apology)
+    # The bot's notes on the answer, in order (the answer is partial, what it does not
+    # cover was reported, the question was cut): kept apart from the body so that each
+    # surface can set them apart, and shortening a long answer never cuts one off.
+    notes: list[str] = Field(default_factory=list, exclude=True)
     verified: bool
     refused: bool
     citations: list[str] = Field(default_factory=list)
@@ -232,3 +236,13 @@ class Answer(BaseModel):
     # Every block the model was shown, numbered as in the prompt: what a
     # reviewer of a rejected draft needs to see, and the audit trail records.
     context: list[Source] = Field(default_factory=list, exclude=True)
+
+    @property
+    def text(self) -> str:
+        """The body with its notes as trailing paragraphs: the answer as plain text shows it."""
+        return "\n\n".join([self.answer, *self.notes])
+
+    # `citebot ask --json` has always carried the notes in "answer" (docs/DESIGN.md 3.4).
+    @field_serializer("answer")
+    def _answer_with_notes(self, body: str) -> str:
+        return self.text

@@ -33,7 +33,8 @@ from kb_index.docstore import DocStore
 from kb_index.embedding import EmbedderError
 from kb_index.impacts import Impacts, idf_table
 from kb_index.index import CURRENT_FILE, IndexEmpty, check_generation, current_generation, open_problem
-from kb_index.question import split_question, strip_chatter
+from kb_index.question.chatter import strip_chatter
+from kb_index.question.parts import split_question
 from kb_index.results import ChunkResult, metadata_of
 from kb_index.vectors import Vectors
 

@@ -177,9 +177,8 @@ def test_hybrid_answer_posts_only_verified_claims_marked_partial():
     answer = answer_for(draft, mode=AnswerMode.CLAIMS)
     assert answer.audit_mode is AuditMode.HYBRID and answer.partial is True
     assert answer.verified is True and answer.refused is False
-    assert answer.answer == (
-        "Altersteilzeit ist eine Teilzeit mit Lohnausgleich [1].\n\n" + message("partial", "de")
-    )
+    assert answer.answer == "Altersteilzeit ist eine Teilzeit mit Lohnausgleich [1]."
+    assert answer.notes == [message("partial", "de")]
     assert [v.kind for v in answer.violations] == ["UNKNOWN_EVIDENCE_ID"]
 
 
@@ -218,9 +217,17 @@ def test_truncated_question_gets_a_note():
     question = Question(text="x" * 40, language="en", truncated=True)
     verdict = verify_citations("ATZ [lb-min-01].", EVIDENCE, "en")
     answer = build_answer(question, "ATZ [lb-min-01].", verdict, EVIDENCE, AnswerMode.CITATIONS, "en")
-    assert answer.answer == "ATZ [1].\n\n" + message("truncated", "en", limit=40)
+    assert answer.answer == "ATZ [1]." and answer.notes == [message("truncated", "en", limit=40)]
     assert answer.question == "x" * 40
-    assert "40 characters" in answer.answer
+    assert "40 characters" in answer.notes[0]
+
+
+def test_the_json_answer_carries_the_notes_as_trailing_paragraphs():
+    question = Question(text="x" * 40, language="en", truncated=True)
+    verdict = verify_citations("ATZ [lb-min-01].", EVIDENCE, "en")
+    answer = build_answer(question, "ATZ [lb-min-01].", verdict, EVIDENCE, AnswerMode.CITATIONS, "en")
+    assert answer.model_dump(mode="json")["answer"] == "ATZ [1].\n\n" + message("truncated", "en", limit=40)
+    assert answer.model_dump(mode="json")["answer"] == answer.text
 
 
 def test_answer_json_has_the_documented_keys_only():

@@ -1,11 +1,14 @@
-"""The README's walk through the code names files and functions that exist, so it cannot drift from them."""
+"""The README's walk through the code names files and functions that exist, in the order the code runs them,
+so it cannot drift from the code."""
 
 from __future__ import annotations
 
 import ast
 import re
+from functools import cache
 from pathlib import Path
 
+from tests.callgraph import CallGraph
 from tests.harness import ROOT
 
 SECTION = "## The life of a question, in the code"
@@ -69,9 +72,97 @@ def test_every_file_and_function_the_walkthrough_names_exists():
             missing.append(file)
             continue
         known = defined_names(path)
-        # A method may be inherited: `OpenAIBackend.generate` is defined on its base class in the same file.
+        # A method may be inherited: a subclass's `generate` is defined on its base class in the same file.
         owner, _, method = name.rpartition(".")
         inherited = (not owner or owner in known) and any(k.endswith("." + method) for k in known)
         if name not in known and not inherited:
             missing.append(f"{file}: {name}")
     assert missing == []
+
+
+# ------------------------------------------------------------------ the order of the steps
+
+
+class Step:
+    """One numbered step: its function is the first file and name it writes; "Via" says what calls it."""
+
+    def __init__(self, number: int, text: str):
+        self.number, self.text = number, text
+        self.via = text.startswith("Via ")
+        self.file, self.name = next(iter(_pairs(text)))
+
+    def __repr__(self) -> str:
+        return f"step {self.number} ({self.file} {self.name})"
+
+
+def _pairs(text: str) -> list[tuple[str, str]]:
+    """(file, name) pairs of `text`, as named_steps reads them."""
+    pairs: list[tuple[str, str]] = []
+    current, last_end = None, 0
+    for token in re.finditer(r"`[^`]+`", text):
+        gap, last_end = text[last_end:token.start()], token.end()
+        if file := _FILE.fullmatch(token.group()):
+            current = file.group(1)
+        elif current and (name := _NAME.fullmatch(token.group())) and re.fullmatch(r"\s*(/|→|or|,)?\s*", gap):
+            pairs.append((current, name.group(1)))
+        else:
+            current = None
+    return pairs
+
+
+def walk_parts() -> list[list[Step]]:
+    """The steps under each bold heading ("**In a worker**"): a part runs in one process, in order."""
+    parts: list[list[Step]] = []
+    for block in re.split(r"^\*\*.+$", walkthrough(), flags=re.MULTILINE)[1:]:
+        steps = re.findall(r"^(\d+)\. (.+?)(?=^\d+\. |\Z)", block, re.MULTILINE | re.DOTALL)
+        parts.append([Step(int(n), " ".join(text.split())) for n, text in steps])
+    return parts
+
+
+def broken_links(graph: CallGraph, parts: list[list[Step]]) -> list[str]:
+    """Each step whose function neither the previous step's function reaches, nor a caller of that one calls
+    after it. A step that starts with "Via" is called by what it names (Bolt, the queue), not by the code."""
+    broken = []
+    for steps in parts:
+        for before, step in zip(steps, steps[1:], strict=False):
+            if step.via:
+                continue
+            first, then = graph.resolve(before.file, before.name), graph.resolve(step.file, step.name)
+            if not (graph.reaches(first, then) or graph.comes_before(first, then)):
+                broken.append(f"{before} does not lead to {step}")
+    return broken
+
+
+@cache
+def graph() -> CallGraph:
+    return CallGraph(ROOT)  # parsing every module once is enough for all the tests here
+
+
+def test_the_walkthrough_is_in_parts_and_every_step_names_a_function_that_exists():
+    parts = walk_parts()
+    assert [len(steps) for steps in parts] == [3, 12, 1, 1]
+    for step in (s for steps in parts for s in steps):
+        assert graph().resolve(step.file, step.name), step
+
+
+def test_each_step_of_the_walkthrough_leads_to_the_next():
+    assert broken_links(graph(), walk_parts()) == []
+
+
+def test_two_steps_swapped_break_the_walk():
+    parts = walk_parts()
+    worker = parts[1]
+    prompt = next(i for i, s in enumerate(worker) if s.name == "build_evidence")
+    worker[prompt], worker[prompt + 1] = worker[prompt + 1], worker[prompt]  # generate before the prompt
+    assert any("does not lead to step 8" in b for b in broken_links(graph(), parts))
+
+
+def test_a_step_the_previous_one_does_not_reach_breaks_the_walk():
+    parts = walk_parts()
+    worker = parts[1]
+    after = next(i for i, s in enumerate(worker) if s.name == "build_answer")
+    worker.insert(after + 1, Step(99, "`bot/commands/doctor.py` `cmd_doctor`: nothing of the answer calls it."))
+    assert broken_links(graph(), parts) == [
+        f"{worker[after]} does not lead to step 99 (bot/commands/doctor.py cmd_doctor)",
+        f"step 99 (bot/commands/doctor.py cmd_doctor) does not lead to {worker[after + 2]}",
+    ]

@@ -198,7 +198,7 @@ async def test_claims_mode_hybrid_posts_only_verified_claims_marked_partial(pipe
     answer = await pipeline(mode=AnswerMode.CLAIMS).answer(ATZ)
     assert answer.audit_mode is AuditMode.HYBRID and answer.partial
     assert "Käse" not in answer.answer and "55. Lebensjahr" in answer.answer
-    assert message(Key.PARTIAL, "de") in answer.answer
+    assert answer.notes == [message(Key.PARTIAL, "de")]
     assert answer.regenerations == 1
 
 

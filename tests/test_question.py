@@ -6,7 +6,9 @@ import re
 
 import pytest
 
-from kb_index.question import MAX_PARTS, retrieval_text, split_question, strip_chatter
+from kb_index.question.chatter import strip_chatter
+from kb_index.question.follow_up import retrieval_text
+from kb_index.question.parts import MAX_PARTS, split_question
 
 # --------------------------------------------------------------- strip_chatter
 

@@ -11,6 +11,7 @@ from slack_sdk.errors import SlackObjectFormationError
 
 from bot.i18n import message
 from bot.models import Answer, Outcome, Source, Violation
+from bot.review.desk import posted_notes
 from bot.slack.blockkit import MESSAGE_TEXT_BUDGET, block_text_length, context, section, to_message
 from bot.slack.mrkdwn import clip, escape, split_text
 from bot.slack.replies import (
@@ -194,7 +195,7 @@ def test_reviewed_answer_names_the_reviewer_and_a_forged_id_is_not_a_mention():
 
 def test_partial_answer_shows_its_note_apart_from_the_body():
     note = message("partial", "en")
-    msg = answer_message(answer(f"Nur das [1].\n\n{note}", partial=True), language="en", ref="a")
+    msg = answer_message(answer("Nur das [1].", notes=[note], partial=True), language="en", ref="a")
     texts = mrkdwn_texts(msg["blocks"])
     assert texts[0] == "Nur das [1]."
     assert texts.count(note) == 1
@@ -204,7 +205,7 @@ def test_partial_answer_shows_its_note_apart_from_the_body():
 def test_what_the_kb_does_not_cover_is_said_apart_from_the_body():
     note = message("not_covered", "de")
     body = "Bestimmte Bezüge sind unpfändbar [1]. Zur Pfändung Ihres Kontos enthält die Wissensbasis keine Angaben."
-    msg = answer_message(answer(f"{body}\n\n{note}", not_covered=["Zur Pfändung …"]), language="de", ref="a")
+    msg = answer_message(answer(body, notes=[note], not_covered=["Zur Pfändung …"]), language="de", ref="a")
     assert msg["blocks"][0]["text"]["text"] == body
     assert msg["blocks"][1] == {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}
 
@@ -217,7 +218,7 @@ def test_partial_flag_without_a_note_in_the_text_still_gets_one():
 def test_answer_on_a_truncated_question_shows_the_truncation_note():
     note = message("truncated", "de", limit=4000)
     partial = message("partial", "de")
-    msg = answer_message(answer(f"Das [1].\n\n{partial}\n\n{note}", partial=True), language="de", ref="a")
+    msg = answer_message(answer("Das [1].", notes=[partial, note], partial=True), language="de", ref="a")
     notes = [b for b in msg["blocks"] if b["type"] == "context"][0]
     assert [e["text"] for e in notes["elements"]] == [partial, note]
     assert msg["blocks"][0]["text"]["text"] == "Das [1]."
@@ -519,9 +520,9 @@ def oversized_source(n: int) -> Source:
 
 def oversized_answer() -> Answer:
     long_word = "Wort" * 2000  # no place to cut it but inside
-    notes = "\n\n".join([message("partial", "en")] * 12)  # a model that repeats a note
-    text = "\n\n".join([f"Absatz & <b> [1] {long_word}"] * 20) + f"\n\n{notes}"
-    return answer(text, sources=[oversized_source(i) for i in range(1, 80)], partial=True)
+    notes = [message("partial", "en")] * 12  # many notes: they must fit beside the cut body
+    text = "\n\n".join([f"Absatz & <b> [1] {long_word}"] * 20)
+    return answer(text, notes=notes, sources=[oversized_source(i) for i in range(1, 80)], partial=True)
 
 
 def built_from_oversized_text() -> list[tuple[str, dict, int]]:
@@ -567,3 +568,12 @@ def test_slack_sdk_raises_on_what_we_did_not_cut_so_the_cutting_is_ours():
         to_message("x", [section("x" * 3001)])
     with pytest.raises(SlackObjectFormationError):
         to_message("x", [context(["x"] * 11)])
+
+
+def test_a_recorded_answer_gives_back_its_notes_for_the_repost_of_a_flagged_answer():
+    partial, cut = message("partial", "de"), message("truncated", "de", limit=40)
+    body, notes = posted_notes(f"Das [1].\n\n{partial}\n\n{cut}\n", "de", 40)
+    assert (body, notes) == ("Das [1].", [partial, cut])
+    # Only the bot's own notes, exactly: a paragraph of the answer stays in it.
+    assert posted_notes("Das [1].\n\nAuch das [2].", "de", 40) == ("Das [1].\n\nAuch das [2].", [])
+    assert posted_notes(f"Das [1].\n\n{message('truncated', 'de', limit=41)}", "de", 40)[1] == []

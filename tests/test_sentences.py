@@ -1,11 +1,11 @@
-"""The one sentence splitter (bot.answer.verify.text.sentences): KB text for the
+"""The one sentence splitter (kb_index.sentences.sentences): KB text for the
 extractive backend, answers and cited blocks for the verifiers."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.answer.verify.text import sentences
+from kb_index.sentences import sentences
 
 
 @pytest.mark.parametrize(

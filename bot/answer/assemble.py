@@ -30,19 +30,16 @@ def _question_text(question: Question | str) -> str:
     return question.text if isinstance(question, Question) else question
 
 
-def with_truncated_note(text: str, language: str, limit: int | None) -> str:
-    """`text`, and when the question was cut to `limit` characters, a note that says so
-    (a paragraph of its own: the Slack rendering shows it apart from the answer)."""
-    if limit is None:
-        return text
-    return f"{text}\n\n{message(Key.TRUNCATED, language, limit=limit)}"
+def truncated_note(language: str, limit: int | None) -> list[str]:
+    """The note that the question was cut to `limit` characters, when it was (`limit` not None)."""
+    return [] if limit is None else [message(Key.TRUNCATED, language, limit=limit)]
 
 
-def _with_notes(text: str, question: Question | str, language: str) -> str:
+def _question_notes(question: Question | str, language: str) -> list[str]:
     """Whatever the outcome, an asker whose question was cut is told so."""
     if isinstance(question, Question) and question.truncated:
-        return with_truncated_note(text, language, len(question.text))
-    return text
+        return truncated_note(language, len(question.text))
+    return []
 
 
 def make_source(n: int, ev: Evidence) -> Source:
@@ -139,8 +136,10 @@ def refusal_answer(
     question: Question | str, language: str = "en", mode: AnswerMode = AnswerMode.CITATIONS, n_context: int = 0
 ) -> Answer:
     """The KB has nothing on it: a verified refusal (no footnotes, nothing to review)."""
-    text = _with_notes(message(Key.REFUSAL, language), question, language)
-    return _own_words(question, text, Outcome.REFUSED, mode, n_context, verified=True, refused=True)
+    return _own_words(
+        question, message(Key.REFUSAL, language), Outcome.REFUSED, mode, n_context, verified=True, refused=True,
+        notes=_question_notes(question, language),
+    )
 
 
 def uncertain_answer(
@@ -153,9 +152,9 @@ def uncertain_answer(
 ) -> Answer:
     """Verification failed after the retry: the asker gets the uncertain message,
     the rejected draft and its violations go along for the review card."""
-    text = _with_notes(message(Key.UNCERTAIN, language), question, language)
     return _own_words(
-        question, text, Outcome.UNCERTAIN, mode, n_context, verified=False, refused=True, draft=draft,
+        question, message(Key.UNCERTAIN, language), Outcome.UNCERTAIN, mode, n_context, verified=False,
+        refused=True, draft=draft, notes=_question_notes(question, language),
         audit_mode=verdict.audit_mode, violations=list(verdict.violations), json_fixups=list(verdict.json_fixups),
     )
 
@@ -200,13 +199,13 @@ def build_answer(
             text = f"{text}\n\n{' '.join(_claim_sentence(Claim(text=t, evidence_ids=[]), '') for t in verdict.not_covered)}"
     else:
         text, sources, citations = render_citations_text(draft, evidence)
-    if partial:
-        text = f"{text}\n\n{message(Key.PARTIAL, language)}"
+    notes = [message(Key.PARTIAL, language)] if partial else []
     if verdict.not_covered:
-        text = f"{text}\n\n{message(Key.NOT_COVERED, language)}"
+        notes.append(message(Key.NOT_COVERED, language))
     return Answer(
         question=_question_text(question),
-        answer=_with_notes(text, question, language),
+        answer=text,
+        notes=notes + _question_notes(question, language),
         verified=True,
         refused=False,
         citations=citations,
@@ -269,10 +268,10 @@ def footnote(source: Source, markup: FootnoteMarkup = PLAIN) -> str:
 
 
 def format_text_answer(answer: Answer, language: str = "en", markup: FootnoteMarkup = PLAIN) -> str:
-    """The answer as text: the answer, a blank line, then one line per footnote.
+    """The answer as text: the answer and its notes, a blank line, then one line per footnote.
     Plain for a terminal; Slack's notification text is the same in mrkdwn."""
     if not answer.sources:
-        return markup.text(answer.answer)
-    lines = [markup.text(answer.answer), "", f"{markup.text(message(Key.SOURCES, language))}:"]
+        return markup.text(answer.text)
+    lines = [markup.text(answer.text), "", f"{markup.text(message(Key.SOURCES, language))}:"]
     lines += [footnote(s, markup) for s in answer.sources]
     return "\n".join(lines)

@@ -18,12 +18,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES
-from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, sentences
+from bot.answer.verify.text import DOUBLE_QUOTE_CHARS
 from bot.i18n import Key, message
 from bot.models import AnswerMode, Draft, Evidence, GenerationRequest
 from kb_index import markdown
 from kb_index.analysis import terms
-from kb_index.question import split_question, strip_chatter
+from kb_index.question.chatter import strip_chatter
+from kb_index.question.parts import split_question
+from kb_index.sentences import sentences
 
 MAX_BLOCKS = 5  # beyond the top few blocks retrieval is mostly noise
 MAX_SENTENCES = 4  # a Slack answer, not a report

@@ -30,9 +30,9 @@ import re
 from bot.answer.backends import Backend, OllamaBackend, OpenAIBackend
 from bot.answer.judge import Judge
 from bot.answer.verify.judgement import JudgeReplyInvalid, Statement
-from bot.answer.verify.text import sentences
 from bot.config import Settings
 from bot.models import AnswerMode, Evidence, GenerationRequest, JudgedStatement, Judgement, JudgeStatus, Support
+from kb_index.sentences import sentences
 
 # Sentences judged at once: a local server serves a few requests in parallel, and a
 # question's statements should not queue behind each other one by one.

@@ -35,7 +35,7 @@ from bot.answer.verify.support import weigher
 from bot.config import Settings
 from bot.models import Answer, AnswerMode, AuditMode, Draft, Evidence, GenerationRequest, Question, Verdict, Violation
 from kb_index import Retriever
-from kb_index.question import retrieval_text
+from kb_index.question.follow_up import retrieval_text
 from kb_index.search import Retrieval
 
 

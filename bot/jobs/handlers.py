@@ -199,7 +199,7 @@ class JobHandlers:
             thread_ts=thread,
             is_dm=question.is_dm,
             asker=question.user,
-            text=answer.answer,
+            text=answer.text,
             sources=answer.sources,
             message=msg,
         )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.answer.assemble import render_citations_text, render_claims_text
+from bot.answer.assemble import render_citations_text, render_claims_text, truncated_note
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.config import Settings
 from bot.i18n import Key, message
@@ -162,13 +162,13 @@ class ReviewDesk:
                     is_dm=record.is_dm,
                     asker=record.asker,
                     sources=answer.sources,
-                    text=answer.answer,
+                    text=answer.text,
                 )
             )
             msg = (
                 answer_message(answer, language=record.language, ref=ref, reviewed_by=reviewer)
                 if answer.outcome is Outcome.ANSWERED
-                else {"text": answer.answer}
+                else {"text": answer.text}
             )
             try:
                 await self.poster.post_and_record(key, record.channel, record.thread_ts, msg, what="post the reviewed answer")
@@ -177,7 +177,7 @@ class ReviewDesk:
                 return
 
         record.status, record.decided_by, record.decided_at = status, reviewer, time.time()
-        record.final_answer = answer.answer if status is not ReviewStatus.DISMISSED else None
+        record.final_answer = answer.text if status is not ReviewStatus.DISMISSED else None
         if record.card_channel and record.card_ts:
             card = review_card_decided(record)
             try:
@@ -216,6 +216,7 @@ class ReviewDesk:
         outcome = Outcome.ANSWERED
         sources: list[Source] = []
         citations: list[str] = []
+        notes: list[str] = []
         if status is ReviewStatus.DISMISSED:
             body = message(Key.REVIEW_DISMISSED, record.language)
             outcome = Outcome.REFUSED
@@ -224,14 +225,36 @@ class ReviewDesk:
         elif record.kind == "feedback":
             # The flagged answer was posted with its [n] markers and numbered
             # sources already: approving it reposts it as it was.
-            body, sources = record.draft, record.sources
+            body, notes = posted_notes(record.draft, record.language, len(record.question))
+            sources = record.sources
             citations = list(dict.fromkeys(s.id for s in record.sources))
         else:
             body, sources, citations = approved_draft(record)
         return Answer(
-            question=record.question, answer=body, verified=True, refused=False,
+            question=record.question, answer=body, notes=notes, verified=True, refused=False,
             sources=sources, citations=citations, outcome=outcome,
         )
+
+
+def posted_notes(text: str, language: str, question_chars: int) -> tuple[str, list[str]]:
+    """(body, notes) of an answer as it was posted and recorded (`AnswerRecord.text`).
+
+    A record keeps the posted answer as one text, the format every running
+    process reads; its notes are the bot's own sentences, so they are known
+    exactly: the ones bot.answer.assemble adds, the question cut at its length.
+    """
+    known = {
+        message(Key.PARTIAL, language),
+        message(Key.NOT_COVERED, language),
+        *truncated_note(language, question_chars),
+    }
+    body, notes = text.rstrip(), list[str]()
+    while True:
+        head, sep, last = body.rpartition("\n\n")
+        if not sep or last.strip() not in known:
+            return body, notes
+        notes.insert(0, last.strip())
+        body = head.rstrip()
 
 
 def approved_draft(record: ReviewRecord) -> tuple[str, list[Source], list[str]]:

@@ -11,12 +11,11 @@ bot.slack.review_card.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from slack_sdk.models.blocks import ActionsBlock, Block, DividerBlock
 
-from bot.answer.assemble import with_truncated_note
+from bot.answer.assemble import truncated_note
 from bot.i18n import LANGUAGES, Key, message
 from bot.models import Answer, Outcome, Source
 from bot.slack.blockkit import (
@@ -66,40 +65,17 @@ COMPACT_SOURCE_BLOCKS = 2
 COMPACT_FALLBACK_CHARS = 3000
 
 
-# -- notes the pipeline appended to the answer text
+# -- the notes under an answer (Answer.notes)
+
+# The partial note in any language: an answer flagged partial that carries none
+# gets one, and one that carries it, in whatever language, gets no second.
+_PARTIAL_NOTES = frozenset(message(Key.PARTIAL, language) for language in LANGUAGES)
 
 
-def _note_pattern(key: Key, **fields: str) -> re.Pattern[str]:
-    """Every translation of a note, with its {limit} as any number a question limit can be."""
-    marker = "\x00"
-    variants = []
-    for language in LANGUAGES:
-        text = message(key, language, **{name: marker for name in fields})
-        variants.append(re.escape(text).replace(re.escape(marker), r"\d{1,9}"))
-    return re.compile("|".join(f"(?:{v})" for v in variants))
-
-
-_NOTES = (_note_pattern(Key.PARTIAL), _note_pattern(Key.TRUNCATED, limit=""), _note_pattern(Key.NOT_COVERED))
-
-
-def split_notes(text: str) -> tuple[str, list[str]]:
-    """(body, notes): the partial, not-covered and truncated-question notes that build_answer
-    appends as trailing paragraphs. They are shown apart from the body so that
-    shortening a long answer can never cut them off."""
-    body = text.rstrip()
-    notes: list[str] = []
-    while True:
-        head, sep, last = body.rpartition("\n\n")
-        if not sep or not any(p.fullmatch(last.strip()) for p in _NOTES):
-            return body, notes
-        notes.insert(0, last.strip())
-        body = head.rstrip()
-
-
-def _notes_for(answer: Answer, notes: list[str], language: str) -> list[str]:
-    if answer.partial and not any(_NOTES[0].fullmatch(n) for n in notes):
-        notes = [message(Key.PARTIAL, language), *notes]
-    return notes
+def _notes_for(answer: Answer, language: str) -> list[str]:
+    if answer.partial and not _PARTIAL_NOTES.intersection(answer.notes):
+        return [message(Key.PARTIAL, language), *answer.notes]
+    return list(answer.notes)
 
 
 # -- the answer
@@ -141,12 +117,12 @@ def answer_message(
 
     `reviewed_by` is the user id of the reviewer who approved or wrote the answer.
     Refused, uncertain and failed answers carry the bot's own sentence in
-    `answer.answer`; they get no feedback buttons. `compact`: the smaller form
+    `answer.answer`; they get no feedback buttons. `answer.notes` are shown apart
+    from the body, in smaller print. `compact`: the smaller form
     posted when Slack refused the full one as too long.
     """
     checked_value(ref)
-    body, notes = split_notes(answer.answer)
-    notes = _notes_for(answer, notes, language)
+    body, notes = answer.answer.rstrip(), _notes_for(answer, language)
     tail: list[Block] = []
     tail += contexts([escape(n) for n in notes])
     if reviewed_by:
@@ -206,21 +182,22 @@ def _passage_blocks(source: Source, language: str) -> list[Block]:
 # -- the bot's own messages
 
 
-def _notice(text: str) -> dict[str, Any]:
+def _notice(text: str, notes: list[str] | None = None) -> dict[str, Any]:
     """A message in the bot's own words: the sentence, and any notes in smaller print."""
-    body, notes = split_notes(text)
-    blocks = [section(p) for p in split_text(escape(body), MAX_SECTION_CHARS)]
-    return to_message(escape(text), [*blocks, *contexts([escape(n) for n in notes])])
+    notes = notes or []
+    blocks = [section(p) for p in split_text(escape(text), MAX_SECTION_CHARS)]
+    fallback = "\n\n".join([text, *notes])
+    return to_message(escape(fallback), [*blocks, *contexts([escape(n) for n in notes])])
 
 
 def refusal_message(*, language: str, question_limit: int | None = None) -> dict[str, Any]:
     """The KB has nothing on the question. `question_limit`: the question was cut to that length."""
-    return _notice(with_truncated_note(message(Key.REFUSAL, language), language, question_limit))
+    return _notice(message(Key.REFUSAL, language), truncated_note(language, question_limit))
 
 
 def uncertain_message(*, language: str, question_limit: int | None = None) -> dict[str, Any]:
     """No answer could be backed by the KB; a reviewer may follow up in the thread."""
-    return _notice(with_truncated_note(message(Key.UNCERTAIN, language), language, question_limit))
+    return _notice(message(Key.UNCERTAIN, language), truncated_note(language, question_limit))
 
 
 def error_message(*, language: str) -> dict[str, Any]:

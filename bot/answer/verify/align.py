@@ -36,9 +36,9 @@ import numpy as np
 
 from bot.answer.verify.numbers import NUMBER_WORD_TERMS, find_numbers
 from bot.answer.verify.support import Weigher, content_terms, match_term
-from bot.answer.verify.text import sentences
 from kb_index import markdown
 from kb_index.analysis import guess_language
+from kb_index.sentences import sentences
 
 MAX_ALIGNED = 3
 

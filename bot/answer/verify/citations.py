@@ -39,9 +39,10 @@ from bot.answer.verify.numbers import find_numbers
 from bot.answer.verify.refs import IdSet, Ref, find_refs, ordered_ids, strip_refs
 from bot.answer.verify.statement import StatementContext, check_statement
 from bot.answer.verify.support import Weigher, weigher
-from bot.answer.verify.text import is_refusal, quote_in, quoted_passages, sentences, strip_think
+from bot.answer.verify.text import is_refusal, quote_in, quoted_passages, strip_think
 from bot.models import Evidence, Verdict, Violation
 from kb_index import markdown
+from kb_index.sentences import sentences
 
 
 @dataclass

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import re
 
-from bot.answer.verify.text import fold, sentences
+from bot.answer.verify.text import fold
+from kb_index.sentences import sentences
 
 # On folded text (bot.answer.verify.text.fold): lower case, no accents, no punctuation.
 _SOURCE_EN = (

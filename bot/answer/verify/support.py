@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 
-from bot.answer.verify.text import paragraphs, sentences
 from kb_index.analysis import fold_accents, stop_words, terms
+from kb_index.sentences import paragraphs, sentences
 
 # Share of the claim's word weight one sentence must hold.
 SINGLE_SENTENCE_COVERAGE = 0.45
