@@ -176,6 +176,17 @@ async def record_judge_more(index_dir: Path, root: Path = HERE) -> list[dict]:
     return out
 
 
+def sample_index(tmp: Path) -> Path:
+    """An index of the sample KB's entries the sets were recorded on (bench.trust.markdown_kb)."""
+    index_dir = tmp / "index"
+    build_index(markdown_kb(tmp), index_dir, embedder=LocalE5Embedder(), seed_vectors=BUNDLED_VECTORS_DIR)
+    return index_dir
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=Path, default=HERE / "questions.yaml")
@@ -185,31 +196,20 @@ def main() -> int:
                         help="record the judge's prompts on the statements without a recorded verdict")
     parser.add_argument("--root", type=Path, default=HERE, help="the set's folder (bench/trust, bench/trust/holdout)")
     args = parser.parse_args()
-    if args.judge_more:
-        out = args.out or args.root / "judge_prompts_more.jsonl"
+    if args.judge or args.judge_more:
+        name, recorder = ("judge_prompts_more.jsonl", record_judge_more) if args.judge_more else \
+            ("judge_prompts.jsonl", record_judge)
+        out = args.out or args.root / name
         with tempfile.TemporaryDirectory() as tmp:
-            index_dir = Path(tmp) / "index"
-            build_index(markdown_kb(Path(tmp)), index_dir, embedder=LocalE5Embedder(), seed_vectors=BUNDLED_VECTORS_DIR)
-            rows = asyncio.run(record_judge_more(index_dir, args.root))
-        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-        print(f"{len(rows)} supplement judge prompts, {sum(len(r['statements']) for r in rows)} statements -> {out}")
-        return 0
-    if args.judge:
-        out = args.out or args.root / "judge_prompts.jsonl"
-        with tempfile.TemporaryDirectory() as tmp:
-            index_dir = Path(tmp) / "index"
-            build_index(markdown_kb(Path(tmp)), index_dir, embedder=LocalE5Embedder(), seed_vectors=BUNDLED_VECTORS_DIR)
-            rows = asyncio.run(record_judge(index_dir, args.root))
-        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+            rows = asyncio.run(recorder(sample_index(Path(tmp)), args.root))
+        write_jsonl(out, rows)
         print(f"{len(rows)} judge prompts, {sum(len(r['statements']) for r in rows)} statements -> {out}")
         return 0
     args.out = args.out or HERE / "prompts.jsonl"
     questions = yaml.safe_load(args.questions.read_text())
     with tempfile.TemporaryDirectory() as tmp, FakeLLMServer() as server:
-        index_dir = Path(tmp) / "index"
-        build_index(markdown_kb(Path(tmp)), index_dir, embedder=LocalE5Embedder(), seed_vectors=BUNDLED_VECTORS_DIR)
-        prompts = asyncio.run(record(questions, index_dir, server.url, server))
-    args.out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in prompts))
+        prompts = asyncio.run(record(questions, sample_index(Path(tmp)), server.url, server))
+    write_jsonl(args.out, prompts)
     print(f"{len(prompts)} prompts for {len(questions)} questions -> {args.out}")
     return 0
 
