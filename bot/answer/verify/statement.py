@@ -59,6 +59,7 @@ from bot.answer.verify.support import (
     content_terms,
     match_term,
 )
+from kb_index.sentences import sentences
 
 # Claims: support.assess's words test, or (an embedder configured) this close in meaning.
 CLAIM_COSINE = 0.86
@@ -133,7 +134,7 @@ class StatementContext:
     def worked_values(self) -> frozenset[str]:
         """The values of the numbers in the answer's lines that show their working (_WORKING)."""
         if self._worked_values is None:
-            lines = [line for line in re.split(r"(?<=[.!?])\s+|\n", self.answer) if _WORKING.search(line)]
+            lines = [line for line in sentences(self.answer, self.language) if _WORKING.search(line)]
             self._worked_values = frozenset(v for line in lines for n in find_numbers(line, self.language)
                                             for v in n.values)
         return self._worked_values
