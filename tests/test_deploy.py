@@ -594,9 +594,11 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "views_open": set(),
     "views_update": set(),
     "views_push": set(),
+    "views_publish": set(),
     "auth_test": set(),
 }
-# The events citebot handles: @mentions, and direct messages (message.im).
+# The events citebot handles: @mentions, and direct messages (message.im); app_home_opened
+# (the Home tab) needs no scope.
 EVENT_SCOPES = {"app_mentions:read", "im:history"}
 # Start-up will resolve CITEBOT_REVIEW_CHANNEL and check the bot's membership with
 # conversations.info; the scopes are in the manifest ahead of that call.
@@ -642,7 +644,10 @@ def test_manifest_pastes_without_a_reachable_url():
     commented = [line[4:] for line in after if line.startswith("  # ")]
     block = yaml.safe_load("\n".join(line for line in commented if line.startswith(("event_subscriptions:", "interactivity:", " "))))
     events = block["event_subscriptions"]
-    assert events["bot_events"] == ["app_mention", "message.im"]
+    assert events["bot_events"] == ["app_mention", "message.im", "app_home_opened"]
+    # The Home tab the app_home_opened listener publishes to is on.
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is True
+    assert any('"app_home_opened"' in path.read_text() for path in (ROOT / "bot").rglob("*.py"))
     assert events["request_url"].endswith("/slack/events")
     assert block["interactivity"] == {"is_enabled": True, "request_url": events["request_url"]}
     # The web process serves that path (events and interactivity alike).

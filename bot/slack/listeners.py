@@ -8,12 +8,14 @@ retries later, and the question is not lost. A retry of an event that was
 enqueued is dropped by the queue's dedupe on the event id.
 
 The only Slack calls made here are `views.open` for the Sources and feedback
-modals, because their trigger_id expires 3 seconds after the click.
+modals, because their trigger_id expires 3 seconds after the click, and
+`views.publish` for the Home tab (bot.slack.home_data says why it is read here).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,9 +28,11 @@ from bot.i18n import Key, message
 from bot.jobs.job import AnswerPayload, Enqueue, FeedbackPayload, HelpPayload, Job, ReviewDecisionPayload, stable_id
 from bot.logs import about_question
 from bot.models import SlackQuestion, clip_question
-from bot.slack import replies, review_card
-from bot.slack.calls import make_client
+from bot.slack import home, replies, review_card
+from bot.slack.calls import call, make_client
 from bot.slack.event_text import question_text, scrubbed
+from bot.slack.home_data import read_home
+from bot.store.asked import AskedIndex
 from bot.store.records import Records
 from kb_index.analysis import guess_language
 
@@ -57,6 +61,7 @@ def create_app(deps: AppDeps) -> AsyncApp:
     )
     register_events(app, deps)
     register_actions(app, deps)
+    register_home(app, deps)
     return app
 
 
@@ -126,6 +131,12 @@ async def enqueue_question(
     dedupe = _string(body.get("event_id")) or question.id
     with about_question(question.id):
         added = await deps.queue.enqueue(job, dedupe_id=dedupe)
+        if question.text and question.user:
+            # After the enqueue: a failure here fails the request, and Slack's
+            # retry (dropped by the queue's dedupe) writes it again.
+            await AskedIndex(deps.records.redis).add(
+                question.user, question.id, question.text, _asked_at(question.ts), is_dm=question.is_dm
+            )
         metrics.EVENTS.labels(result="enqueued" if added else "duplicate").inc()
         log.info(
             "%s %s",
@@ -152,6 +163,28 @@ def register_events(app: AsyncApp, deps: AppDeps) -> None:
         if bot and event.get("user") == bot:
             return
         await enqueue_question(make_question(event, deps, is_dm=True, bot_user_id=bot), body, deps, bot_user_id=bot)
+
+
+def _asked_at(ts: str | None) -> float:
+    try:
+        return float(ts or "")
+    except ValueError:
+        return time.time()
+
+
+# ---------------------------------------------------------------- the Home tab
+
+
+def register_home(app: AsyncApp, deps: AppDeps) -> None:
+    @app.event("app_home_opened")
+    async def on_home_opened(event, client):
+        user = _string(event.get("user"))
+        if event.get("tab") != "home" or not user:
+            return  # the Messages tab opens the DM; nothing to publish
+        # A Slack retry publishes the view again: the same user's current state, harmless.
+        data = await read_home(user, settings=deps.settings, redis=deps.records.redis)
+        view = home.home_view(data, language=deps.settings.language)
+        await call(client.views_publish(user_id=user, view=view), "publish the Home tab")
 
 
 # ---------------------------------------------------------------- actions

@@ -150,3 +150,21 @@ def cited_by_key(entry_id: str) -> str:
 
 def source_note_lock_key(question_id: str) -> str:
     return SOURCE_NOTE_LOCK_PREFIX + question_id
+
+# ---------------------------------------------------------------- the Home tab (bot.store.asked)
+
+# User id -> the questions they asked (sorted set, member = JSON of question id
+# and text, score = when asked), for the asker's own list on their Home tab.
+# The audit trail records no user id on purpose (it is for operators); this
+# index is what lets a user, and only that user, find their own questions.
+# Written by the web process when it enqueues a question, so a question still
+# being answered is listed too. Trimmed to the newest ASKED_MAX on every write;
+# the key lives as long as the audit entries it points to (AUDIT_HORIZON_S)
+# after the user's last question.
+ASKED_PREFIX = PREFIX + "asked:"  # + user id
+ASKED_MAX = 20
+ASKED_TTL_S = AUDIT_HORIZON_S
+
+
+def asked_key(user_id: str) -> str:
+    return ASKED_PREFIX + user_id

@@ -7,7 +7,7 @@ conversations.replies, reactions.add); all three are merged into one `body`, and
 form-encoded `blocks`/`view`/`attachments` are decoded from their JSON strings.
 
 Methods (those citebot and its tests call): chat.postMessage, chat.update,
-chat.postEphemeral, chat.delete, views.open, reactions.add, reactions.remove,
+chat.postEphemeral, chat.delete, views.open, views.publish, reactions.add, reactions.remove,
 auth.test, conversations.replies, conversations.history, conversations.info,
 conversations.list (over `channels`, by default the harness's review channel and
 #general) and apps.connections.open (hands out `socket_url`, see
@@ -166,6 +166,8 @@ class FakeSlackServer(Scripting, ThreadedFake):
         self._messages: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) -> message
         self._threads: dict[tuple[str, str], list[dict[str, Any]]] = {}  # scripted conversations.replies
         self._reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
+        self.home_enabled = True  # the manifest's app_home.home_tab_enabled; off: views.publish answers not_enabled
+        self._home_views: dict[str, dict[str, Any]] = {}  # user id -> the Home tab views.publish last set
         self._bind(host, port, _handler_for(self))
 
     @property
@@ -325,6 +327,31 @@ class FakeSlackServer(Scripting, ThreadedFake):
         opened = {**view, "id": view_id, "team_id": self.team_id, "state": {"values": {}}, "hash": f"h{view_id}"}
         return {"ok": True, "view": opened}
 
+    def home_view(self, user: str) -> dict[str, Any] | None:
+        """The Home tab `user` sees now: the view of the last views.publish for them."""
+        with self._lock:
+            return self._home_views.get(user)
+
+    def _publish_view(self, body: dict[str, Any]) -> dict[str, Any]:
+        """views.publish (user_id and view required, hash optional): Slack answers
+        not_enabled while the Home tab is off, and invalid_arguments for a view that is
+        not a `home` view of 1 to 100 blocks."""
+        user, view = body.get("user_id"), body.get("view")
+        if not user or not isinstance(view, dict):
+            return _error("invalid_arguments")
+        if not self.home_enabled:
+            return _error("not_enabled")
+        blocks = view.get("blocks")
+        if view.get("type") != "home" or not isinstance(blocks, list) or not 0 < len(blocks) <= 100:
+            return _error("invalid_arguments")
+        if len(json.dumps(view)) > 250_000:
+            return _error("view_too_large")
+        self._view_counter += 1
+        view_id = f"V{self._view_counter:08d}"
+        published = {**view, "id": view_id, "team_id": self.team_id, "hash": f"h{view_id}"}
+        self._home_views[user] = published
+        return {"ok": True, "view": published}
+
     def _add_reaction(self, body: dict[str, Any]) -> dict[str, Any]:
         key = (body.get("channel") or "", body.get("timestamp") or "", body.get("name") or "")
         if not all(key):
@@ -406,6 +433,7 @@ _METHODS = {
     "chat.delete": FakeSlackServer._delete,
     "chat.postEphemeral": FakeSlackServer._post_ephemeral,
     "views.open": FakeSlackServer._open_view,
+    "views.publish": FakeSlackServer._publish_view,
     "reactions.add": FakeSlackServer._add_reaction,
     "reactions.remove": FakeSlackServer._remove_reaction,
     "auth.test": FakeSlackServer._auth_test,

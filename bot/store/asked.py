@@ -1,0 +1,52 @@
+"""Each user's own recent questions, for their Home tab.
+
+The web process adds a question here when it enqueues it; the Home tab reads
+the newest ones back and looks up each one's outcome in the audit trail
+(bot.store.audit). Only the asker's own Home tab reads a user's list, so the
+text of a direct message stays with the person who wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import redis.asyncio as aioredis
+
+from bot.store import keys
+
+# The Home tab shows a line of a question, not the whole of it: no need to keep more.
+TEXT_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Asked:
+    question_id: str
+    text: str
+    at: float  # epoch seconds
+    is_dm: bool = False
+
+
+class AskedIndex:
+    def __init__(self, redis: aioredis.Redis, *, keep: int = keys.ASKED_MAX):
+        self.redis = redis
+        self.keep = keep
+
+    async def add(self, user: str, question_id: str, text: str, at: float, *, is_dm: bool = False) -> None:
+        """Idempotent: a Slack retry of the same event writes the same member again."""
+        member = json.dumps({"id": question_id, "text": text[:TEXT_CHARS], "dm": is_dm}, sort_keys=True, ensure_ascii=False)
+        key = keys.asked_key(user)
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.zadd(key, {member: at})
+        pipe.zremrangebyrank(key, 0, -self.keep - 1)
+        pipe.expire(key, keys.ASKED_TTL_S)
+        await pipe.execute()
+
+    async def recent(self, user: str, limit: int = keys.ASKED_MAX) -> list[Asked]:
+        """Newest first."""
+        rows = await self.redis.zrevrange(keys.asked_key(user), 0, limit - 1, withscores=True)
+        out = []
+        for member, score in rows:
+            data = json.loads(member)
+            out.append(Asked(question_id=data["id"], text=data["text"], at=float(score), is_dm=bool(data.get("dm"))))
+        return out
