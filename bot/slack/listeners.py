@@ -57,6 +57,10 @@ def create_app(deps: AppDeps) -> AsyncApp:
     )
     register_events(app, deps)
     register_actions(app, deps)
+    # Imported here: the surfaces build their questions with this module's make_question.
+    from bot.slack.surfaces import register_surfaces
+
+    register_surfaces(app, deps)
     return app
 
 
