@@ -11,7 +11,7 @@ import pytest
 from slack_sdk.models.blocks import Block
 
 from tests.citebot_fixtures import answers_in, button_value
-from tests.harness import block_action, message_shortcut, slash_command
+from tests.harness import REVIEW_CHANNEL, block_action, message_shortcut, slash_command
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -143,3 +143,21 @@ def test_the_shortcut_in_a_dm_answers_in_the_dm_to_the_asker_alone(citebot):
     settle(bot)
     # The DM's text went nowhere else: no post, in the DM or anywhere.
     assert bot.slack.calls("chat.postMessage") == []
+
+
+def test_a_reviewers_answer_to_a_slash_command_goes_to_the_asker_alone(citebot):
+    bot = citebot()
+    draft = "You get 45 days of leave [hb-pto-01]."
+    bot.llm.script(draft, draft)
+    url = bot.slack.response_url()
+    bot.send_command(slash_command(PTO_QUESTION, response_url=url))
+    [unsure] = responses(bot, url)
+    assert "citebot_post_in_channel" not in json.dumps(unsure["blocks"])  # only a verified answer is shared
+    [card] = answers_in(bot, REVIEW_CHANNEL, None)
+    review_id = button_value(card, "citebot_review_approve")
+    bot.send_action(block_action("citebot_review_approve", review_id, channel=REVIEW_CHANNEL, user="UREVIEWER"))
+    [told] = bot.slack.wait_for("chat.postEphemeral", 1, timeout=20)
+    assert (told.body["channel"], told.body["user"]) == ("CGENERAL", "UASKER") and "45 days" in told.body["text"]
+    bot.slack.wait_for("chat.update", 1)
+    settle(bot)
+    assert bot.replies("CGENERAL", None) == []  # the channel never saw the question nor its answer

@@ -220,6 +220,7 @@ class JobHandlers:
             thread_ts=thread,
             is_dm=question.is_dm,
             asker=question.user,
+            private_to=question.user if payload.ephemeral is not None else None,
             text=answer.text,
             sources=answer.sources,
             message=msg,
@@ -230,7 +231,7 @@ class JobHandlers:
             # this job ends early and would never post a card that failed for
             # a moment. A card Slack refuses for good is noted on the review
             # (`citebot review list`) and the asker still gets the reply.
-            await self.reviews.open_review(question, answer)
+            await self.reviews.open_review(question, answer, private_to=record.private_to)
         started = time.perf_counter()
         # Slack may refuse a long answer (msg_too_long): a compact form then,
         # with the footnotes and the Sources button, rather than nothing.

@@ -34,6 +34,17 @@ log = logging.getLogger(__name__)
 EPHEMERAL_TS = "ephemeral"
 
 
+async def claim_ephemeral(ledger: PostLedger, key: str) -> bool:
+    """Claims `key` for a message only one person sees; False when it was sent, or may have been."""
+    claim = await ledger.claim_post(key)
+    if claim is PostClaim.POSTED:
+        return False
+    if claim is PostClaim.IN_DOUBT:
+        # A try was sent and nothing came back: taken as delivered (see the module docstring).
+        return await ledger.look_until(key) is None
+    return True
+
+
 @dataclass
 class ResponseUrlPoster:
     """Replies to `response_url`, each key's once, as an ephemeral message to the asker."""
@@ -42,13 +53,7 @@ class ResponseUrlPoster:
     response_url: str
 
     async def claim_unless_posted(self, key: str, channel: str, thread_ts: str | None) -> bool:
-        claim = await self.ledger.claim_post(key)
-        if claim is PostClaim.POSTED:
-            return False
-        if claim is PostClaim.IN_DOUBT:
-            # A try was sent and nothing came back: taken as delivered (see the module docstring).
-            return await self.ledger.look_until(key) is None
-        return True
+        return await claim_ephemeral(self.ledger, key)
 
     async def release_claim(self, key: str) -> None:
         await self.ledger.release_post(key)
