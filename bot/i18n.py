@@ -30,6 +30,9 @@ class Key(StrEnum):
     NOT_COVERED = "not_covered"  # the answer says what the KB does not cover; the question goes to the gaps report
     TRUNCATED = "truncated"  # the question was cut to the maximum length
     HELP = "help"  # an empty mention
+    COMMAND_HELP = "command_help"  # an empty /citebot
+    LOOKING_UP = "looking_up"  # /citebot acknowledged: the answer follows, to the asker alone
+    SHARED_BY = "shared_by"  # under a /citebot answer its asker posted in the channel
     LLM_DOWN = "llm_down"  # the model failed past all retries, or took the question's whole time budget
     FAILED = "failed"  # anything else failed past all retries (never Slack: it cannot carry the news)
     KB_NOT_READY = "kb_not_ready"  # the index is missing or holds no entry: nothing can be answered yet
@@ -43,6 +46,7 @@ class Key(StrEnum):
     MORE_SOURCES = "more_sources"  # the footnote list, cut
     # -- the Slack interface: buttons, modals, the review card
     HELPFUL = "helpful"
+    POST_IN_CHANNEL = "post_in_channel"  # under a /citebot answer only its asker sees
     NOT_HELPFUL = "not_helpful"
     CLOSE = "close"
     CANCEL = "cancel"
@@ -135,6 +139,14 @@ _TEXT: dict[str, dict[Key, str]] = {
             "It has been recorded; please try again later."
         ),
         Key.REVIEWED_BY: "Reviewed by {reviewer}.",
+        Key.COMMAND_HELP: (
+            "Type your question after the command, for example: /citebot How many vacation days do I get? "
+            "Only you see the answer, and you can post it in the channel. In a thread, or to ask the channel, "
+            "use @citebot or the message shortcut Ask citebot."
+        ),
+        Key.LOOKING_UP: "Looking that up in the knowledge base; only you will see the answer.",
+        Key.SHARED_BY: "Asked by {asker} with /citebot.",
+        Key.POST_IN_CHANNEL: "Post in channel",
         Key.SOURCES: "Sources",
         Key.REVIEW_DISMISSED: "A reviewer looked at your question: the knowledge base has no answer to it yet.",
         Key.SOURCE_CHANGED: "⚠️ Source [{n}] has changed since this answer — ask again.",
@@ -257,6 +269,14 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
             "Sie wurde festgehalten; bitte versuch es später noch einmal."
         ),
         Key.REVIEWED_BY: "Geprüft von {reviewer}.",
+        Key.COMMAND_HELP: (
+            "Schreib deine Frage hinter den Befehl, zum Beispiel: /citebot Wie viele Urlaubstage habe ich? "
+            "Nur du siehst die Antwort, und du kannst sie im Channel posten. In einem Thread, oder um den "
+            "Channel zu fragen, nimm @citebot oder die Nachrichten-Aktion Ask citebot."
+        ),
+        Key.LOOKING_UP: "Ich suche das in der Wissensbasis; nur du wirst die Antwort sehen.",
+        Key.SHARED_BY: "Gefragt von {asker} mit /citebot.",
+        Key.POST_IN_CHANNEL: "Im Channel posten",
         Key.SOURCES: "Quellen",
         Key.REVIEW_DISMISSED: "Deine Frage wurde geprüft: Die Wissensbasis enthält dazu noch keine Antwort.",
         Key.SOURCE_CHANGED: "⚠️ Quelle [{n}] hat sich seit dieser Antwort geändert – bitte frag noch einmal.",

@@ -114,6 +114,24 @@ def block_action(action_id: str, value: str, *, channel: str, user: str = "UREVI
     )
 
 
+def slash_command(text: str, *, response_url: str, channel: str = "CGENERAL", channel_name: str = "general",
+                  user: str = "UASKER") -> dict[str, str]:
+    """The form fields Slack posts for `/citebot text` (Slack's slash command payload)."""
+    n = next(_counter)
+    return {"token": "legacy", "team_id": "T0FAKE", "team_domain": "fake", "channel_id": channel,
+            "channel_name": channel_name, "user_id": user, "user_name": "asker", "command": "/citebot", "text": text,
+            "api_app_id": "A0FAKE", "is_enterprise_install": "false", "response_url": response_url,
+            "trigger_id": f"{n}.{n}.trigger{n}"}
+
+
+def message_shortcut(message: dict, *, response_url: str, channel: str = "CGENERAL", channel_name: str = "general",
+                     user: str = "UASKER", callback_id: str = "citebot_ask") -> dict:
+    """The interaction Slack posts when `user` picks a message shortcut on `message` (a message as Slack lists it)."""
+    return _interaction("message_action", user, callback_id=callback_id, channel={"id": channel, "name": channel_name},
+                        message=message, message_ts=message["ts"], response_url=response_url,
+                        action_ts=f"{time.time():.6f}")
+
+
 def view_submission(view: dict, *, user: str, values: dict) -> dict:
     """The submission of a modal the bot opened (`view` as sent to views.open), with the inputs' `values`."""
     return _interaction("view_submission", user, view={**view, "id": f"V{next(_counter)}", "state": {"values": values}})
@@ -333,6 +351,12 @@ class Citebot:
         h = {"Content-Type": "application/json", **signed_headers(body), **(headers or {})}
         if retry_num is not None:
             h.update({"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": "http_timeout"})
+        return httpx.post(f"{self.url}/slack/events", content=body, headers=h, timeout=10)
+
+    def send_command(self, fields: dict[str, str]) -> httpx.Response:
+        """A slash command: Slack posts its fields as a plain form (no `payload`)."""
+        body = urlencode(fields)
+        h = {"Content-Type": "application/x-www-form-urlencoded", **signed_headers(body)}
         return httpx.post(f"{self.url}/slack/events", content=body, headers=h, timeout=10)
 
     def send_action(self, payload: dict) -> httpx.Response:

@@ -600,6 +600,8 @@ METHOD_SCOPES: dict[str, set[str]] = {
 # The events citebot handles: @mentions, and direct messages (message.im); app_home_opened
 # (the Home tab) needs no scope.
 EVENT_SCOPES = {"app_mentions:read", "im:history"}
+# The slash command and the message shortcut the code listens for (bot/slack/surfaces.py).
+SURFACE_SCOPES = {"commands"}
 # Start-up will resolve CITEBOT_REVIEW_CHANNEL and check the bot's membership with
 # conversations.info; the scopes are in the manifest ahead of that call.
 PLANNED_SCOPES = METHOD_SCOPES["conversations_info"]
@@ -620,7 +622,7 @@ def test_manifest_asks_for_exactly_the_scopes_the_code_uses():
     assert {"chat_postMessage", "conversations_replies", "reactions_add"} <= called
     unknown = called - METHOD_SCOPES.keys()
     assert not unknown, f"add {sorted(unknown)} to METHOD_SCOPES and their scopes to manifest.yml"
-    needed = EVENT_SCOPES | PLANNED_SCOPES | {scope for method in called for scope in METHOD_SCOPES[method]}
+    needed = EVENT_SCOPES | SURFACE_SCOPES | PLANNED_SCOPES | {scope for method in called for scope in METHOD_SCOPES[method]}
     manifest, text = load_manifest()
     scopes = manifest["oauth_config"]["scopes"]["bot"]
     assert len(scopes) == len(set(scopes))
@@ -630,6 +632,18 @@ def test_manifest_asks_for_exactly_the_scopes_the_code_uses():
     for scope in scopes:
         commented = rf"#[^\n]*\n(\s+#[^\n]*\n)*(\s+- [a-z_:.]+\n)*\s+- {re.escape(scope)}\s*$"
         assert re.search(commented, text, re.M), f"{scope} has no comment"
+
+
+def test_the_manifests_command_and_shortcut_are_the_ones_the_code_handles():
+    from bot.slack.surfaces import COMMAND, SHORTCUT_ASK
+
+    manifest, _ = load_manifest()
+    [command] = manifest["features"]["slash_commands"]
+    assert command["command"] == COMMAND and command["url"].endswith("/slack/events")
+    assert command["should_escape"] is False  # mentions arrive as <@U…>, which the question text reads
+    [shortcut] = manifest["features"]["shortcuts"]
+    assert (shortcut["type"], shortcut["callback_id"]) == ("message", SHORTCUT_ASK)
+    assert len(shortcut["description"]) <= 80 and len(command["description"]) <= 100
 
 
 def test_manifest_pastes_without_a_reachable_url():

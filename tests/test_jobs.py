@@ -55,6 +55,7 @@ TODAYS_JOBS = {
         "answer_id": "C1:1700000000.000100", "generation": "gen-000002",
         "changes": [{"entry_id": "hb-pto-01", "n": 1, "change": "changed"}],
     },
+    "share_answer": {"answer_id": "C1:cmd-0123456789abcdef", "user": "U1"},
 }
 
 

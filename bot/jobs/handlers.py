@@ -8,11 +8,16 @@ exactly once because every post goes through the Poster (bot.slack.posting),
 keyed by what it answers: the question, or the review decision.
 
 Jobs:
-    answer           a question from a mention or a DM
-    help             an empty mention
+    answer           a question from a mention, a DM, /citebot or the message shortcut
+    help             an empty mention or shortcut
     review_decision  a reviewer approved, answered or dismissed a rejected draft
     feedback         a 👎 with a reason: goes to the review channel
     source_changed   `citebot index` changed an entry a posted answer cited: a note under it
+    share_answer     "Post in channel" under a /citebot answer: the stored answer, for everyone
+
+A question whose job carries `ephemeral` (/citebot, the shortcut in a DM) is
+answered the same way, through Slack's response_url to the asker alone
+(bot.slack.response_url), with no 👀: there may be no message to put it on.
 
 Every answer, refusal, uncertain reply and apology is recorded in the audit
 trail (bot.store.audit) right after its post.
@@ -48,7 +53,7 @@ from bot.answer.budget import BudgetSpent, within_budget
 from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import Pipeline
 from bot.config import Settings
-from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind
+from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind, ShareAnswerPayload
 from bot.jobs.source_changes import note_source_changes
 from bot.logs import about_question
 from bot.models import Answer, Outcome, Question, SlackQuestion
@@ -57,6 +62,7 @@ from bot.slack import replies
 from bot.slack.calls import SlackError, SlackFailed, best_effort
 from bot.slack.event_text import question_text
 from bot.slack.posting import Poster
+from bot.slack.response_url import ResponseUrlPoster
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.errors import StoreUnavailable
 from bot.store.ledger import PostLedger
@@ -69,6 +75,9 @@ log = logging.getLogger(__name__)
 PROGRESS_REACTION = "eyes"
 # Earlier messages of a thread that a follow-up question takes along.
 THREAD_HISTORY_MESSAGES = 6
+
+# Where a question's replies go: into its thread, or to its asker alone.
+Delivery = Poster | ResponseUrlPoster
 
 
 class ModelUnavailable(Retryable):
@@ -106,6 +115,7 @@ class JobHandlers:
             JobKind.REVIEW_DECISION: self.reviews.decide,
             JobKind.FEEDBACK: self.reviews.feedback,
             JobKind.SOURCE_CHANGED: self.source_changed,
+            JobKind.SHARE_ANSWER: self.share,
         }.get(job.kind)
         if handler is None:
             raise ValueError(f"unknown job kind {job.kind!r}")
@@ -120,21 +130,31 @@ class JobHandlers:
             elif job.kind is JobKind.REVIEW_DECISION:
                 await self.reviews.decision_failed(job, error)
 
+    def _delivery(self, payload: AnswerPayload) -> Delivery:
+        if payload.ephemeral is not None:
+            return ResponseUrlPoster(self.ledger, payload.ephemeral.response_url)
+        return self.poster
+
+    async def _unreact(self, question: SlackQuestion, poster: Delivery) -> None:
+        if poster is self.poster:
+            await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
+
     async def _answer_failed(self, job: Job, error: BaseException) -> None:
-        question = job.read(AnswerPayload).question
+        payload = job.read(AnswerPayload)
+        question, poster = payload.question, self._delivery(payload)
         if isinstance(error, SlackFailed):
             # Slack refused the reply itself (the bot left the channel, a
             # missing scope): another post there fails the same way.
             log.error("question %s not answered: Slack said %s; an operator must fix that", question.id, error.code)
             return
         if isinstance(error, SlackError):
-            await self._post_stored_reply(question, error)
+            await self._post_stored_reply(question, error, poster)
             return
-        if not await self.poster.claim_unless_posted(question.id, question.channel, question.reply_thread_ts):
+        if not await poster.claim_unless_posted(question.id, question.channel, question.reply_thread_ts):
             return
-        await self._reply_with_apology(question, error)
+        await self._reply_with_apology(question, error, poster)
 
-    async def _post_stored_reply(self, question: SlackQuestion, error: SlackError) -> None:
+    async def _post_stored_reply(self, question: SlackQuestion, error: SlackError, poster: Delivery) -> None:
         """Slack stayed unavailable past all tries: the reply the question earned,
         if it was made, gets one more chance; an apology would blame the model."""
         record = await self.records.answer(question.id)
@@ -142,51 +162,52 @@ class JobHandlers:
             log.error("question %s not answered: Slack stayed unavailable (%s)", question.id, error.code)
             return
         channel, thread = question.channel, question.reply_thread_ts
-        if await self.poster.claim_unless_posted(question.id, channel, thread):
-            await self.poster.post_and_record(question.id, channel, thread, record.message, what="post the stored reply")
+        if await poster.claim_unless_posted(question.id, channel, thread):
+            await poster.post_and_record(question.id, channel, thread, record.message, what="post the stored reply")
             log.info("stored reply posted after Slack failed (%s)", error.code)
 
-    async def _reply_with_apology(self, question: SlackQuestion, error: BaseException) -> None:
+    async def _reply_with_apology(self, question: SlackQuestion, error: BaseException, poster: Delivery) -> None:
         """The apology, with the claim on the question's post held by the caller."""
         if isinstance(error, ModelUnavailable | BudgetSpent):
             msg = replies.error_message(language=question.language)
         else:
             msg = replies.failure_message(language=question.language)
-        await self.poster.post_and_record(question.id, question.channel, question.reply_thread_ts, msg, what="post the apology")
+        await poster.post_and_record(question.id, question.channel, question.reply_thread_ts, msg, what="post the apology")
         metrics.QUESTIONS.labels(outcome="error").inc()
-        await self._audit(question, error=error)
-        await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
+        await self._audit(question, poster, error=error)
+        await self._unreact(question, poster)
 
-    async def _reply_not_ready(self, question: SlackQuestion, error: IndexNotFound) -> None:
+    async def _reply_not_ready(self, question: SlackQuestion, error: IndexNotFound, poster: Delivery) -> None:
         log.error("question %s not answered: the knowledge base is not ready: %s", question.id, error)
         msg = replies.kb_not_ready_message(language=question.language)
-        await self.poster.post_and_record(question.id, question.channel, question.reply_thread_ts, msg, what="post 'not ready'")
+        await poster.post_and_record(question.id, question.channel, question.reply_thread_ts, msg, what="post 'not ready'")
         metrics.QUESTIONS.labels(outcome="error").inc()
-        await self._audit(question, error=error)
-        await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
+        await self._audit(question, poster, error=error)
+        await self._unreact(question, poster)
 
     # ---------------------------------------------------------------- answer
 
     async def answer(self, job: Job) -> None:
         payload = job.read(AnswerPayload)
-        question = payload.question
+        question, poster = payload.question, self._delivery(payload)
         channel, thread = question.channel, question.reply_thread_ts
-        if not await self.poster.claim_unless_posted(question.id, channel, thread):
+        if not await poster.claim_unless_posted(question.id, channel, thread):
             # A redelivery of a job that posted (or whose doubtful post was found):
             # the try that posted may not have lived to take its 👀 back.
-            await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
+            await self._unreact(question, poster)
             return
-        await best_effort(self.slack.reactions_add(channel=channel, timestamp=question.ts, name=PROGRESS_REACTION))
+        if poster is self.poster:
+            await best_effort(self.slack.reactions_add(channel=channel, timestamp=question.ts, name=PROGRESS_REACTION))
         question = await self._with_thread_history(question, payload.bot_user_id)
         try:
-            answer = await self._generate(question)
+            answer = await self._generate(question, poster)
         except BudgetSpent as exc:
             log.warning("%s", exc)
             metrics.LLM_ERRORS.labels(kind="BudgetSpent").inc()
-            await self._reply_with_apology(question, exc)
+            await self._reply_with_apology(question, exc, poster)
             return
         except IndexNotFound as exc:
-            await self._reply_not_ready(question, exc)
+            await self._reply_not_ready(question, exc, poster)
             return
 
         msg = self._render(answer, question)
@@ -199,6 +220,7 @@ class JobHandlers:
             thread_ts=thread,
             is_dm=question.is_dm,
             asker=question.user,
+            private_to=question.user if payload.ephemeral is not None else None,
             text=answer.text,
             sources=answer.sources,
             message=msg,
@@ -209,16 +231,20 @@ class JobHandlers:
             # this job ends early and would never post a card that failed for
             # a moment. A card Slack refuses for good is noted on the review
             # (`citebot review list`) and the asker still gets the reply.
-            await self.reviews.open_review(question, answer)
+            await self.reviews.open_review(question, answer, private_to=record.private_to)
         started = time.perf_counter()
         # Slack may refuse a long answer (msg_too_long): a compact form then,
         # with the footnotes and the Sources button, rather than nothing.
         forms = [msg]
         if answer.outcome is Outcome.ANSWERED:
             forms.append(replies.answer_message(answer, language=question.language, ref=question.id, compact=True))
-        _, posted = await self.poster.post_and_record(question.id, channel, thread, *forms, what="post the answer")
-        if posted is not msg:
-            await self.records.replace_answer(record.model_copy(update={"message": posted}))
+        shown = forms
+        if payload.ephemeral is not None and payload.ephemeral.shareable and answer.outcome is Outcome.ANSWERED:
+            # The button only on the asker's copy: the record keeps the answer as everyone may see it.
+            shown = [replies.with_post_in_channel(f, ref=question.id, language=question.language) for f in forms]
+        _, posted = await poster.post_and_record(question.id, channel, thread, *shown, what="post the answer")
+        if (kept := forms[shown.index(posted)]) is not msg:
+            await self.records.replace_answer(record.model_copy(update={"message": kept}))
         answer.timings_ms["post"] = round((time.perf_counter() - started) * 1000, 3)
         metrics.observe_answer(answer.outcome, answer.timings_ms, answer.regenerations)
         log.info(
@@ -227,10 +253,10 @@ class JobHandlers:
             extra={"citations": answer.citations, "violations": [v.kind for v in answer.violations],
                    "regenerations": answer.regenerations, "timings_ms": answer.timings_ms},
         )
-        await self._audit(question, answer)
-        await best_effort(self.slack.reactions_remove(channel=question.channel, timestamp=question.ts, name=PROGRESS_REACTION))
+        await self._audit(question, poster, answer)
+        await self._unreact(question, poster)
 
-    async def _generate(self, question: Question) -> Answer:
+    async def _generate(self, question: Question, poster: Delivery) -> Answer:
         """The pipeline's answer within what is left of the question's time budget.
 
         The budget runs from the first model call over all tries, and every
@@ -250,7 +276,7 @@ class JobHandlers:
         except LLMError as exc:
             metrics.LLM_ERRORS.labels(kind=type(exc).__name__).inc()
             # Nothing was posted in this try: the next one need not look for a post.
-            await self.poster.release_claim(question.id)
+            await poster.release_claim(question.id)
             if not exc.retryable:
                 raise ModelRejected(f"LLM: {exc}") from exc
             raise ModelUnavailable(f"LLM: {exc}", retry_after=self._retry_after(exc)) from exc
@@ -275,13 +301,15 @@ class JobHandlers:
             return replies.refusal_message(language=language, question_limit=limit)
         return replies.answer_message(answer, language=language, ref=question.id)
 
-    async def _audit(self, question: SlackQuestion, answer: Answer | None = None, *, error: BaseException | None = None) -> None:
+    async def _audit(
+        self, question: SlackQuestion, poster: Delivery, answer: Answer | None = None, *, error: BaseException | None = None
+    ) -> None:
         """After the post: the reply is in Slack already, so a lost audit entry is
         logged, not retried (a retry would find the post recorded and stop)."""
         if self.audit is None:
             return
         try:
-            posted = await self.poster.where_posted(question.id)
+            posted = await poster.where_posted(question.id)
             await self.audit.record(audit_entry(question, answer, posted=posted, error=error))
         except (StoreUnavailable, RedisError, OSError) as exc:
             log.error("audit entry of question %s not recorded: %s", question.id, exc)
@@ -290,11 +318,26 @@ class JobHandlers:
         await note_source_changes(job, slack=self.slack, records=self.records, audit=self.audit)
 
     async def help(self, job: Job) -> None:
-        question = job.read(HelpPayload).question
+        payload = job.read(HelpPayload)
+        question, poster = payload.question, self._delivery(payload)
         channel, thread = question.channel, question.reply_thread_ts
-        if await self.poster.claim_unless_posted(question.id, channel, thread):
-            await self.poster.post_and_record(question.id, channel, thread, replies.help_message(language=question.language),
-                                   what="post the help message")
+        if await poster.claim_unless_posted(question.id, channel, thread):
+            await poster.post_and_record(question.id, channel, thread, replies.help_message(language=question.language),
+                                         what="post the help message")
+
+    async def share(self, job: Job) -> None:
+        """A /citebot answer posted for everyone: the stored record, no model call, once per answer."""
+        payload = job.read(ShareAnswerPayload)
+        record = await self.records.answer(payload.answer_id)
+        # The button is only on the asker's own copy; a click that names an answer
+        # that is gone, private, or someone else's is not ours to post.
+        if record is None or record.message is None or record.is_dm or record.asker != payload.user:
+            log.warning("post in channel of answer %s ignored: no such shareable answer of %s", payload.answer_id, payload.user)
+            return
+        key = share_key(record.answer_id)
+        if await self.poster.claim_unless_posted(key, record.channel, None):
+            msg = replies.shared_message(record.message, asker=record.asker, language=record.language)
+            await self.poster.post_and_record(key, record.channel, None, msg, what="post the answer in the channel")
 
     # ---------------------------------------------------------------- thread history
 
@@ -318,6 +361,11 @@ class JobHandlers:
         ]
         history = [text for text in earlier if text][-THREAD_HISTORY_MESSAGES:]
         return question.model_copy(update={"history": history})
+
+
+def share_key(answer_id: str) -> str:
+    """The post ledger's key of an answer posted in its channel with "Post in channel"."""
+    return f"share:{answer_id}"
 
 
 def _question_id(job: Job) -> str | None:

@@ -8,11 +8,12 @@ name exactly the keys jobs have always carried; a key they do not know is
 ignored, so a newer web process's job runs on an older worker too.
 
 One model per kind:
-    answer           AnswerPayload          a question from a mention or a DM
-    help             HelpPayload            an empty mention
+    answer           AnswerPayload          a question from a mention, a DM, /citebot or the shortcut
+    help             HelpPayload            an empty mention or shortcut
     review_decision  ReviewDecisionPayload  a reviewer's approve / answer / dismiss
     feedback         FeedbackPayload        a 👎 with a reason
     source_changed   SourceChangedPayload   the notes under an answer whose cited entry changed
+    share_answer     ShareAnswerPayload     "Post in channel" under a /citebot answer only its asker saw
 
 Dedupe ids are derived with `stable_id`, never with `hash()`: Python salts
 str hashes per process, and two web processes (or one after a restart) must
@@ -27,7 +28,7 @@ import uuid
 from enum import StrEnum
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from bot.models import SlackQuestion
 
@@ -38,6 +39,7 @@ class JobKind(StrEnum):
     REVIEW_DECISION = "review_decision"
     FEEDBACK = "feedback"
     SOURCE_CHANGED = "source_changed"
+    SHARE_ANSWER = "share_answer"
     # Not a job: a stream entry the consumer could not read, dead-lettered with its raw fields.
     INVALID = "invalid"
 
@@ -53,12 +55,32 @@ class JobPayload(BaseModel):
         raise NotImplementedError
 
 
+class Ephemeral(BaseModel):
+    """Where a reply only its asker sees goes: Slack's response_url of the command or shortcut."""
+
+    response_url: str
+    # The answer carries "Post in channel": never for a question asked in a DM.
+    shareable: bool = False
+
+
 class AnswerPayload(JobPayload):
     KIND: ClassVar[JobKind] = JobKind.ANSWER
 
     question: SlackQuestion
     # The bot's own user id: the worker reads earlier thread messages with the same eyes.
     bot_user_id: str | None = None
+    # Set for /citebot and a shortcut used in a DM: the reply goes to the asker
+    # alone instead of into a thread.
+    ephemeral: Ephemeral | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_ephemeral(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A question from a mention or a DM keeps the payload answer jobs have
+        # always carried, so that an older worker reads it the same.
+        data: dict[str, Any] = handler(self)
+        if data.get("ephemeral") is None:
+            data.pop("ephemeral", None)
+        return data
 
     @property
     def about(self) -> str:
@@ -114,9 +136,21 @@ class SourceChangedPayload(JobPayload):
         return self.answer_id
 
 
+class ShareAnswerPayload(JobPayload):
+    KIND: ClassVar[JobKind] = JobKind.SHARE_ANSWER
+
+    answer_id: str
+    user: str  # who clicked: only the asker may share what only the asker saw
+
+    @property
+    def about(self) -> str:
+        return self.answer_id
+
+
 PAYLOADS: dict[JobKind, type[JobPayload]] = {
     model.KIND: model
-    for model in (AnswerPayload, HelpPayload, ReviewDecisionPayload, FeedbackPayload, SourceChangedPayload)
+    for model in (AnswerPayload, HelpPayload, ReviewDecisionPayload, FeedbackPayload, SourceChangedPayload,
+                  ShareAnswerPayload)
 }
 
 
@@ -168,6 +202,7 @@ def stable_id(*parts: str) -> str:
 __all__ = [
     "AnswerPayload",
     "Enqueue",
+    "Ephemeral",
     "FeedbackPayload",
     "HelpPayload",
     "Job",
@@ -175,6 +210,7 @@ __all__ = [
     "JobPayload",
     "PAYLOADS",
     "ReviewDecisionPayload",
+    "ShareAnswerPayload",
     "SourceChange",
     "SourceChangedPayload",
     "stable_id",

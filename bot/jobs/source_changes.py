@@ -170,6 +170,9 @@ async def note_source_changes(job: Job, *, slack: AsyncWebClient, records: Recor
         if where is None:
             log.info("source note for %s dropped: where its answer was posted is no longer known", qid)
             return
+        if record.private_to is not None:
+            log.info("source note for %s dropped: its answer was seen by its asker alone", qid)
+            return
         msg = with_source_notes(record.message, notes, record.language)
         try:
             await call(slack.chat_update(channel=where[0], ts=where[1], **msg), "note a changed source")

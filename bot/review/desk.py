@@ -29,10 +29,11 @@ from bot.config import Settings
 from bot.i18n import Key, message
 from bot.jobs.job import FeedbackPayload, Job, ReviewDecisionPayload
 from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
-from bot.slack.calls import SlackError, SlackFailed, call
+from bot.slack.calls import SlackError, SlackFailed, SlackRateLimited, call
 from bot.slack.mrkdwn import escape
-from bot.slack.posting import Poster
+from bot.slack.posting import IN_DOUBT_WINDOW_S, Poster
 from bot.slack.replies import answer_message
+from bot.slack.response_url import EPHEMERAL_TS, claim_ephemeral
 from bot.slack.review_card import review_card, review_card_decided
 from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
@@ -61,8 +62,9 @@ class ReviewDesk:
 
     # ------------------------------------------------------------ opening
 
-    async def open_review(self, question: SlackQuestion, answer: Answer) -> ReviewRecord:
-        """The uncertain answer's draft becomes a review card in the review channel."""
+    async def open_review(self, question: SlackQuestion, answer: Answer, *, private_to: str | None = None) -> ReviewRecord:
+        """The uncertain answer's draft becomes a review card in the review channel.
+        `private_to`: the asker of a question answered to them alone, who alone gets the decision."""
         record = await self.records.review(review_id_for(question.id)) or ReviewRecord(
             review_id=review_id_for(question.id),
             question_id=question.id,
@@ -72,6 +74,7 @@ class ReviewDesk:
             thread_ts=question.reply_thread_ts,
             is_dm=question.is_dm,
             asker=None if question.is_dm else question.user,
+            private_to=private_to,
             draft=answer.draft or "",
             violations=answer.violations,
             sources=answer.context,
@@ -99,6 +102,7 @@ class ReviewDesk:
             # A DM's answer is seen only by its asker: neither name goes on the card.
             asker=None if answer.is_dm else answer.asker,
             flagged_by=None if answer.is_dm else feedback.user,
+            private_to=answer.private_to,
             draft=answer.text,
             sources=answer.sources,
             kind="feedback",
@@ -149,7 +153,11 @@ class ReviewDesk:
         text = payload.text
         answer = self._reviewed_answer(record, status, text)
         key = f"review:{review_id}"
-        if await self.poster.claim_unless_posted(key, record.channel, record.thread_ts):
+        if record.private_to is not None:
+            claimed = await claim_ephemeral(self.ledger, key)
+        else:
+            claimed = await self.poster.claim_unless_posted(key, record.channel, record.thread_ts)
+        if claimed:
             ref = f"{record.question_id}#reviewed"
             await self.records.save_answer(
                 AnswerRecord(
@@ -161,6 +169,7 @@ class ReviewDesk:
                     thread_ts=record.thread_ts,
                     is_dm=record.is_dm,
                     asker=record.asker,
+                    private_to=record.private_to,
                     sources=answer.sources,
                     text=answer.text,
                 )
@@ -171,7 +180,10 @@ class ReviewDesk:
                 else {"text": answer.text}
             )
             try:
-                await self.poster.post_and_record(key, record.channel, record.thread_ts, msg, what="post the reviewed answer")
+                if record.private_to is not None:
+                    await self._tell_privately(key, record, record.private_to, msg)
+                else:
+                    await self.poster.post_and_record(key, record.channel, record.thread_ts, msg, what="post the reviewed answer")
             except SlackFailed as exc:
                 await self._undo_decision(record, reviewer, exc.code)
                 return
@@ -188,6 +200,20 @@ class ReviewDesk:
                 log.warning("review %s decided, but its card was not updated: Slack said %s", review_id, exc.code)
         await self.records.save_review(record)
         log.info("review %s %s by %s", review_id, status, reviewer)
+
+    async def _tell_privately(self, key: str, record: ReviewRecord, user: str, msg: dict) -> None:
+        """The decision on a question answered to its asker alone, to them alone, under the post's key.
+
+        An ephemeral message cannot be looked up afterwards: a try whose outcome is
+        unknown is taken as delivered, as bot.slack.response_url does.
+        """
+        await self.ledger.mark_attempt(key, time.time() + IN_DOUBT_WINDOW_S)
+        try:
+            await call(self.slack.chat_postEphemeral(channel=record.channel, user=user, **msg), "tell the asker privately")
+        except (SlackFailed, SlackRateLimited):
+            await self.ledger.release_post(key)
+            raise
+        await self.ledger.record_posted(key, record.channel, EPHEMERAL_TS)
 
     async def decision_failed(self, job: Job, error: BaseException) -> None:
         """The decision's last try failed (Slack stayed down): undone, so the reviewer can click again."""

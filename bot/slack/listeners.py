@@ -62,6 +62,10 @@ def create_app(deps: AppDeps) -> AsyncApp:
     register_events(app, deps)
     register_actions(app, deps)
     register_home(app, deps)
+    # Imported here: the surfaces build their questions with this module's make_question.
+    from bot.slack.surfaces import register_surfaces
+
+    register_surfaces(app, deps)
     return app
 
 
@@ -131,18 +135,22 @@ async def enqueue_question(
     dedupe = _string(body.get("event_id")) or question.id
     with about_question(question.id):
         added = await deps.queue.enqueue(job, dedupe_id=dedupe)
-        if question.text and question.user:
-            # After the enqueue: a failure here fails the request, and Slack's
-            # retry (dropped by the queue's dedupe) writes it again.
-            await AskedIndex(deps.records.redis).add(
-                question.user, question.id, question.text, _asked_at(question.ts), is_dm=question.is_dm
-            )
+        await remember_asked(question, deps)
         metrics.EVENTS.labels(result="enqueued" if added else "duplicate").inc()
         log.info(
             "%s %s",
             "question" if question.text else "empty mention",
             "enqueued" if added else "already enqueued (a Slack retry)",
             extra={"event_id": body.get("event_id"), "dm": question.is_dm},
+        )
+
+
+async def remember_asked(question: SlackQuestion, deps: AppDeps) -> None:
+    """The question in its asker's list for the Home tab. After the enqueue: a failure here fails
+    the request, and Slack's retry (dropped by the queue's dedupe) writes it again."""
+    if question.text and question.user:
+        await AskedIndex(deps.records.redis).add(
+            question.user, question.id, question.text, _asked_at(question.ts), is_dm=question.is_dm
         )
 
 

@@ -42,6 +42,7 @@ ACTION_SOURCES = "citebot_sources"
 ACTION_FEEDBACK_UP = "citebot_feedback_up"
 ACTION_FEEDBACK_DOWN = "citebot_feedback_down"
 CALLBACK_FEEDBACK_REASON = "citebot_feedback_reason"
+ACTION_POST_IN_CHANNEL = "citebot_post_in_channel"
 FEEDBACK_REASON_BLOCK = "citebot_feedback_reason"
 FEEDBACK_REASON_ACTION = "reason"
 
@@ -145,6 +146,32 @@ def answer_message(
     return to_message(fallback, blocks + tail)
 
 
+# -- /citebot: the answer only its asker sees, and the same answer posted for everyone
+
+
+def with_post_in_channel(msg: dict[str, Any], *, ref: str, language: str) -> dict[str, Any]:
+    """`msg` (an answer_message) with a "Post in channel" button beside its other buttons.
+
+    The button's value is the answer's id: the click posts the stored answer
+    record, not this copy of it, so nothing the asker's client sends is posted.
+    """
+    share = button(message(Key.POST_IN_CHANNEL, language), ACTION_POST_IN_CHANNEL, checked_value(ref)).to_dict()
+    blocks = [dict(b) for b in msg["blocks"]]
+    if blocks and blocks[-1].get("type") == "actions":
+        blocks[-1]["elements"] = [*blocks[-1]["elements"], share]
+    elif len(blocks) < MAX_MESSAGE_BLOCKS:
+        blocks.append(ActionsBlock(elements=[share]).to_dict())
+    return {**msg, "blocks": blocks}
+
+
+def shared_message(msg: dict[str, Any], *, asker: str | None, language: str) -> dict[str, Any]:
+    """The stored answer as posted for everyone: who asked, under it, where a block is left."""
+    blocks = list(msg["blocks"])
+    if asker and len(blocks) < MAX_MESSAGE_BLOCKS:
+        blocks.append(context([message(Key.SHARED_BY, language, asker=mention(asker))]).to_dict())
+    return {**msg, "blocks": blocks}
+
+
 # -- the Sources modal
 
 
@@ -218,6 +245,16 @@ def kb_not_ready_message(*, language: str) -> dict[str, Any]:
 def help_message(*, language: str) -> dict[str, Any]:
     """The reply to an empty mention."""
     return _notice(message(Key.HELP, language))
+
+
+def command_help_message(*, language: str) -> dict[str, Any]:
+    """The reply to /citebot without a question: how to ask."""
+    return _notice(message(Key.COMMAND_HELP, language))
+
+
+def looking_up_message(*, language: str) -> dict[str, Any]:
+    """/citebot's acknowledgement: the answer follows, to the asker alone."""
+    return _notice(message(Key.LOOKING_UP, language))
 
 
 # -- feedback

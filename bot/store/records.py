@@ -45,6 +45,8 @@ class AnswerRecord(BaseModel):
     thread_ts: str | None = None
     is_dm: bool = False
     asker: str | None = None  # who asked: a 👎 card names them apart from who flagged the answer
+    # Answered to its asker alone (/citebot): anything that follows goes to them alone too.
+    private_to: str | None = None
     text: str = ""  # the answer as posted, with its [n] markers, for a 👎 card
     sources: list[Source] = Field(default_factory=list)
     created_at: float = Field(default_factory=time.time)
@@ -81,6 +83,9 @@ class ReviewRecord(BaseModel):
     thread_ts: str | None = None
     is_dm: bool = False
     asker: str | None = None  # None for DMs: a private question's card never names its asker
+    # The asker of a question answered to them alone (/citebot): the decision goes to
+    # them with chat.postEphemeral, never into the channel. Not shown on the card.
+    private_to: str | None = None
     flagged_by: str | None = None  # feedback: who gave the 👎 (None for DMs, as the asker)
     draft: str = ""
     violations: list[Violation] = Field(default_factory=list)

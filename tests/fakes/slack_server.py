@@ -15,6 +15,13 @@ tests/fakes/socket_mode.py; only for an `xapp-` token). Anything else answers
 HTTP 404 `unknown_method`, as Slack does. A call without a token answers
 `not_authed`; with `token=` set, a different token answers `invalid_auth`.
 
+Response URLs: what Slack puts in a slash command's or a shortcut's payload
+(`server.response_url()`, under /commands/ as Slack's own, or /app/ for a
+shortcut). A POST there needs no token; its JSON (response_type, text, blocks,
+replace_original) is recorded as a call of method "response_url" with the URL's
+`path`. As Slack documents, one URL takes up to 5 messages (then 404 used_url),
+and a body with neither text nor blocks answers 400 no_text.
+
 Scripted trouble, taken in order by the calls it matches (`method=None`: any):
 
     server.rate_limit(times=2, retry_after=1, method="chat.postMessage")  # 429 + Retry-After
@@ -67,6 +74,11 @@ _TS_EPOCH = 1_700_000_000
 _TS_STEP_US = 100
 # Fields Slack accepts as JSON strings in a form-encoded body.
 _JSON_FIELDS = ("blocks", "attachments", "view", "metadata")
+# Not an API method: the calls to a response URL are recorded under this name.
+RESPONSE_URL = "response_url"
+RESPONSE_URL_PREFIXES = ("/commands/", "/actions/", "/app/")
+# Slack: "use a response_url up to five times within 30 minutes".
+RESPONSE_URL_USES = 5
 
 
 
@@ -77,6 +89,7 @@ class Call:
     headers: dict[str, str]  # lower-case names
     http_method: str = "POST"
     content_type: str = ""
+    path: str = ""  # the URL's path, for calls to a response URL
     status: int = 200  # what the fake answered: 200, 429, 500 …
     error: str | None = None  # the `error` of an ok:false answer
     at: float = field(default_factory=time.time)
@@ -161,6 +174,8 @@ class FakeSlackServer(Scripting, ThreadedFake):
         self._lock = threading.Condition()
         self._ts_counter = 0
         self._view_counter = 0
+        self._response_urls = 0
+        self._response_uses: dict[str, int] = {}  # path of each URL handed out -> messages sent to it
         self._calls: list[Call] = []
         self._failures: list[Failure] = []
         self._messages: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) -> message
@@ -174,6 +189,15 @@ class FakeSlackServer(Scripting, ThreadedFake):
     def url(self) -> str:
         """The Web API base URL, for CITEBOT_SLACK_API_URL or AsyncWebClient(base_url=...)."""
         return f"{self.root}{API_PREFIX}"
+
+    def response_url(self, kind: str = "commands") -> str:
+        """A fresh response URL as Slack hands out with a command ("commands") or a shortcut ("app")."""
+        with self._lock:
+            self._response_urls += 1
+            n = self._response_urls
+            path = f"/{kind}/{self.team_id}/{n:010d}/secret{n}"
+            self._response_uses[path] = 0
+        return f"{self.root}{path}"
 
     # -- scripting
 
@@ -238,6 +262,8 @@ class FakeSlackServer(Scripting, ThreadedFake):
         return None
 
     def _answer(self, method: str, body: dict[str, Any], call: Call) -> tuple[int, dict[str, Any]]:
+        if method == RESPONSE_URL:
+            return self._respond(call.path, body)
         handler = _METHODS.get(method)
         if handler is None:
             return 404, {"ok": False, "error": "unknown_method", "req_method": method}
@@ -260,6 +286,17 @@ class FakeSlackServer(Scripting, ThreadedFake):
         return f"{_TS_EPOCH + micros // 1_000_000}.{micros % 1_000_000:06d}"
 
     # -- the methods (called with the lock held)
+
+    def _respond(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """A message to a response URL: no token, the URL is the credential."""
+        if path not in self._response_uses:
+            return 404, _error("no_active_hooks")
+        if self._response_uses[path] >= RESPONSE_URL_USES:
+            return 404, _error("used_url")
+        if not body.get("text") and not body.get("blocks") and not body.get("delete_original"):
+            return 400, _error("no_text")
+        self._response_uses[path] += 1
+        return 200, {"ok": True}
 
     def _post_message(self, body: dict[str, Any]) -> dict[str, Any]:
         channel = body.get("channel")
@@ -500,12 +537,14 @@ def _handler_for(server: FakeSlackServer) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if parts.path.startswith(API_PREFIX):
                 self._api(verb, parts.path[len(API_PREFIX) :], raw, parts.query)
+            elif verb == "POST" and parts.path.startswith(RESPONSE_URL_PREFIXES):
+                self._api(verb, RESPONSE_URL, raw, "", path=parts.path)
             elif parts.path.startswith("/_"):
                 self._control(verb, parts.path, raw, parts.query)
             else:
                 self._send(404, {"ok": False, "error": "not_found"})
 
-        def _api(self, verb: str, method: str, raw: bytes, query: str) -> None:
+        def _api(self, verb: str, method: str, raw: bytes, query: str, path: str = "") -> None:
             content_type = self.headers.get("Content-Type", "")
             try:
                 body = parse_body(raw, content_type, query)
@@ -518,6 +557,7 @@ def _handler_for(server: FakeSlackServer) -> type[BaseHTTPRequestHandler]:
                 headers={k.lower(): v for k, v in self.headers.items()},
                 http_method=verb,
                 content_type=content_type,
+                path=path,
             )
             status, payload, headers = server._handle(method, body, call)
             self._send(status, payload, headers)
