@@ -89,6 +89,29 @@ class Key(StrEnum):
     FEEDBACK_SUBMIT = "feedback_submit"
     FEEDBACK_LABEL = "feedback_label"
     FEEDBACK_PLACEHOLDER = "feedback_placeholder"
+    # -- the Home tab (bot.slack.home)
+    HOME_HOW_TO_ASK = "home_how_to_ask"
+    HOME_WHERE = "home_where"
+    HOME_MY_QUESTIONS = "home_my_questions"
+    HOME_NONE_YET = "home_none_yet"
+    HOME_KB = "home_kb"
+    HOME_INDEX = "home_index"
+    HOME_NO_EMBEDDER = "home_no_embedder"
+    HOME_REVIEWS = "home_reviews"
+    HOME_NO_REVIEWS = "home_no_reviews"
+    HOME_MORE_REVIEWS = "home_more_reviews"
+    HOME_DM_QUESTION = "home_dm_question"
+    HOME_OPEN_CARD = "home_open_card"
+    HOME_NO_CARD = "home_no_card"
+    HOME_NOT_POSTED = "home_not_posted"
+    HOME_AGE = "home_age"
+    HOME_GAPS = "home_gaps"
+    HOME_NO_GAPS = "home_no_gaps"
+    HOME_ANSWERED = "home_answered"
+    HOME_UNCERTAIN = "home_uncertain"
+    HOME_REFUSED = "home_refused"
+    HOME_FAILED = "home_failed"
+    HOME_PENDING = "home_pending"
     # -- the model (bot.answer.prompt). Apart from the interface keys even where the
     # words agree today: a new label in the modal must not change what the model reads.
     PROMPT_RULES_CITATIONS = "prompt_rules_citations"  # {refusal}: Key.REFUSAL, word for word
@@ -239,6 +262,28 @@ Judge by the blocks alone, never by your own knowledge.
 Reply with JSON only, one verdict for every statement, in this form: {example}""",
         Key.JUDGE_STATEMENTS: "Statements to check:",
         Key.JUDGE_CITES: "cites",
+        Key.HOME_HOW_TO_ASK: 'How to ask',
+        Key.HOME_WHERE: 'In a channel, mention @citebot (invite it first with `/invite @citebot`); privately, write to it in the Messages tab.',
+        Key.HOME_MY_QUESTIONS: 'Your recent questions',
+        Key.HOME_NONE_YET: 'None yet.',
+        Key.HOME_KB: 'Knowledge base',
+        Key.HOME_INDEX: 'Index {generation} · {entries} entries, {chunks} chunks · last indexed {built_at} · embedder {embedder}',
+        Key.HOME_NO_EMBEDDER: 'none (keyword search only)',
+        Key.HOME_REVIEWS: 'Open reviews ({count}), oldest first',
+        Key.HOME_NO_REVIEWS: 'No open reviews.',
+        Key.HOME_MORE_REVIEWS: '…and {more} more: `citebot review list` shows them all.',
+        Key.HOME_DM_QUESTION: 'a question asked in a direct message',
+        Key.HOME_OPEN_CARD: 'open the card',
+        Key.HOME_NO_CARD: 'no card',
+        Key.HOME_NOT_POSTED: 'not posted yet',
+        Key.HOME_AGE: '{age} old',
+        Key.HOME_GAPS: 'Top gaps, last {days} days',
+        Key.HOME_NO_GAPS: 'No unanswered questions.',
+        Key.HOME_ANSWERED: '✅ answered',
+        Key.HOME_UNCERTAIN: '🤔 not sure (sent to a reviewer)',
+        Key.HOME_REFUSED: '🚫 not in the knowledge base',
+        Key.HOME_FAILED: '⚠️ failed',
+        Key.HOME_PENDING: '⏳ being answered',
     },
     "de": {
         Key.REFUSAL: "Dazu enthält die Wissensbasis keine Aussage.",
@@ -372,6 +417,28 @@ Urteile nur nach den Blöcken, nie nach eigenem Wissen.
 Antworte nur mit JSON, mit einem Urteil für jede Aussage, in dieser Form: {example}""",
         Key.JUDGE_STATEMENTS: "Zu prüfende Aussagen:",
         Key.JUDGE_CITES: "zitiert",
+        Key.HOME_HOW_TO_ASK: 'So fragst du',
+        Key.HOME_WHERE: 'In einem Channel erwähnst du @citebot (lade es zuerst mit `/invite @citebot` ein); vertraulich schreibst du ihm im Tab „Nachrichten“.',
+        Key.HOME_MY_QUESTIONS: 'Deine letzten Fragen',
+        Key.HOME_NONE_YET: 'Noch keine.',
+        Key.HOME_KB: 'Wissensbasis',
+        Key.HOME_INDEX: 'Index {generation} · {entries} Einträge, {chunks} Abschnitte · zuletzt indexiert {built_at} · Embedder {embedder}',
+        Key.HOME_NO_EMBEDDER: 'keiner (nur Stichwortsuche)',
+        Key.HOME_REVIEWS: 'Offene Prüfungen ({count}), die ältesten zuerst',
+        Key.HOME_NO_REVIEWS: 'Keine offenen Prüfungen.',
+        Key.HOME_MORE_REVIEWS: '…und {more} weitere: `citebot review list` zeigt alle.',
+        Key.HOME_DM_QUESTION: 'eine Frage aus einer Direktnachricht',
+        Key.HOME_OPEN_CARD: 'zur Karte',
+        Key.HOME_NO_CARD: 'keine Karte',
+        Key.HOME_NOT_POSTED: 'noch nicht gepostet',
+        Key.HOME_AGE: 'seit {age}',
+        Key.HOME_GAPS: 'Häufigste Lücken, letzte {days} Tage',
+        Key.HOME_NO_GAPS: 'Keine unbeantworteten Fragen.',
+        Key.HOME_ANSWERED: '✅ beantwortet',
+        Key.HOME_UNCERTAIN: '🤔 unsicher (an die Prüfung gegangen)',
+        Key.HOME_REFUSED: '🚫 nicht in der Wissensbasis',
+        Key.HOME_FAILED: '⚠️ fehlgeschlagen',
+        Key.HOME_PENDING: '⏳ wird beantwortet',
     },
 }
 

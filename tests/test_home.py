@@ -185,3 +185,20 @@ def test_the_kb_state_says_why_there_is_nothing_to_answer_from(tmp_path):
     assert state.generation is None and "citebot index" in (state.problem or "")
     text = json.dumps(home_view(HomeData(user="U1", now=time.time(), kb=state)))
     assert "citebot index" in text
+
+
+def test_the_home_tab_speaks_the_workspaces_language():
+    import json as _json
+
+    from bot.models import Outcome
+    from bot.slack.home import home_view
+    from bot.slack.home_data import HomeData, KbState, MyQuestion
+
+    data = HomeData(user="U1", now=1_800_000_000.0, is_reviewer=True,
+                    questions=[MyQuestion("Wie viele Urlaubstage?", 1_799_999_000.0, str(Outcome.ANSWERED))],
+                    kb=KbState(generation="gen-000001", entries=3, chunks=7, built_at="2026-12-01"))
+    german = _json.dumps(home_view(data, language="de"), ensure_ascii=False)
+    english = _json.dumps(home_view(data, language="en"), ensure_ascii=False)
+    assert "Deine letzten Fragen" in german and "✅ beantwortet" in german and "3 Einträge" in german
+    assert "Keine offenen Prüfungen." in german and "Your recent questions" not in german
+    assert "Your recent questions" in english and "✅ answered" in english

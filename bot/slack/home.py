@@ -32,86 +32,87 @@ MAX_HOME_BLOCKS = MAX_MODAL_BLOCKS
 LINE_CHARS = 250
 
 OUTCOME_LABELS = {
-    str(Outcome.ANSWERED): "✅ answered",
-    str(Outcome.UNCERTAIN): "🤔 not sure (sent to a reviewer)",
-    str(Outcome.REFUSED): "🚫 not in the knowledge base",
-    str(Outcome.ERROR): "⚠️ failed",
-    PENDING: "⏳ being answered",
+    str(Outcome.ANSWERED): Key.HOME_ANSWERED,
+    str(Outcome.UNCERTAIN): Key.HOME_UNCERTAIN,
+    str(Outcome.REFUSED): Key.HOME_REFUSED,
+    str(Outcome.ERROR): Key.HOME_FAILED,
+    PENDING: Key.HOME_PENDING,
 }
 
 
 def home_view(data: HomeData, *, language: str = "en") -> dict[str, Any]:
     head: list[Block] = [header("citebot"), section(_how_to_ask(language)), DividerBlock()]
-    head += [section(_my_questions(data.questions, data.now)), DividerBlock(), section(_kb(data.kb))]
+    head += [section(_my_questions(data.questions, language)), DividerBlock(), section(_kb(data.kb, language))]
     tail: list[Block] = []
     if data.is_reviewer:
-        tail = [DividerBlock(), section(_gaps(data.gaps))]
+        tail = [DividerBlock(), section(_gaps(data.gaps, language))]
         head.append(DividerBlock())
-        head.append(section(heading(f"Open reviews ({len(data.reviews)}), oldest first")))
+        head.append(section(heading(message(Key.HOME_REVIEWS, language, count=len(data.reviews)))))
         room = MAX_HOME_BLOCKS - len(head) - len(tail)
-        head += review_blocks(data.reviews, data.now, room)
+        head += review_blocks(data.reviews, data.now, room, language)
     return View(type="home", blocks=head + tail).to_dict()
 
 
-def review_blocks(reviews: list[ReviewRecord], now: float, room: int) -> list[Block]:
+def review_blocks(reviews: list[ReviewRecord], now: float, room: int, language: str = "en") -> list[Block]:
     """One section per review, oldest first, in at most `room` blocks (the last one
     saying how many more there are, when they do not all fit)."""
     if not reviews:
-        return [context(["No open reviews."])]
+        return [context([message(Key.HOME_NO_REVIEWS, language)])]
     if len(reviews) > room:
         shown = reviews[: max(0, room - 1)]
         more = len(reviews) - len(shown)
-        return [section(_review(r, now)) for r in shown] + [
-            context([f"…and {more} more: `citebot review list` shows them all."])
+        return [section(_review(r, now, language)) for r in shown] + [
+            context([message(Key.HOME_MORE_REVIEWS, language, more=more)])
         ]
-    return [section(_review(r, now)) for r in reviews]
+    return [section(_review(r, now, language)) for r in reviews]
 
 
 def _how_to_ask(language: str) -> str:
     return "\n".join([
-        heading("How to ask"),
+        heading(message(Key.HOME_HOW_TO_ASK, language)),
         escape(message(Key.HELP, language)),
-        "In a channel, mention @citebot (invite it first with `/invite @citebot`); "
-        "privately, write to it in the Messages tab.",
+        message(Key.HOME_WHERE, language),
     ])
 
 
-def _my_questions(questions: list[MyQuestion], now: float) -> str:
+def _my_questions(questions: list[MyQuestion], language: str) -> str:
+    title = heading(message(Key.HOME_MY_QUESTIONS, language))
     if not questions:
-        return heading("Your recent questions") + "\nNone yet."
-    lines = [heading("Your recent questions")]
+        return f"{title}\n{message(Key.HOME_NONE_YET, language)}"
+    lines = [title]
     for q in questions:
-        label = OUTCOME_LABELS.get(q.outcome, escape(q.outcome))
+        key = OUTCOME_LABELS.get(q.outcome)
+        label = message(key, language) if key else escape(q.outcome)
         lines.append(f"{label} · {slack_date(q.at)} · {clip_escaped(' '.join(q.text.split()), LINE_CHARS)}")
     return clip("\n".join(lines), MAX_SECTION_CHARS)
 
 
-def _kb(kb: KbState) -> str:
-    lines = [heading("Knowledge base")]
+def _kb(kb: KbState, language: str) -> str:
+    lines = [heading(message(Key.HOME_KB, language))]
     if kb.generation:
-        embedder = escape(kb.embedder) if kb.embedder else "none (keyword search only)"
-        lines.append(
-            f"Index {escape(kb.generation)} · {kb.entries} entries, {kb.chunks} chunks · "
-            f"last indexed {escape(kb.built_at or '?')} · embedder {embedder}"
-        )
+        embedder = escape(kb.embedder) if kb.embedder else message(Key.HOME_NO_EMBEDDER, language)
+        lines.append(message(Key.HOME_INDEX, language, generation=escape(kb.generation), entries=kb.entries,
+                             chunks=kb.chunks, built_at=escape(kb.built_at or "?"), embedder=embedder))
     if kb.problem:
         lines.append(f"⚠️ {clip_escaped(kb.problem, 1000)}")
     return "\n".join(lines)
 
 
-def _review(record: ReviewRecord, now: float) -> str:
+def _review(record: ReviewRecord, now: float, language: str) -> str:
     question = (
-        "_a question asked in a direct message_"
+        f"_{message(Key.HOME_DM_QUESTION, language)}_"
         if record.is_dm
         else clip_escaped(" ".join(record.question.split()), LINE_CHARS)
     )
     kinds = ", ".join(sorted({v.kind for v in record.violations})) or record.kind
     if record.card_channel and record.card_ts:
-        where = link(card_url(record.card_channel, record.card_ts), "open the card")
+        where = link(card_url(record.card_channel, record.card_ts), message(Key.HOME_OPEN_CARD, language))
     else:
         # The review channel never got it: the reason is what someone must fix.
-        where = f"⚠️ no card: `{escape(record.card_error or 'not posted yet')}`"
-    return clip(f"*{age(now - record.created_at)} old* · {escape(kinds)} · {question}\n{where}", MAX_SECTION_CHARS)
+        reason = escape(record.card_error or message(Key.HOME_NOT_POSTED, language))
+        where = f"⚠️ {message(Key.HOME_NO_CARD, language)}: `{reason}`"
+    old = message(Key.HOME_AGE, language, age=age(now - record.created_at))
+    return clip(f"*{old}* · {escape(kinds)} · {question}\n{where}", MAX_SECTION_CHARS)
 
 
 def card_url(channel: str, ts: str) -> str:
@@ -129,10 +130,10 @@ def age(seconds: float) -> str:
     return f"{int(seconds // 86400)} d"
 
 
-def _gaps(gaps: list[Gap]) -> str:
-    lines = [heading(f"Top gaps, last {GAP_DAYS} days") + " (`citebot review gaps` has the whole report)"]
+def _gaps(gaps: list[Gap], language: str) -> str:
+    lines = [heading(message(Key.HOME_GAPS, language, days=GAP_DAYS)) + " (`citebot review gaps`)"]
     if not gaps:
-        lines.append("No unanswered questions.")
+        lines.append(message(Key.HOME_NO_GAPS, language))
     for g in gaps:
         lines.append(f"{g.count}× {clip_escaped(g.representative, LINE_CHARS)}")
     return clip("\n".join(lines), MAX_SECTION_CHARS)
