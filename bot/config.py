@@ -22,6 +22,7 @@ import kb_index
 from bot.models import AnswerMode
 from citebot_core.errors import Permanent
 from citebot_core.languages import LANGUAGES
+from kb_index.files import DRAFTS_FOLDER
 
 # The sample KB ships inside the kb_index package, so an installed wheel and a
 # source checkout both find it without a path in the environment.
@@ -156,6 +157,8 @@ class Settings(BaseSettings):
     redis_url: str = Field("redis://localhost:6379/0", validation_alias="CITEBOT_REDIS_URL")
     kb_dir: Path = Field(BUNDLED_KB_DIR, validation_alias="CITEBOT_KB_DIR")
     index_dir: Path = Field(Path("./.citebot/index"), validation_alias="CITEBOT_INDEX_DIR")
+    # Reviewers' answers saved as draft KB entries (bot.review.drafts); unset: DRAFTS_FOLDER inside the KB folder.
+    drafts_dir: Path | None = Field(None, validation_alias="CITEBOT_DRAFTS_DIR")
     language: Annotated[str, _one_of(LANGUAGES)] = Field("en", validation_alias="CITEBOT_LANGUAGE")
     llm: Annotated[str, _one_of(LLM_BACKENDS)] = Field("extractive", validation_alias="CITEBOT_LLM")
     # People paste what their server's docs show (".../v1", ".../api/chat"): kept as the server root.
@@ -301,6 +304,23 @@ class Settings(BaseSettings):
             raise _fail("CITEBOT_EMBED_URL: required when CITEBOT_EMBEDDER=openai")
         if self.embedder in ("openai", "ollama") and not self.embed_model:
             raise _fail(f"CITEBOT_EMBED_MODEL: required when CITEBOT_EMBEDDER={self.embedder}")
+        return self
+
+    @property
+    def drafts_folder(self) -> Path:
+        return self.drafts_dir if self.drafts_dir is not None else self.kb_dir / DRAFTS_FOLDER
+
+    @model_validator(mode="after")
+    def _check_drafts_dir(self) -> Settings:
+        # A drafts folder inside the KB under another name would be indexed: its
+        # unchecked drafts would come out of the bot as answers.
+        if self.drafts_dir is not None:
+            try:
+                inside = self.drafts_dir.resolve().relative_to(self.kb_dir.resolve())
+            except ValueError:
+                return self
+            if DRAFTS_FOLDER not in inside.parts:
+                raise _fail(f"CITEBOT_DRAFTS_DIR: inside CITEBOT_KB_DIR the drafts folder must be named {DRAFTS_FOLDER}, else it is indexed")
         return self
 
     @property

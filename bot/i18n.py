@@ -85,6 +85,8 @@ class Key(StrEnum):
     YOUR_ANSWER = "your_answer"
     ANSWER_HINT = "answer_hint"
     ANSWER_PLACEHOLDER = "answer_placeholder"
+    SAVE_DRAFT_LABEL = "save_draft_label"
+    SAVE_DRAFT_OPTION = "save_draft_option"
     FEEDBACK_TITLE = "feedback_title"
     FEEDBACK_SUBMIT = "feedback_submit"
     FEEDBACK_LABEL = "feedback_label"
@@ -219,6 +221,8 @@ _TEXT: dict[str, dict[Key, str]] = {
         Key.YOUR_ANSWER: "Your answer",
         Key.ANSWER_HINT: "Posted in the asker's thread, marked as reviewed by you.",
         Key.ANSWER_PLACEHOLDER: "Answer from the knowledge base…",
+        Key.SAVE_DRAFT_LABEL: "Knowledge base",
+        Key.SAVE_DRAFT_OPTION: "Also save as a draft KB entry",
         Key.FEEDBACK_TITLE: "Feedback",
         Key.FEEDBACK_SUBMIT: "Send",
         Key.FEEDBACK_LABEL: "What was wrong with the answer? (optional)",
@@ -373,6 +377,8 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.YOUR_ANSWER: "Deine Antwort",
         Key.ANSWER_HINT: "Wird im Thread der fragenden Person gepostet, als von dir geprüft markiert.",
         Key.ANSWER_PLACEHOLDER: "Antwort aus der Wissensbasis…",
+        Key.SAVE_DRAFT_LABEL: "Wissensbasis",
+        Key.SAVE_DRAFT_OPTION: "Auch als Entwurf für die Wissensbasis speichern",
         Key.FEEDBACK_TITLE: "Rückmeldung",
         Key.FEEDBACK_SUBMIT: "Senden",
         Key.FEEDBACK_LABEL: "Was war an der Antwort falsch? (optional)",

@@ -20,7 +20,9 @@ file relative to the folder above it with O_NOFOLLOW, so nothing swapped for a
 link while the build runs is followed either. Hidden names (".git") are
 passed over silently: they are tools' files, not the KB's. A file of another
 type ("logo.png") is not read, but listed as not indexed (`Skipped.error`
-false), so that nobody wonders why the bot never cites it.
+false), so that nobody wonders why the bot never cites it. So is a folder
+named DRAFTS_FOLDER: reviewers' answers saved as draft entries wait there,
+unread, until someone checks one and moves it into the KB.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ SUFFIXES = frozenset(MAX_FILE_BYTES)
 # The collection file (kb_index/collection.py): read like an entry, never indexed.
 COLLECTION_FILE = "_collection.yml"
 MAX_COLLECTION_FILE_BYTES = 64 * 1024
+
+# Draft entries (bot.review.drafts): not indexed until someone moves them out.
+DRAFTS_FOLDER = "_drafts"
+DRAFTS_SKIPPED = "drafts folder: its entries are not indexed until someone moves them out of it"
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: should a FIFO slip past the type check (swapped in after the
@@ -126,6 +132,9 @@ def _walk(dir_fd: int, prefix: str, seen: set[tuple[int, int]]) -> Iterator[tupl
             read = folder or is_entry_name(entry.name) or entry.name == COLLECTION_FILE
             yield rel, _link_skipped(entry.name, dir_fd, folder=folder, error=read)
         elif entry.is_dir(follow_symlinks=False):
+            if entry.name == DRAFTS_FOLDER:
+                yield rel, Skipped(DRAFTS_SKIPPED, error=False)
+                continue
             if rel != prefix + entry.name:
                 yield rel, Skipped("folder name is not UTF-8: skipped with everything in it")
                 continue
@@ -234,7 +243,7 @@ def read_collection_files(kb_dir: str | Path) -> Iterator[tuple[str, Read | Skip
     root = os.open(kb_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         with os.scandir(root) as listing:
-            names = sorted(e.name for e in listing if not e.name.startswith(".") and e.is_dir(follow_symlinks=False))
+            names = sorted(e.name for e in listing if not e.name.startswith(".") and e.name != DRAFTS_FOLDER and e.is_dir(follow_symlinks=False))
         yield from _collection_file(root, "")
         for name in names:
             try:

@@ -24,7 +24,13 @@ from bot.slack.replies import (
     sources_modal,
     uncertain_message,
 )
-from bot.slack.review_card import review_answer_from, review_answer_modal, review_card, review_card_decided
+from bot.slack.review_card import (
+    review_answer_from,
+    review_answer_modal,
+    review_card,
+    review_card_decided,
+    save_draft_from,
+)
 from bot.store.records import ReviewRecord, ReviewStatus
 
 HOSTILE = [
@@ -484,8 +490,13 @@ def test_review_answer_modal_carries_the_review_id_and_a_multiline_input():
     assert_modal(view)
     assert view["callback_id"] == "citebot_review_answer_submit"
     assert view["private_metadata"] == "rv-123"
-    [field] = [b for b in view["blocks"] if b["type"] == "input"]
+    [field, box] = [b for b in view["blocks"] if b["type"] == "input"]
     assert field["element"]["type"] == "plain_text_input" and field["element"]["multiline"] is True
+    # The optional "also save as a draft KB entry" box, unticked unless the reviewer ticks it.
+    assert box["optional"] is True and box["element"]["type"] == "checkboxes"
+    [option] = box["element"]["options"]
+    ticked = {"values": {box["block_id"]: {box["element"]["action_id"]: {"selected_options": [option]}}}}
+    assert save_draft_from({**view, "state": ticked}) and not save_draft_from(view)
     assert field["element"]["max_length"] == 3000
     assert all("<!" not in t and "<@" not in t for t in mrkdwn_texts(view["blocks"]))
     state = {"values": {field["block_id"]: {field["element"]["action_id"]: {"type": "plain_text_input", "value": " Antwort \n"}}}}

@@ -98,6 +98,16 @@ class ReviewDecisionPayload(JobPayload):
     decision: str  # a key of bot.review.desk.DECISIONS
     reviewer: str
     text: str = ""  # a written answer; empty for approve and dismiss
+    save_draft: bool = False  # the written answer also goes into the KB's drafts folder
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out unless ticked: a decision without it is written as it was before
+        # the field existed, the form every running process reads.
+        data = handler(self)
+        if not self.save_draft:
+            data.pop("save_draft", None)
+        return data
 
     @property
     def about(self) -> str:

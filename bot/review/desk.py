@@ -29,6 +29,7 @@ from bot.config import Settings
 from bot.i18n import Key, message
 from bot.jobs.job import FeedbackPayload, Job, ReviewDecisionPayload
 from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
+from bot.review.drafts import save_draft
 from bot.slack.calls import SlackError, SlackFailed, SlackRateLimited, call
 from bot.slack.mrkdwn import escape
 from bot.slack.posting import IN_DOUBT_WINDOW_S, Poster
@@ -188,6 +189,8 @@ class ReviewDesk:
                 await self._undo_decision(record, reviewer, exc.code)
                 return
 
+        if payload.save_draft and status is ReviewStatus.ANSWERED:
+            self._save_draft(record, text, reviewer)
         record.status, record.decided_by, record.decided_at = status, reviewer, time.time()
         record.final_answer = answer.text if status is not ReviewStatus.DISMISSED else None
         if record.card_channel and record.card_ts:
@@ -200,6 +203,19 @@ class ReviewDesk:
                 log.warning("review %s decided, but its card was not updated: Slack said %s", review_id, exc.code)
         await self.records.save_review(record)
         log.info("review %s %s by %s", review_id, status, reviewer)
+
+    def _save_draft(self, record: ReviewRecord, text: str, reviewer: str) -> None:
+        """The written answer into the drafts folder. A folder the worker may not
+        write (a read-only KB mount) costs the draft, not the decision: the asker
+        has their answer, and the log says where the draft should have gone."""
+        folder = self.settings.drafts_folder
+        try:
+            path, written = save_draft(folder, record, text, reviewer)
+        except OSError as exc:
+            log.error("review %s: draft KB entry not saved in %s: %s (set CITEBOT_DRAFTS_DIR to a writable folder)",
+                      record.review_id, folder, exc.strerror or exc)
+            return
+        log.info("review %s: draft KB entry %s %s", record.review_id, path, "saved" if written else "already saved")
 
     async def _tell_privately(self, key: str, record: ReviewRecord, user: str, msg: dict) -> None:
         """The decision on a question answered to its asker alone, to them alone, under the post's key.

@@ -18,10 +18,12 @@ from typing import Any
 from slack_sdk.models.blocks import (
     Block,
     ButtonElement,
+    CheckboxesElement,
     ContextBlock,
     HeaderBlock,
     InputBlock,
     MarkdownTextObject,
+    Option,
     PlainTextInputElement,
     PlainTextObject,
     SectionBlock,
@@ -119,6 +121,16 @@ def multiline_input(
             max_length=MAX_INPUT_CHARS,
             placeholder=plain_text(placeholder, MAX_PLACEHOLDER_CHARS),
         ),
+    )
+
+
+def checkbox_input(block_id: str, action_id: str, *, label: str, option: str, value: str) -> InputBlock:
+    """A modal's single optional checkbox (ticked: `value` among the state's selected options)."""
+    return InputBlock(
+        block_id=block_id,
+        label=plain_text(label, MAX_LABEL_CHARS),
+        optional=True,
+        element=CheckboxesElement(action_id=action_id, options=[Option(text=plain_text(option, MAX_BUTTON_TEXT), value=value)]),
     )
 
 

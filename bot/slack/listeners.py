@@ -241,12 +241,13 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
             # The same reason from the same user is one job, whichever web process saw the click.
             await deps.queue.enqueue(job, dedupe_id=feedback_dedupe_id(answer_id, user, reason))
 
-    async def decide(body, decision: str, text: str = "") -> None:
+    async def decide(body, decision: str, text: str = "", save_draft: bool = False) -> None:
         review_id = body["actions"][0]["value"] if "actions" in body else body["view"]["private_metadata"]
         user = body["user"]["id"]
         if not await records.claim_decision(review_id, user):
             return  # another reviewer, or a double click, was first
-        job = Job.of(ReviewDecisionPayload(review_id=review_id, decision=decision, reviewer=user, text=text))
+        job = Job.of(ReviewDecisionPayload(review_id=review_id, decision=decision, reviewer=user, text=text,
+                                          save_draft=save_draft))
         try:
             # The claim above lets one click through; a key per job, not per
             # review, so that a click after a decision Slack refused (and the
@@ -299,7 +300,7 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         user = body["user"]["id"]
         if settings.reviewers and user not in settings.reviewers:
             return
-        await decide(body, "answer", text)
+        await decide(body, "answer", text, save_draft=review_card.save_draft_from(view))
 
 
 def _channel_of(body: dict[str, Any]) -> str | None:

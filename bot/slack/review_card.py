@@ -19,6 +19,7 @@ from bot.models import Source, Violation
 from bot.slack.blockkit import (
     MAX_SECTION_CHARS,
     button,
+    checkbox_input,
     checked_value,
     context,
     contexts,
@@ -49,6 +50,10 @@ ACTION_REVIEW_DISMISS = "citebot_review_dismiss"
 CALLBACK_REVIEW_ANSWER_SUBMIT = "citebot_review_answer_submit"
 REVIEW_ANSWER_BLOCK = "citebot_review_answer"
 REVIEW_ANSWER_ACTION = "answer"
+# The box under the answer: ticked, the worker also writes the answer as a draft KB entry (bot.review.drafts).
+SAVE_DRAFT_BLOCK = "citebot_review_save_draft"
+SAVE_DRAFT_ACTION = "save_draft"
+SAVE_DRAFT_VALUE = "draft"
 REVIEW_ACTIONS_BLOCK = "citebot_review_actions"
 
 # Character budgets that keep a card under Slack's cumulative block-text limit
@@ -217,6 +222,15 @@ def review_answer_modal(review: ReviewRecord) -> dict[str, Any]:
             min_length=1,
         )
     )
+    blocks.append(
+        checkbox_input(
+            SAVE_DRAFT_BLOCK,
+            SAVE_DRAFT_ACTION,
+            label=message(Key.SAVE_DRAFT_LABEL, language),
+            option=message(Key.SAVE_DRAFT_OPTION, language),
+            value=SAVE_DRAFT_VALUE,
+        )
+    )
     return modal(
         message(Key.REVIEW_MODAL_TITLE, language),
         blocks,
@@ -231,3 +245,10 @@ def review_answer_from(view: dict[str, Any]) -> str:
     """The answer typed into the review modal (view_submission payload's `view`), or ""."""
     values = view.get("state", {}).get("values", {})
     return (values.get(REVIEW_ANSWER_BLOCK, {}).get(REVIEW_ANSWER_ACTION, {}).get("value") or "").strip()
+
+
+def save_draft_from(view: dict[str, Any]) -> bool:
+    """Whether the review modal's "also save as a draft KB entry" box was ticked."""
+    values = view.get("state", {}).get("values", {})
+    selected = values.get(SAVE_DRAFT_BLOCK, {}).get(SAVE_DRAFT_ACTION, {}).get("selected_options") or []
+    return any(isinstance(o, dict) and o.get("value") == SAVE_DRAFT_VALUE for o in selected)
