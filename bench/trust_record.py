@@ -122,26 +122,37 @@ def _all_statements(case, evidence, draft=None):
     return statements(draft, verdict, evidence, mode, case.language)
 
 
-async def record_judge(index_dir: Path, root: Path = HERE) -> list[dict]:
-    from bench.trust import judge_id, load_cases
-    from bot.answer.judge import judge_messages
+async def _asked(index_dir: Path, root: Path):
+    """Each draft of the set with the statements the judge would be asked about, its block pointers
+    moved to where the prompt citebot builds now shows their blocks (bench.trust.renumber)."""
+    from bench.trust import load_cases, renumber
     from bot.answer.pipeline import Pipeline
-    from bot.answer.verify.judgement import item_label
 
-    out = []
     with Retriever(index_dir, embedder=LocalE5Embedder()) as retriever:
         for case in load_cases(root):
             model = _Capture(case.draft)
             pipeline = Pipeline(retriever, model, mode=AnswerMode(case.mode))
             await pipeline.answer(Question(text=case.question, language=case.language))
-            asked = _all_statements(case, model.evidence or [])
-            if not asked:
-                continue
-            out.append({
-                "judge_id": judge_id(case.id),
-                "messages": judge_messages(asked, case.language),
-                "statements": [{"id": item_label(i), "text": s.text} for i, s in enumerate(asked)],
-            })
+            draft, _ = renumber(case, model.evidence or [])
+            yield case, _all_statements(case, model.evidence or [], draft)
+
+
+def _prompt_row(case, asked, **extra) -> dict:
+    from bench.trust import judge_id
+    from bot.answer.judge import judge_messages
+    from bot.answer.verify.judgement import item_label
+
+    return {
+        "judge_id": judge_id(case.id),
+        **extra,
+        "messages": judge_messages(asked, case.language),
+        "statements": [{"id": item_label(i), "text": s.text} for i, s in enumerate(asked)],
+    }
+
+
+async def record_judge(index_dir: Path, root: Path = HERE) -> list[dict]:
+    """The judge's prompt on every statement of every draft."""
+    out = [_prompt_row(case, asked) async for case, asked in _asked(index_dir, root) if asked]
     out.sort(key=lambda row: row["judge_id"])  # no order that groups a question's drafts together
     return out
 
@@ -150,28 +161,15 @@ async def record_judge_more(index_dir: Path, root: Path = HERE) -> list[dict]:
     """The judge's prompts on the statements that have no recorded verdict yet (the checks now ask
     about statements they did not ask about when the verdicts were recorded): one supplement prompt
     per draft, built by citebot as any judge prompt, under the draft's opaque id."""
-    from bench.trust import RecordedJudge, judge_id, load_cases, renumber, statement_key
-    from bot.answer.judge import judge_messages
-    from bot.answer.pipeline import Pipeline
-    from bot.answer.verify.judgement import item_label
+    from bench.trust import RecordedJudge, judge_id, statement_key
 
     recorded = RecordedJudge.load(root)
     out = []
-    with Retriever(index_dir, embedder=LocalE5Embedder()) as retriever:
-        for case in load_cases(root):
-            model = _Capture(case.draft)
-            pipeline = Pipeline(retriever, model, mode=AnswerMode(case.mode))
-            await pipeline.answer(Question(text=case.question, language=case.language))
-            draft, _ = renumber(case, model.evidence or [])
-            known = recorded.verdicts.get(judge_id(case.id), {})
-            missing = [s for s in _all_statements(case, model.evidence or [], draft) if statement_key(s.text) not in known]
-            if missing:
-                out.append({
-                    "judge_id": judge_id(case.id),
-                    "supplement": 1,
-                    "messages": judge_messages(missing, case.language),
-                    "statements": [{"id": item_label(i), "text": s.text} for i, s in enumerate(missing)],
-                })
+    async for case, asked in _asked(index_dir, root):
+        known = recorded.verdicts.get(judge_id(case.id), {})
+        missing = [s for s in asked if statement_key(s.text) not in known]
+        if missing:
+            out.append(_prompt_row(case, missing, supplement=1))
     out.sort(key=lambda row: row["judge_id"])
     return out
 

@@ -56,8 +56,22 @@ LOOK_LIMIT = 200
 # Slack answers these for a message its client cannot show as sent; a simpler
 # form of the same message may go through.
 TOO_BIG = frozenset({"msg_too_long", "msg_blocks_too_long", "invalid_blocks"})
+class LedgerSteps:
+    """The steps every poster takes with the ledger alone (Poster here, ResponseUrlPoster)."""
+
+    ledger: PostLedger
+
+    async def release_claim(self, key: str) -> None:
+        """Nothing was posted under `key` in this try: the next one need not look for a post."""
+        await self.ledger.release_post(key)
+
+    async def where_posted(self, key: str) -> PostRecord | None:
+        """Where `key`'s message was posted, while the ledger remembers it."""
+        return await self.ledger.posted(key)
+
+
 @dataclass
-class Poster:
+class Poster(LedgerSteps):
     """Posts each key's message once: claim, release and record, through the ledger."""
 
     slack: AsyncWebClient
@@ -72,14 +86,6 @@ class Poster:
         if claim is PostClaim.IN_DOUBT:
             return not await self._find(key, channel, thread_ts)
         return True
-
-    async def release_claim(self, key: str) -> None:
-        """Nothing was posted under `key` in this try: the next one need not look for a post."""
-        await self.ledger.release_post(key)
-
-    async def where_posted(self, key: str) -> PostRecord | None:
-        """Where `key`'s message was posted, while the ledger remembers it."""
-        return await self.ledger.posted(key)
 
     async def post_and_record(
         self, key: str, channel: str, thread_ts: str | None, *forms: dict[str, Any], what: str

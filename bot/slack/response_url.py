@@ -24,9 +24,8 @@ import httpx
 
 from bot import metrics
 from bot.slack.calls import SLACK_TIMEOUT_S, SlackError, SlackFailed, SlackUnavailable
-from bot.slack.posting import IN_DOUBT_WINDOW_S
+from bot.slack.posting import IN_DOUBT_WINDOW_S, LedgerSteps
 from bot.store.ledger import PostClaim, PostLedger
-from bot.store.records import PostRecord
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,7 @@ async def claim_ephemeral(ledger: PostLedger, key: str) -> bool:
 
 
 @dataclass
-class ResponseUrlPoster:
+class ResponseUrlPoster(LedgerSteps):
     """Replies to `response_url`, each key's once, as an ephemeral message to the asker."""
 
     ledger: PostLedger
@@ -54,12 +53,6 @@ class ResponseUrlPoster:
 
     async def claim_unless_posted(self, key: str, channel: str, thread_ts: str | None) -> bool:
         return await claim_ephemeral(self.ledger, key)
-
-    async def release_claim(self, key: str) -> None:
-        await self.ledger.release_post(key)
-
-    async def where_posted(self, key: str) -> PostRecord | None:
-        return await self.ledger.posted(key)
 
     async def post_and_record(
         self, key: str, channel: str, thread_ts: str | None, *forms: dict[str, Any], what: str
