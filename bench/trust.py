@@ -419,11 +419,14 @@ def main() -> int:
     parser.add_argument("--minicheck", action="store_true",
                         help="judge on in MiniCheck's protocol (one sentence a call), with the recorded verdicts")
     parser.add_argument("--scifact", action="store_true", help="also run bench/verifier_scifact.py's numbers")
+    parser.add_argument("--judge-v1", action="store_true",
+                        help="the verdicts the capable judge gave to the judge's first prompt (no question shown; "
+                             "judge_v1/ of the held-out set), not those to the prompt citebot builds now")
     args = parser.parse_args()
 
     root = HERE / "holdout" if args.which == "holdout" else HERE
     cases = [c for c in load_cases(root) if args.half == "all" or c.half == args.half]
-    judge = RecordedJudge.load(root)
+    judge = RecordedJudge.load(root / "judge_v1" if args.judge_v1 else root)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         index_dir = Path(tmp) / "index"

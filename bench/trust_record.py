@@ -145,7 +145,7 @@ def _prompt_row(case, asked, **extra) -> dict:
     return {
         "judge_id": judge_id(case.id),
         **extra,
-        "messages": judge_messages(asked, case.language),
+        "messages": judge_messages(asked, case.language, case.question),
         "statements": [{"id": item_label(i), "text": s.text} for i, s in enumerate(asked)],
     }
 

@@ -132,6 +132,7 @@ class Key(StrEnum):
     JUDGE_RULES = "judge_rules"  # {example}: the reply's JSON form; the verdict words stay English (JSON values)
     JUDGE_STATEMENTS = "judge_statements"
     JUDGE_CITES = "judge_cites"
+    JUDGE_QUESTION = "judge_question"
 
 
 _TEXT: dict[str, dict[Key, str]] = {
@@ -262,10 +263,12 @@ Rules:
 - supports: the cited blocks state it. Copy into "quote" the words of one block that state it, exactly as they stand there.
 - contradicts: the cited blocks state something else (the opposite, another number, date or condition). Copy the words that say so into "quote".
 - not_stated: the cited blocks do not say it, or only part of it. Leave "quote" empty.
-Judge by the blocks alone, never by your own knowledge.
+An answer may apply what its cited blocks state to the facts the asker gives in the question (their dates, amounts, hours, situation) and say what follows for them. Such a statement is supported when the rule it applies is stated in its cited blocks and what it works out is right: redo the arithmetic and the counting of days yourself, and quote the words of the rule. A result worked out wrongly contradicts. A rule, number, deadline, condition or exception the cited blocks do not state is not_stated, however plausible.
+Judge by the question and the blocks alone, never by your own knowledge.
 Reply with JSON only, one verdict for every statement, in this form: {example}""",
         Key.JUDGE_STATEMENTS: "Statements to check:",
         Key.JUDGE_CITES: "cites",
+        Key.JUDGE_QUESTION: "The asker's question:",
         Key.HOME_HOW_TO_ASK: 'How to ask',
         Key.HOME_WHERE: 'In a channel, mention @citebot (invite it first with `/invite @citebot`); privately, write to it in the Messages tab.',
         Key.HOME_MY_QUESTIONS: 'Your recent questions',
@@ -419,10 +422,12 @@ Regeln:
 - supports: Die zitierten Blöcke sagen das aus. Kopiere die Worte eines Blocks, die es aussagen, genau so in "quote", wie sie dort stehen.
 - contradicts: Die zitierten Blöcke sagen etwas anderes (das Gegenteil, eine andere Zahl, ein anderes Datum, eine andere Bedingung). Kopiere die Worte, die das sagen, in "quote".
 - not_stated: Die zitierten Blöcke sagen das nicht oder nur zum Teil. Lass "quote" leer.
-Urteile nur nach den Blöcken, nie nach eigenem Wissen.
+Eine Antwort darf das, was ihre zitierten Blöcke sagen, auf die Angaben der fragenden Person in der Frage anwenden (ihre Daten, Beträge, Stunden, ihre Lage) und sagen, was daraus für sie folgt. Eine solche Aussage ist gestützt, wenn die Regel, die sie anwendet, in ihren zitierten Blöcken steht und das Ergebnis stimmt: Rechne und zähle die Tage selbst nach, und zitiere die Worte der Regel. Ein falsch ausgerechnetes Ergebnis ist contradicts. Eine Regel, Zahl, Frist, Bedingung oder Ausnahme, die die zitierten Blöcke nicht nennen, ist not_stated, so plausibel sie klingt.
+Urteile nur nach der Frage und den Blöcken, nie nach eigenem Wissen.
 Antworte nur mit JSON, mit einem Urteil für jede Aussage, in dieser Form: {example}""",
         Key.JUDGE_STATEMENTS: "Zu prüfende Aussagen:",
         Key.JUDGE_CITES: "zitiert",
+        Key.JUDGE_QUESTION: "Die Frage der fragenden Person:",
         Key.HOME_HOW_TO_ASK: 'So fragst du',
         Key.HOME_WHERE: 'In einem Channel erwähnst du @citebot (lade es zuerst mit `/invite @citebot` ein); vertraulich schreibst du ihm im Tab „Nachrichten“.',
         Key.HOME_MY_QUESTIONS: 'Deine letzten Fragen',

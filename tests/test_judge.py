@@ -76,6 +76,19 @@ def test_each_block_is_shown_once_in_prompt_order_and_each_statement_with_what_i
                          "S2 (cites E1): Die Arbeitszeit wird halbiert.")
 
 
+async def test_the_judge_sees_the_askers_question_whose_facts_the_answer_applies(llm):
+    # "You submitted 44 days after the expense, so …" is judged against the rule and the asker's own dates:
+    # without the question, a judge can only call it not stated.
+    question = "I paid on 2 March and submitted on 15 April: too late?"
+    llm.script(verdicts(("supports", "ab dem 55. Lebensjahr möglich"), ("supports", "")))
+    async with OpenAIBackend(llm.url, "judge-model", retries=0) as backend:
+        await LLMJudge(backend).judge([FIRST, SECOND], AnswerMode.CITATIONS, "en", question)
+    system, user = llm.calls[0].body["messages"]
+    assert user["content"].startswith(message(Key.JUDGE_QUESTION, "en") + "\n" + question + "\n\n")
+    assert "facts the asker gives in the question" in system["content"]
+    assert message(Key.JUDGE_QUESTION, "en") not in judge_messages([FIRST], "en")[1]["content"]
+
+
 async def test_a_judge_that_cannot_judge_says_why_and_is_counted(llm):
     llm.script(Reply(status=503), "no JSON here")
     before = judge_calls("unavailable")
@@ -150,6 +163,24 @@ def test_ask_claims_mode_with_a_claim_the_blocks_omit(ask, llm, capsys):
     code, answer = ask(capsys, "--mode", "claims")
     assert code == 0 and not answer["verified"] and answer["audit_mode"] == AuditMode.UNGROUNDED
     assert [v["kind"] for v in answer["violations"]] == [JUDGE_NOT_STATED]
+
+
+# A result worked out in more steps than the checks follow: stated nowhere, so the judge's to recompute.
+WORKED = PTO_DRAFT + " Of 14 days left at the end of the year, 9 would therefore be forfeited [hb-pto-01]."
+
+
+def test_a_number_the_checks_cannot_back_is_judged_and_posted_when_the_judge_supports_it(ask, llm, capsys):
+    llm.script(WORKED, verdicts(("supports", PTO_QUOTE), ("supports", PTO_QUOTE)))
+    code, answer = ask(capsys)
+    assert code == 0 and answer["verified"] and len(llm.calls) == 2 and answer["violations"] == []
+    assert "): Of 14 days left at the end of the year" in llm.calls[1].body["messages"][1]["content"]
+
+
+def test_a_number_the_checks_cannot_back_is_not_posted_when_the_judge_cannot_judge(ask, llm, capsys):
+    llm.script(WORKED, "no JSON here", WORKED, "no JSON here")
+    code, answer = ask(capsys)
+    assert code == 0 and not answer["verified"] and answer["answer"] == message(Key.UNCERTAIN, "en")
+    assert {v["kind"] for v in answer["violations"]} == {"NUMBER_NOT_IN_SOURCE"}
 
 
 def test_the_judge_is_on_by_default_wherever_a_model_answers(ask, llm, capsys):

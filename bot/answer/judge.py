@@ -61,8 +61,11 @@ BUDGET_RESERVE_S = 1.0
 _EXAMPLE = {"verdicts": [{"id": item_label(0), "verdict": Support.SUPPORTS.value, "quote": "..."}]}
 
 
-def judge_messages(asked: list[Statement], language: str) -> list[dict[str, str]]:
-    """The instructions, every block the statements cite (once, in prompt order), then the statements."""
+def judge_messages(asked: list[Statement], language: str, question: str = "") -> list[dict[str, str]]:
+    """The instructions, the asker's question, every block the statements cite (once, in prompt
+    order), then the statements. The question is there because answers apply the rules to the
+    asker's own facts ("you submitted 44 days after the expense, so …"): without those facts a
+    judge can only call such a statement not stated, and a right answer is held back."""
     blocks: dict[str, Evidence] = {}
     for statement in asked:
         for ev in statement.blocks:
@@ -71,8 +74,10 @@ def judge_messages(asked: list[Statement], language: str) -> list[dict[str, str]
     lines = [
         f"{item_label(i)} ({cites} {', '.join(s.pointers)}): {s.text}" for i, s in enumerate(asked)
     ]
+    asked_by = [f"{message(Key.JUDGE_QUESTION, language)}\n{question.strip()}"] if question.strip() else []
     user = "\n\n".join(
         [
+            *asked_by,
             message(Key.PROMPT_BLOCKS, language),
             *(render_block(ev, AnswerMode.CLAIMS, language) for ev in sorted(blocks.values(), key=lambda e: e.block)),
             message(Key.JUDGE_STATEMENTS, language) + "\n" + "\n".join(lines),
@@ -82,10 +87,10 @@ def judge_messages(asked: list[Statement], language: str) -> list[dict[str, str]
     return [{"role": "system", "content": rules}, {"role": "user", "content": user}]
 
 
-def judge_request(asked: list[Statement], mode: AnswerMode, language: str) -> GenerationRequest:
+def judge_request(asked: list[Statement], mode: AnswerMode, language: str, question: str = "") -> GenerationRequest:
     blocks = list({ev.pointer_id: ev for s in asked for ev in s.blocks}.values())
     return GenerationRequest(
-        messages=judge_messages(asked, language),
+        messages=judge_messages(asked, language, question),
         mode=mode,
         question="",  # chat backends send the messages; the judge has no question of its own
         evidence=blocks,
@@ -107,16 +112,17 @@ class Judge:
         self.timeout = timeout
 
     async def review(
-        self, draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str
+        self, draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str,
+        question: str = "",
     ) -> Verdict:
         """The deterministic verdict on `draft`, with the judge's verdicts applied and recorded."""
         asked = statements(draft, verdict, evidence, mode, language)
         if not asked:
             return verdict
-        judgement = await self.judge(asked, mode, language)
+        judgement = await self.judge(asked, mode, language, question)
         return apply_judgement(verdict, judgement, evidence, mode)
 
-    async def judge(self, asked: list[Statement], mode: AnswerMode, language: str) -> Judgement:
+    async def judge(self, asked: list[Statement], mode: AnswerMode, language: str, question: str = "") -> Judgement:
         """A judgement of `asked`; an unavailable one when none can be had."""
         model = self.backend.name
         limit = self.time_limit()
@@ -124,7 +130,7 @@ class Judge:
             if limit is not None and limit <= 0:
                 raise BudgetSpent("no time left of the question's budget for the judge")
             async with asyncio.timeout(limit):
-                judgement = await self._call(asked, mode, language)
+                judgement = await self._call(asked, mode, language, question)
         except (LLMError, BudgetSpent, JudgeReplyInvalid) as exc:
             judgement = self._unavailable(asked, f"{type(exc).__name__}: {exc}", model)
         except TimeoutError:
@@ -146,7 +152,7 @@ class Judge:
         room = left - BUDGET_RESERVE_S
         return room if self.timeout is None else min(self.timeout, room)
 
-    async def _call(self, asked: list[Statement], mode: AnswerMode, language: str) -> Judgement:
+    async def _call(self, asked: list[Statement], mode: AnswerMode, language: str, question: str) -> Judgement:
         raise NotImplementedError
 
     async def aclose(self) -> None:
@@ -158,8 +164,8 @@ class LLMJudge(Judge):
 
     kind = "llm"
 
-    async def _call(self, asked: list[Statement], mode: AnswerMode, language: str) -> Judgement:
-        reply = await self.backend.generate(judge_request(asked, mode, language))
+    async def _call(self, asked: list[Statement], mode: AnswerMode, language: str, question: str) -> Judgement:
+        reply = await self.backend.generate(judge_request(asked, mode, language, question))
         return read_judgement(reply.text, asked, language, self.backend.name)
 
 

@@ -74,7 +74,8 @@ class MiniCheckJudge(Judge):
         super().__init__(backend, timeout=timeout)
         self._slots = asyncio.Semaphore(concurrency)
 
-    async def _call(self, asked: list[Statement], mode: AnswerMode, language: str) -> Judgement:
+    async def _call(self, asked: list[Statement], mode: AnswerMode, language: str, question: str) -> Judgement:
+        # MiniCheck's protocol has a document and a claim, no question: the asker's facts are not shown.
         judged = await asyncio.gather(*(self._statement(s, mode, language) for s in asked))
         passed = all(j.support is Support.SUPPORTS for j in judged)
         return Judgement(status=JudgeStatus.PASSED if passed else JudgeStatus.FAILED, model=self.backend.name,

@@ -131,7 +131,8 @@ class Pipeline:
             verdict = _cut_short(verdict, request.mode)
         if self.judge is not None and wants_judgement(verdict):
             with _timed(timings, "judge"):
-                verdict = await self.judge.review(draft.text, verdict, evidence, request.mode, language)
+                verdict = await self.judge.review(draft.text, verdict, evidence, request.mode, language,
+                                                  request.question)
         return draft, verdict
 
     def verify(

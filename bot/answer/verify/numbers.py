@@ -290,20 +290,6 @@ def _find_numbers(text: str, language: str, source: bool) -> tuple[Number, ...]:
     return tuple(sorted(found + _word_numbers(text, language, source), key=lambda n: n.start))
 
 
-_DATE_VALUE = re.compile(r"^(?:\d{4}|-)-\d{2}-\d{2}$")
-_MONTH_WORD = re.compile(rf"\b(?:{'|'.join(sorted(_MONTH_NAMES, key=len, reverse=True))})\b", re.IGNORECASE)
-
-
-def is_date(number: Number) -> bool:
-    """Is it a calendar day ("15. Januar 2026", "2 March", "15.01.")?"""
-    return any(_DATE_VALUE.match(v) for v in number.values)
-
-
-def names_month(text: str) -> bool:
-    """Does the text name a month ("im Juni", "in March")? Not "may" in lower case, the verb."""
-    return any(m.group(0) != "may" for m in _MONTH_WORD.finditer(text))
-
-
 def source_values(texts: list[str], language: str = "en") -> set[str]:
     """Every reading of every number the sources state."""
     values: set[str] = set()
@@ -436,6 +422,12 @@ def _dates(numbers: list[Number]) -> list[tuple[int, str]]:
     return out
 
 
+def _days_between(dates: list[tuple[int, str]]) -> set[int]:
+    """The days from one date to another, the first day left out and counted in."""
+    days = {day for day, _ in dates}
+    return {d for a in days for b in days if b > a for d in (b - a, b - a + 1)}
+
+
 class WorkedOut:
     """The numbers an answer may work out from what the asker gave.
 
@@ -445,7 +437,8 @@ class WorkedOut:
     sum, a difference, a ratio ("2.400 € ÷ 30 = 80 €"), or a percentage by a
     rate the sentence or the blocks state ("davon 70 % = 84 €"); so is the result
     of arithmetic the sentence writes out in full ("5.200 € × 3 ÷ 65 = 240 €"),
-    and a date the question gives moved by days or weeks a block states. Steps
+    and a date the question gives moved by days or weeks a block states, or by the
+    days between two of its dates (and moved again, a step later). Steps
     the answer shows chain; a result reached in unshown steps is flagged. Only
     operands the sentence shows count: with every number of the blocks as an
     operand, some step hits nearly any value by chance. Results under
@@ -467,9 +460,18 @@ class WorkedOut:
         # name is one it did not use), and the asker's.
         self.rates = _plain_values([n for n in [*shown, *asked] if n.unit == "pct"])
         self.accepted: set[Decimal] = set(self.roots)
-        self.shifts = {int(v) * _DAYS[n.unit] for n in [*stated, *asked] if n.unit in _DAYS
-                       for v in _plain_values([n]) if v == int(v)}
         self.asked_dates = _dates(asked)
+        # The days between two dates the asker gives ("due on 23 May, born on 2 May": 21 days), counted
+        # both ways a rule may count them (the first day left out, or in), are theirs, as durations.
+        spans = _days_between(self.asked_dates)
+        self.roots |= {Decimal(d) for d in spans}
+        for d in spans:
+            self.root_units.setdefault(Decimal(d), set()).add("day")
+        self.shifts = {int(v) * _DAYS[n.unit] for n in [*stated, *asked] if n.unit in _DAYS
+                       for v in _plain_values([n]) if v == int(v)} | spans
+        # Dates the answer reached by moving one of the asker's: a later step may move them again
+        # ("8 Wochen ab dem 2. Mai: 27. Juni; dazu 21 Tage: 18. Juli").
+        self.reached_dates: list[int] = []
         self.asked_other = {v for n in asked for v in n.values if not _plain_values([Number(v, frozenset({v}))])}
 
     def known(self, number: Number) -> bool:
@@ -532,10 +534,11 @@ class WorkedOut:
         import datetime as dt
 
         mine = _dates([number])
+        starts = [asked for asked, _kind in self.asked_dates] + self.reached_dates
         for day, _ in mine:
-            for asked, _kind in self.asked_dates:
-                if abs(day - asked) in self.shifts:
-                    return True
+            if any(abs(day - start) in self.shifts for start in starts):
+                self.reached_dates.append(day)
+                return True
         return bool(mine) and any(d.isoformat()[5:] in v for v in number.values
                                   for d in [dt.date.fromordinal(a) for a, _ in self.asked_dates])
 

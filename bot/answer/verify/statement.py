@@ -49,7 +49,7 @@ from bot.answer.verify.align import (
     source_sentences,
     word_terms,
 )
-from bot.answer.verify.numbers import DAYS_PER_UNIT, Number, WorkedOut, find_numbers, is_date, names_month
+from bot.answer.verify.numbers import DAYS_PER_UNIT, Number, WorkedOut, find_numbers
 from bot.answer.verify.support import (
     _NEGATIVE_RESULT,
     NEGATION_NEAR_SHARE,
@@ -59,7 +59,6 @@ from bot.answer.verify.support import (
     content_terms,
     match_term,
 )
-from kb_index.sentences import sentences
 
 # Claims: support.assess's words test, or (an embedder configured) this close in meaning.
 CLAIM_COSINE = 0.86
@@ -90,8 +89,8 @@ ATTACH_WORDS = 4
 class Problem:
     kind: str
     detail: str
-    # Every finding here but a number stated nowhere is a judgement of the alignment's
-    # heuristics, which the entailment judge may overrule (Violation.soft).
+    # Every finding here is a judgement of the alignment's heuristics or of arithmetic followed
+    # one step at a time, which the entailment judge may overrule (Violation.soft).
     soft: bool = True
 
 
@@ -108,7 +107,6 @@ class StatementContext:
     _pool: list[SourceSentence] | None = field(default=None, repr=False)
     _question_numbers: list[Number] | None = field(default=None, repr=False)
     _worked: WorkedOut | None = field(default=None, repr=False)
-    _worked_values: frozenset[str] | None = field(default=None, repr=False)
 
     @property
     def pool(self) -> list[SourceSentence]:
@@ -129,20 +127,6 @@ class StatementContext:
             self._worked = WorkedOut(self.question_numbers, _numbers_of(self.passages),
                                      find_numbers(self.answer, self.language))
         return self._worked
-
-    @property
-    def worked_values(self) -> frozenset[str]:
-        """The values of the numbers in the answer's lines that show their working (_WORKING)."""
-        if self._worked_values is None:
-            lines = [line for line in sentences(self.answer, self.language) if _WORKING.search(line)]
-            self._worked_values = frozenset(v for line in lines for n in find_numbers(line, self.language)
-                                            for v in n.values)
-        return self._worked_values
-
-    @property
-    def question_has_dates(self) -> bool:
-        """Does the question give a date or name a month (the asker's timeline)?"""
-        return any(is_date(n) for n in self.question_numbers) or names_month(self.question)
 
 
 def _passage_text(p: Passage) -> str:
@@ -191,10 +175,6 @@ def _days(n: Number) -> set[float]:
         except (ValueError, KeyError):
             continue
     return out
-
-
-def _small_count(n: Number) -> bool:
-    return not _distinctive(n)
 
 
 def _distinctive(n: Number) -> bool:
@@ -261,29 +241,11 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
             continue
         if ctx.worked.accepts(n, text, ctx.language):
             continue
-        # Stated nowhere: a plain fact, unless the statement works with the asker's numbers, or it is a
-        # small count ("together 3 days" of 2 and 1), where it may be a result of steps WorkedOut does
-        # not follow, which a judge can recompute.
+        # Stated nowhere: a fact added, or a result of steps WorkedOut does not follow (the days to
+        # a deadline of the asker's dates, a sum of sums), which the judge recomputes with the question.
         problems.append(Problem("NUMBER_NOT_IN_SOURCE", f"{n.raw!r} is not stated in the cited blocks, nor worked out "
-                                                         "from the question's numbers",
-                                soft=computing or _small_count(n) or _derived(n, text, ctx)))
+                                                         "from the question's numbers"))
     return problems
-
-
-# Arithmetic written out ("26 × 4 ÷ 12 = 8,67", "2. bis 23. Mai = 21 Tage") or a step shown with an arrow.
-_WORKING = re.compile(r"\d\s*(?:[×x*÷/+=→]|−|–\s*\d)|[=→]\s*\**\s*\d")
-
-
-def _derived(n: Number, text: str, ctx: StatementContext) -> bool:
-    """Is a number no block states a result the answer works out, which the judge can recompute
-    (a soft finding) rather than a fact it adds? So it is when the statement shows its working,
-    when the answer worked it out in a line that shows it ("= 21 Tage", then "mit den 21 Tagen"),
-    and when it is a date while the question gives dates or months: a deadline of the asker's case."""
-    if _WORKING.search(text):
-        return True
-    if n.values & ctx.worked_values:
-        return True
-    return is_date(n) and ctx.question_has_dates
 
 
 # ------------------------------------------------------------------ commitments
