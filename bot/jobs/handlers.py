@@ -18,6 +18,9 @@ Jobs:
 A question whose job carries `ephemeral` (/citebot, the shortcut in a DM) is
 answered the same way, through Slack's response_url to the asker alone
 (bot.slack.response_url), with no 👀: there may be no message to put it on.
+A question asked in the assistant panel (`assistant`) is answered into its
+thread like a DM's; instead of the 👀 its thread shows the stages as a status
+and is titled by its first question (bot.slack.assistant_status).
 
 Every answer, refusal, uncertain reply and apology is recorded in the audit
 trail (bot.store.audit) right after its post.
@@ -59,6 +62,7 @@ from bot.logs import about_question
 from bot.models import Answer, Outcome, Question, SlackQuestion
 from bot.review.desk import ReviewDesk
 from bot.slack import replies
+from bot.slack.assistant_status import PanelStatus
 from bot.slack.calls import SlackError, SlackFailed, best_effort
 from bot.slack.event_text import question_text
 from bot.slack.posting import Poster
@@ -103,6 +107,9 @@ class JobHandlers:
 
     def __post_init__(self) -> None:
         self.poster = Poster(self.slack, self.ledger)
+        # The assistant panel's: the same posting once, but no 👀 to add or take back
+        # (`poster is self.poster` says where a reaction goes).
+        self.panel_poster = Poster(self.slack, self.ledger)
 
     async def handle(self, job: Job) -> None:
         with about_question(_question_id(job)):
@@ -133,7 +140,7 @@ class JobHandlers:
     def _delivery(self, payload: AnswerPayload) -> Delivery:
         if payload.ephemeral is not None:
             return ResponseUrlPoster(self.ledger, payload.ephemeral.response_url)
-        return self.poster
+        return self.panel_poster if payload.assistant else self.poster
 
     async def _unreact(self, question: SlackQuestion, poster: Delivery) -> None:
         if poster is self.poster:
@@ -196,11 +203,16 @@ class JobHandlers:
             # the try that posted may not have lived to take its 👀 back.
             await self._unreact(question, poster)
             return
+        status = PanelStatus(self.slack, question) if payload.assistant else None
         if poster is self.poster:
             await best_effort(self.slack.reactions_add(channel=channel, timestamp=question.ts, name=PROGRESS_REACTION))
+        elif status is not None:
+            await status.stage("retrieve")
         question = await self._with_thread_history(question, payload.bot_user_id)
+        if status is not None:
+            await status.title(question)
         try:
-            answer = await self._generate(question, poster)
+            answer = await self._generate(question, poster, status)
         except BudgetSpent as exc:
             log.warning("%s", exc)
             metrics.LLM_ERRORS.labels(kind="BudgetSpent").inc()
@@ -256,7 +268,7 @@ class JobHandlers:
         await self._audit(question, poster, answer)
         await self._unreact(question, poster)
 
-    async def _generate(self, question: Question, poster: Delivery) -> Answer:
+    async def _generate(self, question: Question, poster: Delivery, status: PanelStatus | None = None) -> Answer:
         """The pipeline's answer within what is left of the question's time budget.
 
         The budget runs from the first model call over all tries, and every
@@ -270,7 +282,8 @@ class JobHandlers:
         if left <= 0:
             raise BudgetSpent(spent)
         try:
-            return await within_budget(self.pipeline.answer(question), left)
+            answering = self.pipeline.answer(question, progress=status.stage) if status else self.pipeline.answer(question)
+            return await within_budget(answering, left)
         except BudgetSpent as exc:
             raise BudgetSpent(f"{spent} ({exc})") from None
         except LLMError as exc:
