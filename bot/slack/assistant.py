@@ -6,7 +6,8 @@
   A retry of the event greets once: the greeting is claimed per thread first,
   and released if it fails, so that the retry greets instead.
 - `assistant_thread_context_changed`: the user moved to another channel with
-  the panel open; the newer context replaces the stored one.
+  the panel open; the newer context replaces the stored one, and the prompts
+  are those of the new channel.
 - A message in a panel thread is a question asked in a DM, built and queued by
   the DM's own functions (bot.slack.listeners), deduplicated by Slack's event id
   like every event: the same worker job, checks and footnotes, the answer in the
@@ -56,30 +57,39 @@ def register_assistant(app: AsyncApp, deps: AppDeps) -> None:
         if where is None:
             return
         channel, thread_ts, context = where
-        await threads.save(channel_id=channel, thread_ts=thread_ts, context=context, event_ts=event.get("event_ts"))
+        await threads.save_if_newer(channel_id=channel, thread_ts=thread_ts, context=context,
+                                    event_ts=event.get("event_ts"))
         if not await threads.claim_greeting(channel, thread_ts):
             return  # a retry of a thread already greeted
+        # What is stored: a context change may have overtaken this event.
+        stored = await threads.context(channel, thread_ts)
         try:
-            await _greet(event, context, say, set_suggested_prompts)
+            await _offer(event, context if stored is None else stored, set_suggested_prompts, greet=say)
         except Exception:
             await threads.release_greeting(channel, thread_ts)
             raise
 
-    async def _greet(event, context, say, set_suggested_prompts) -> None:
+    async def _offer(event, context, set_suggested_prompts, *, greet=None) -> None:
+        """The greeting (with `greet`), then the prompts of the channel beside, in the user's language."""
         user = _text(event["assistant_thread"].get("user_id")) or ""
         policy = panel_policy(context, deps.channels)
         redis, settings = deps.records.redis, deps.settings
         language = await greeting_language(user, policy, settings=settings, redis=redis)
-        await say(message(Key.ASSISTANT_GREETING, language))
+        if greet is not None:
+            await greet(message(Key.ASSISTANT_GREETING, language))
         prompts = await suggested_prompts(user, policy, language, settings=settings, redis=redis)
         if prompts:
             await set_suggested_prompts(prompts=prompts, title=message(Key.ASSISTANT_PROMPTS_TITLE, language))
 
     @assistant.thread_context_changed
-    async def on_context_changed(event):
-        if (where := _thread_of(event)) is not None:
-            channel, thread_ts, context = where
-            await threads.save(channel_id=channel, thread_ts=thread_ts, context=context, event_ts=event.get("event_ts"))
+    async def on_context_changed(event, set_suggested_prompts):
+        if (where := _thread_of(event)) is None:
+            return
+        channel, thread_ts, context = where
+        if await threads.save_if_newer(channel_id=channel, thread_ts=thread_ts, context=context,
+                                       event_ts=event.get("event_ts")):
+            # Setting the same prompts again (Slack's retry) changes nothing.
+            await _offer(event, context, set_suggested_prompts)
 
     @assistant.user_message
     async def on_user_message(event, body, context):

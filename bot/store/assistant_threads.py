@@ -45,22 +45,28 @@ class AssistantThreads(AsyncAssistantThreadContextStore):
         self.redis = redis
         self._save = redis.register_script(SAVE_IF_NEWER_LUA)
 
-    async def save(self, *, channel_id: str, thread_ts: str, context: dict[str, str],
-                   event_ts: str | None = None) -> None:
-        """The thread's context as of `event_ts` (now, if Slack gave none); an older one is dropped."""
+    async def save(self, *, channel_id: str, thread_ts: str, context: dict[str, str]) -> None:
+        """Bolt's interface: the context as of now."""
+        await self.save_if_newer(channel_id=channel_id, thread_ts=thread_ts, context=context)
+
+    async def save_if_newer(self, *, channel_id: str, thread_ts: str, context: dict[str, str],
+                            event_ts: str | None = None) -> bool:
+        """The thread's context as of `event_ts` (now, if Slack gave none); False when it was
+        older than the one stored, and dropped."""
         at = _seconds(event_ts) if event_ts else time.time()
         record = json.dumps({"context": dict(context or {}), "at": at}, sort_keys=True)
-        await self._save(keys=[keys.assistant_thread_key(channel_id, thread_ts)],
-                         args=[record, at, keys.ASSISTANT_THREAD_TTL_S])
+        saved = await self._save(keys=[keys.assistant_thread_key(channel_id, thread_ts)],
+                                 args=[record, at, keys.ASSISTANT_THREAD_TTL_S])
+        return bool(saved)
 
     async def find(self, *, channel_id: str, thread_ts: str) -> AssistantThreadContext | None:
         """The channel the panel is open beside, or None (no context, or no such thread)."""
-        context = await self._context(channel_id, thread_ts)
+        context = await self.context(channel_id, thread_ts)
         return AssistantThreadContext(context) if context and context.get("channel_id") else None
 
     async def is_panel_thread(self, channel_id: str, thread_ts: str) -> bool:
         """Whether the thread was started in the panel (an ordinary thread of the DM was not)."""
-        return await self._context(channel_id, thread_ts) is not None
+        return await self.context(channel_id, thread_ts) is not None
 
     async def claim_greeting(self, channel_id: str, thread_ts: str) -> bool:
         """True for the one delivery of assistant_thread_started that greets."""
@@ -71,7 +77,8 @@ class AssistantThreads(AsyncAssistantThreadContextStore):
         """The greeting failed: Slack's retry of the event greets instead."""
         await self.redis.delete(keys.assistant_greeted_key(channel_id, thread_ts))
 
-    async def _context(self, channel_id: str, thread_ts: str) -> dict | None:
+    async def context(self, channel_id: str, thread_ts: str) -> dict | None:
+        """The stored context ({} without a channel beside); None for a thread the store does not know."""
         raw = await self.redis.get(keys.assistant_thread_key(channel_id, thread_ts))
         if raw is None:
             return None
