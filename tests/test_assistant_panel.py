@@ -15,7 +15,7 @@ from tests.citebot_fixtures import answers_in
 from tests.fakes import FakeLLMServer
 from tests.fakes.slack_server import FakeSlackServer
 from tests.fakes.socket_mode import FakeSocketMode
-from tests.harness import BOT_TOKEN, ROOT, dm_event, envelope, free_port, make_env
+from tests.harness import BOT_TOKEN, REVIEW_CHANNEL, ROOT, dm_event, envelope, free_port, make_env
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -122,14 +122,21 @@ def test_a_question_in_the_panel_is_answered_in_its_thread_with_status_title_and
     assert [c.body["title"] for c in bot.slack.calls("assistant.threads.setTitle")] == [PTO_QUESTION]
 
 
-def test_model_output_is_escaped_in_the_panel(citebot):
+def test_the_panels_answers_get_the_dms_checks_and_its_review_card_keeps_the_asker_private(citebot):
     bot = citebot()
-    bot.llm.script("<!channel> Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01].")
+    draft = "<!channel> Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01]."
+    bot.llm.script(draft, draft)
     thread = new_thread()
     bot.send_event(thread_event("started", thread_ts=thread))
     bot.send_event(panel_message(PTO_QUESTION, thread_ts=thread))
-    [_, answer] = answers_in(bot, DM, thread, count=2)
-    assert "<!channel>" not in json.dumps(answer)
+    [_, reply] = answers_in(bot, DM, thread, count=2)
+    # A Slack link the sections do not have fails the check twice: nothing of the draft is posted.
+    assert reply["text"].startswith("I'm not sure") and "<!channel>" not in json.dumps(reply)
+    assert len(bot.llm.calls) == 2
+    [card] = answers_in(bot, REVIEW_CHANNEL, None)
+    assert "UASKER" not in json.dumps(card) and PTO_QUESTION in json.dumps(card["blocks"])
+    # The draft reaches the reviewers escaped: no @channel in the review channel either.
+    assert "<!channel>" not in json.dumps(card) and "&lt;!channel&gt;" in json.dumps(card["blocks"])
 
 
 def test_the_channel_beside_the_panel_picks_its_collections_and_a_late_retry_cannot_undo_a_change(
