@@ -10,15 +10,17 @@ import time
 
 import pytest
 
+from bot.channels import ChannelsConfig
 from bot.i18n import Key, message
+from bot.slack.assistant import panel_policy
+from bot.store.assistant_threads import AssistantThreads
+from citebot_core.connection import connect
 from tests.citebot_fixtures import answers_in
 from tests.fakes import FakeLLMServer
 from tests.fakes.slack_server import FakeSlackServer
 from tests.fakes.socket_mode import FakeSocketMode
 from tests.harness import BOT_TOKEN, REVIEW_CHANNEL, ROOT, dm_event, envelope, free_port, make_env
 from tests.polling import wait_until
-
-pytestmark = pytest.mark.e2e
 
 GOOD = "Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01]."
 PTO_QUESTION = "How many days of annual leave do I get?"
@@ -65,6 +67,7 @@ def statuses(bot, thread_ts: str) -> list[str]:
             and (c.body["channel_id"], c.body["thread_ts"]) == (DM, thread_ts)]
 
 
+@pytest.mark.e2e
 def test_a_new_thread_is_greeted_once_with_prompts_from_the_users_questions_and_the_collections(citebot):
     bot = citebot()
     # An earlier question of the user's, answered in a DM: the panel offers it again.
@@ -90,6 +93,7 @@ def test_a_new_thread_is_greeted_once_with_prompts_from_the_users_questions_and_
     assert len(bot.slack.calls("assistant.threads.setSuggestedPrompts")) == 1
 
 
+@pytest.mark.e2e
 def test_a_question_in_the_panel_is_answered_in_its_thread_with_status_title_and_footnotes_once(citebot):
     bot = citebot()
     bot.llm.script(GOOD)
@@ -122,6 +126,7 @@ def test_a_question_in_the_panel_is_answered_in_its_thread_with_status_title_and
     assert [c.body["title"] for c in bot.slack.calls("assistant.threads.setTitle")] == [PTO_QUESTION]
 
 
+@pytest.mark.e2e
 def test_the_panels_answers_get_the_dms_checks_and_its_review_card_keeps_the_asker_private(citebot):
     bot = citebot()
     draft = "<!channel> Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01]."
@@ -169,6 +174,7 @@ def test_the_channel_beside_the_panel_picks_its_collections_and_a_late_retry_can
     assert [p["title"] for p in bot.slack.assistant_thread(DM, payroll)["prompts"]] == ["payroll"]
 
 
+@pytest.mark.e2e
 def test_a_german_user_is_greeted_in_german(citebot):
     bot = citebot()
     bot.llm.script(GERMAN_GOOD)
@@ -192,6 +198,7 @@ def test_a_german_user_is_greeted_in_german(citebot):
     assert hello["text"] == message(Key.ASSISTANT_GREETING, "en")
 
 
+@pytest.mark.e2e
 def test_a_thread_of_the_dm_outside_the_panel_is_answered_as_a_dm(citebot):
     bot = citebot()
     bot.llm.script(GOOD)
@@ -205,6 +212,7 @@ def test_a_thread_of_the_dm_outside_the_panel_is_answered_as_a_dm(citebot):
     assert len(bot.slack.calls("reactions.add")) == 1  # the DM's 👀
 
 
+@pytest.mark.e2e
 def test_the_panel_works_over_socket_mode(redis_url, index_dir, tmp_path):
     with FakeSocketMode() as socket, FakeSlackServer(token=BOT_TOKEN, socket_url=socket.url) as slack, \
             FakeLLMServer() as llm:
@@ -237,3 +245,42 @@ def test_the_panel_works_over_socket_mode(redis_url, index_dir, tmp_path):
                 proc.terminate()
             for proc in procs:
                 proc.wait(timeout=30)
+
+
+# ------------------------------------------------------------------ the store, on real Redis
+
+
+@pytest.fixture
+async def threads(redis_url):
+    client = connect(redis_url, timeout=1.0)
+    yield AssistantThreads(client)
+    await client.aclose()
+
+
+async def test_the_store_keeps_the_newest_context_and_tells_panel_threads_from_others(threads):
+    assert await threads.find(channel_id=DM, thread_ts="1.0") is None and not await threads.is_panel_thread(DM, "1.0")
+    assert await threads.save_if_newer(channel_id=DM, thread_ts="1.0", context={}, event_ts="100.0")
+    assert await threads.is_panel_thread(DM, "1.0") and await threads.find(channel_id=DM, thread_ts="1.0") is None
+    assert await threads.save_if_newer(channel_id=DM, thread_ts="1.0", context={"channel_id": "CB"}, event_ts="300.0")
+    # A late retry of an older change is dropped.
+    assert not await threads.save_if_newer(channel_id=DM, thread_ts="1.0", context={"channel_id": "CA"},
+                                           event_ts="200.0")
+    found = await threads.find(channel_id=DM, thread_ts="1.0")
+    assert found is not None and found.channel_id == "CB"
+    # Bolt's own save (no event_ts) is as of now: newer than Slack's timestamps above.
+    await threads.save(channel_id=DM, thread_ts="1.0", context={"channel_id": "CC"})
+    assert (await threads.find(channel_id=DM, thread_ts="1.0")).channel_id == "CC"
+    assert await threads.claim_greeting(DM, "1.0") and not await threads.claim_greeting(DM, "1.0")
+    await threads.release_greeting(DM, "1.0")
+    assert await threads.claim_greeting(DM, "1.0")
+
+
+def test_a_panel_beside_a_channel_searches_what_that_channel_may_and_beside_a_dm_what_dms_may():
+    channels = ChannelsConfig.model_validate({"default": {"collections": ["handbook"]},
+                                              "dm": {"collections": ["handbook", "payroll"]},
+                                              "channels": {"CPAYROLL": {"collections": ["payroll"], "language": "de"}}})
+    assert panel_policy({"channel_id": "CPAYROLL"}, channels).collections == ("payroll",)
+    assert panel_policy({"channel_id": "CPAYROLL"}, channels).language == "de"
+    assert panel_policy({"channel_id": "CRANDOM"}, channels).collections == ("handbook",)
+    for beside in ({"channel_id": "DFRIEND"}, {}, None):
+        assert panel_policy(beside, channels).collections == ("handbook", "payroll")
