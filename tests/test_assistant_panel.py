@@ -50,7 +50,13 @@ def panel_message(text: str, *, thread_ts: str, user: str = "UASKER") -> dict:
 
 
 def new_thread() -> str:
-    return f"1700009{next(_counter):03d}.000300"
+    return f"1699990{next(_counter):03d}.000300"
+
+
+def thread_root(thread_ts: str, user: str = "UASKER") -> dict:
+    """The message Slack opens a panel thread with, in the user's name."""
+    return {"type": "message", "subtype": "assistant_app_thread", "user": user, "text": "Chats from 2026-12-01",
+            "ts": thread_ts, "thread_ts": thread_ts, "assistant_app_thread": {"title": "Chats from 2026-12-01"}}
 
 
 def settle(bot) -> None:
@@ -98,6 +104,7 @@ def test_a_question_in_the_panel_is_answered_in_its_thread_with_status_title_and
     bot = citebot()
     bot.llm.script(GOOD)
     thread = new_thread()
+    bot.slack.set_replies(DM, thread, [thread_root(thread)])
     bot.send_event(thread_event("started", thread_ts=thread))
     answers_in(bot, DM, thread)
     question = panel_message(PTO_QUESTION, thread_ts=thread)
@@ -118,8 +125,8 @@ def test_a_question_in_the_panel_is_answered_in_its_thread_with_status_title_and
     assert len(bot.replies(DM, thread)) == 2 and len(bot.llm.calls) == 1
     # A follow-up in the thread keeps the title (Slack lists the first question in the thread).
     first = question["event"]
-    bot.slack.set_replies(DM, thread, [{"type": "message", "user": "UASKER", "text": first["text"], "ts": first["ts"],
-                                        "thread_ts": thread}])
+    bot.slack.set_replies(DM, thread, [thread_root(thread), {"type": "message", "user": "UASKER", "text": first["text"],
+                                                             "ts": first["ts"], "thread_ts": thread}])
     bot.llm.script(GOOD)
     bot.send_event(panel_message("And in my first year?", thread_ts=thread))
     answers_in(bot, DM, thread, count=3)

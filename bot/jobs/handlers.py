@@ -77,6 +77,9 @@ from kb_index import IndexNotFound
 log = logging.getLogger(__name__)
 
 PROGRESS_REACTION = "eyes"
+# Thread messages a person asked with. Not the others: an assistant panel thread's root
+# ("assistant_app_thread", which Slack writes in the user's name as "Chats from …"), joins, edits.
+_ASKED_SUBTYPES = (None, "file_share", "thread_broadcast")
 # Earlier messages of a thread that a follow-up question takes along.
 THREAD_HISTORY_MESSAGES = 6
 
@@ -369,7 +372,7 @@ class JobHandlers:
         earlier = [
             question_text(m.get("text") or "", bot_user_id).strip()
             for m in messages
-            if not m.get("bot_id") and isinstance(m.get("text"), str)
+            if not m.get("bot_id") and isinstance(m.get("text"), str) and m.get("subtype") in _ASKED_SUBTYPES
             and float(m.get("ts", 0)) < float(question.ts)
         ]
         history = [text for text in earlier if text][-THREAD_HISTORY_MESSAGES:]
