@@ -10,6 +10,7 @@ enqueued is dropped by the queue's dedupe on the event id.
 The only Slack calls made here are `views.open` for the Sources and feedback
 modals, because their trigger_id expires 3 seconds after the click, and
 `views.publish` for the Home tab (bot.slack.home_data says why it is read here).
+The assistant panel's greeting is the other one (bot.slack.assistant).
 """
 
 from __future__ import annotations
