@@ -38,6 +38,9 @@ EMBEDDERS = ("auto", "local", "openai", "ollama", "none")
 # model, Bespoke-MiniCheck, one sentence at a time: bot.answer.minicheck).
 JUDGES = ("auto", "off", "llm", "minicheck")
 JUDGE_SERVERS = ("ollama", "openai")
+# Where the assistant panel's suggested prompts come from (bot.slack.assistant), in order: the
+# user's own most asked questions, then the collections the thread may search. "off": none.
+ASSISTANT_PROMPT_SOURCES = ("asked", "collections")
 MINICHECK_DEFAULT_MODEL = "bespoke-minicheck"
 OLLAMA_DEFAULT_URL = "http://localhost:11434"
 
@@ -183,6 +186,9 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias="CITEBOT_REVIEWERS"
     )
     max_question_chars: int = Field(4000, validation_alias="CITEBOT_MAX_QUESTION_CHARS")
+    assistant_prompts: Annotated[tuple[str, ...], NoDecode] = Field(
+        ASSISTANT_PROMPT_SOURCES, validation_alias="CITEBOT_ASSISTANT_PROMPTS"
+    )
     embedder: Annotated[str, _one_of(EMBEDDERS)] = Field("auto", validation_alias="CITEBOT_EMBEDDER")
     embed_url: Annotated[str | None, _optional(_http_url)] = Field(None, validation_alias="CITEBOT_EMBED_URL")
     embed_model: str | None = Field(None, validation_alias="CITEBOT_EMBED_MODEL")
@@ -268,6 +274,18 @@ class Settings(BaseSettings):
     def _split_reviewers(cls, value: Any) -> list[str]:
         items = value.split(",") if isinstance(value, str) else list(value or [])
         return [str(item).strip() for item in items if str(item).strip()]
+
+    @field_validator("assistant_prompts", mode="before")
+    @classmethod
+    def _prompt_sources(cls, value: Any) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else list(value or [])
+        sources = [str(item).strip().lower() for item in items if str(item).strip()]
+        if sources == ["off"]:
+            return ()
+        wrong = [s for s in sources if s not in ASSISTANT_PROMPT_SOURCES]
+        if wrong or not sources or len(set(sources)) < len(sources):
+            raise _fail("must be off, or one or more of " + ", ".join(ASSISTANT_PROMPT_SOURCES) + ", comma-separated")
+        return tuple(sources)
 
     @model_validator(mode="after")
     def _check_llm_endpoint(self) -> Settings:

@@ -114,6 +114,12 @@ class Key(StrEnum):
     HOME_REFUSED = "home_refused"
     HOME_FAILED = "home_failed"
     HOME_PENDING = "home_pending"
+    # -- the assistant panel (bot.slack.assistant); statuses follow the app's name in Slack
+    ASSISTANT_GREETING = "assistant_greeting"
+    ASSISTANT_PROMPTS_TITLE = "assistant_prompts_title"
+    ASSISTANT_PROMPT_COLLECTION = "assistant_prompt_collection"  # {collection}
+    ASSISTANT_SEARCHING = "assistant_searching"
+    ASSISTANT_CHECKING = "assistant_checking"
     # -- the model (bot.answer.prompt). Apart from the interface keys even where the
     # words agree today: a new label in the modal must not change what the model reads.
     PROMPT_RULES_CITATIONS = "prompt_rules_citations"  # {refusal}: Key.REFUSAL, word for word
@@ -291,6 +297,14 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.HOME_REFUSED: '🚫 not in the knowledge base',
         Key.HOME_FAILED: '⚠️ failed',
         Key.HOME_PENDING: '⏳ being answered',
+        Key.ASSISTANT_GREETING: (
+            "Hi! Ask me anything the company knowledge base covers: I answer from it alone, "
+            "with a source for every statement."
+        ),
+        Key.ASSISTANT_PROMPTS_TITLE: "Try asking",
+        Key.ASSISTANT_PROMPT_COLLECTION: "What does the knowledge base say about {collection}?",
+        Key.ASSISTANT_SEARCHING: "is searching the knowledge base…",
+        Key.ASSISTANT_CHECKING: "is checking the answer…",
     },
     "de": {
         Key.REFUSAL: "Dazu enthält die Wissensbasis keine Aussage.",
@@ -450,6 +464,14 @@ Antworte nur mit JSON, mit einem Urteil für jede Aussage, in dieser Form: {exam
         Key.HOME_REFUSED: '🚫 nicht in der Wissensbasis',
         Key.HOME_FAILED: '⚠️ fehlgeschlagen',
         Key.HOME_PENDING: '⏳ wird beantwortet',
+        Key.ASSISTANT_GREETING: (
+            "Hallo! Frag mich alles, was die Wissensbasis des Unternehmens abdeckt: Ich antworte nur aus ihr, "
+            "mit einer Quelle für jede Aussage."
+        ),
+        Key.ASSISTANT_PROMPTS_TITLE: "Zum Beispiel",
+        Key.ASSISTANT_PROMPT_COLLECTION: "Was sagt die Wissensbasis zu {collection}?",
+        Key.ASSISTANT_SEARCHING: "sucht in der Wissensbasis…",
+        Key.ASSISTANT_CHECKING: "prüft die Antwort…",
     },
 }
 

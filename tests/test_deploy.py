@@ -596,10 +596,17 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "views_push": set(),
     "views_publish": set(),
     "auth_test": set(),
+    # The assistant panel. Slack takes chat:write for setStatus too, and will take only that.
+    "assistant_threads_setStatus": {"chat:write"},
+    "assistant_threads_setTitle": {"assistant:write"},
+    "assistant_threads_setSuggestedPrompts": {"assistant:write"},
 }
 # The events citebot handles: @mentions, and direct messages (message.im); app_home_opened
-# (the Home tab) needs no scope.
+# (the Home tab) and assistant_thread_* (the assistant panel) need no scope.
 EVENT_SCOPES = {"app_mentions:read", "im:history"}
+# Calls Bolt makes for the code, out of the pattern's sight: the assistant panel's suggested
+# prompts (bot/slack/assistant.py, through Bolt's set_suggested_prompts).
+BOLT_SCOPES = METHOD_SCOPES["assistant_threads_setSuggestedPrompts"]
 # The slash command and the message shortcut the code listens for (bot/slack/surfaces.py).
 SURFACE_SCOPES = {"commands"}
 # Start-up will resolve CITEBOT_REVIEW_CHANNEL and check the bot's membership with
@@ -608,7 +615,7 @@ PLANNED_SCOPES = METHOD_SCOPES["conversations_info"]
 
 
 def slack_methods_called() -> set[str]:
-    pattern = re.compile(r"\.((?:chat|reactions|conversations|views|auth|users|im|mpim|files|team|bots|pins)_[A-Za-z]+)\(")
+    pattern = re.compile(r"\.((?:chat|reactions|conversations|views|auth|users|im|mpim|files|team|bots|pins|assistant)_[A-Za-z]+)\(")
     return {name for path in (ROOT / "bot").rglob("*.py") for name in pattern.findall(path.read_text())}
 
 
@@ -622,7 +629,7 @@ def test_manifest_asks_for_exactly_the_scopes_the_code_uses():
     assert {"chat_postMessage", "conversations_replies", "reactions_add"} <= called
     unknown = called - METHOD_SCOPES.keys()
     assert not unknown, f"add {sorted(unknown)} to METHOD_SCOPES and their scopes to manifest.yml"
-    needed = EVENT_SCOPES | SURFACE_SCOPES | PLANNED_SCOPES | {scope for method in called for scope in METHOD_SCOPES[method]}
+    needed = EVENT_SCOPES | SURFACE_SCOPES | PLANNED_SCOPES | BOLT_SCOPES | {scope for method in called for scope in METHOD_SCOPES[method]}
     manifest, text = load_manifest()
     scopes = manifest["oauth_config"]["scopes"]["bot"]
     assert len(scopes) == len(set(scopes))
@@ -658,7 +665,11 @@ def test_manifest_pastes_without_a_reachable_url():
     commented = [line[4:] for line in after if line.startswith("  # ")]
     block = yaml.safe_load("\n".join(line for line in commented if line.startswith(("event_subscriptions:", "interactivity:", " "))))
     events = block["event_subscriptions"]
-    assert events["bot_events"] == ["app_mention", "message.im", "app_home_opened"]
+    assert events["bot_events"] == ["app_mention", "message.im", "app_home_opened", "assistant_thread_started",
+                                    "assistant_thread_context_changed"]
+    # The assistant panel the AsyncAssistant listens for is on.
+    assert manifest["features"]["assistant_view"]["assistant_description"]
+    assert any("AsyncAssistant(" in path.read_text() for path in (ROOT / "bot").rglob("*.py"))
     # The Home tab the app_home_opened listener publishes to is on.
     assert manifest["features"]["app_home"]["home_tab_enabled"] is True
     assert any('"app_home_opened"' in path.read_text() for path in (ROOT / "bot").rglob("*.py"))

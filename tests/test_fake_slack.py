@@ -291,3 +291,55 @@ async def test_separate_process_works_with_the_sdk_client(slack_process):
     client = AsyncWebClient(token=TOKEN, base_url=slack_process, retry_handlers=[])
     assert (await client.auth_test())["bot_id"] == "BBOT0001"
     assert (await client.chat_postMessage(channel="D1", text="privat"))["channel"] == "D1"
+
+
+# ------------------------------------------------------------------ the assistant panel's methods
+
+
+async def test_assistant_threads_methods_keep_what_the_thread_shows_and_a_reply_clears_the_status(slack):
+    client = client_for(slack)
+    thread = ("DASKER", "1700000000.000100")
+    prompts = [{"title": "Leave", "message": "How many days of leave do I get?"}]
+    await client.assistant_threads_setSuggestedPrompts(channel_id=thread[0], thread_ts=thread[1], prompts=prompts,
+                                                       title="Try")
+    await client.assistant_threads_setTitle(channel_id=thread[0], thread_ts=thread[1], title="Days of leave")
+    await client.assistant_threads_setStatus(channel_id=thread[0], thread_ts=thread[1], status="is searching…")
+    assert slack.assistant_thread(*thread) == {"prompts": prompts, "prompts_title": "Try", "title": "Days of leave",
+                                               "status": "is searching…"}
+    [title] = slack.calls("assistant.threads.setTitle")
+    assert title.body == {"channel_id": thread[0], "thread_ts": thread[1], "title": "Days of leave"}
+    await client.chat_postMessage(channel=thread[0], thread_ts=thread[1], text="28 days")
+    assert slack.assistant_thread(*thread)["status"] == ""
+    await client.assistant_threads_setStatus(channel_id=thread[0], thread_ts=thread[1], status="")  # clears it
+    assert slack.calls("assistant.threads.setStatus")[-1].ok
+
+
+@pytest.mark.parametrize(("method", "fields", "missing"), [
+    ("assistant.threads.setStatus", {"channel_id": "D1", "thread_ts": "1.0"}, ["status"]),
+    ("assistant.threads.setStatus", {"status": "is thinking…"}, ["channel_id", "thread_ts"]),
+    ("assistant.threads.setTitle", {"channel_id": "D1", "thread_ts": "1.0"}, ["title"]),
+    ("assistant.threads.setTitle", {"channel_id": "D1", "title": "t"}, ["thread_ts"]),
+    ("assistant.threads.setSuggestedPrompts", {"channel_id": "D1", "thread_ts": "1.0"}, ["prompts"]),
+])
+def test_assistant_threads_methods_answer_invalid_arguments_for_what_is_missing(slack, method, fields, missing):
+    answer = httpx.post(f"{slack.url}{method}", json=fields, headers={"Authorization": f"Bearer {TOKEN}"}).json()
+    assert answer["ok"] is False and answer["error"] == "invalid_arguments"
+    assert answer["response_metadata"]["messages"] == [f"[ERROR] missing required field: {m}" for m in missing]
+    assert slack.assistant_thread("D1", "1.0") == {}
+
+
+@pytest.mark.parametrize("prompts", [
+    [],
+    [{"title": "t", "message": "m"}] * 5,  # Slack shows up to four
+    [{"title": "t"}],  # each prompt has its title and message
+])
+async def test_suggested_prompts_must_be_one_to_four_with_title_and_message(slack, prompts):
+    with pytest.raises(SlackApiError) as raised:
+        await client_for(slack).assistant_threads_setSuggestedPrompts(channel_id="D1", thread_ts="1.0", prompts=prompts)
+    assert raised.value.response["error"] == "invalid_arguments"
+
+
+async def test_assistant_threads_are_in_a_dm_only(slack):
+    with pytest.raises(SlackApiError) as raised:
+        await client_for(slack).assistant_threads_setTitle(channel_id="CGENERAL", thread_ts="1.0", title="t")
+    assert raised.value.response["error"] == "channel_not_found"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import contextmanager
 
 from bot.answer.assemble import build_answer, make_source, refusal_answer
@@ -37,6 +37,14 @@ from bot.models import Answer, AnswerMode, AuditMode, Draft, Evidence, Generatio
 from kb_index import Retriever
 from kb_index.question.follow_up import retrieval_text
 from kb_index.search import Retrieval
+
+# Told the name of each stage as it starts ("retrieve", "generate", "verify", "judge"): the
+# assistant panel shows it (bot.slack.assistant_status).
+Progress = Callable[[str], Awaitable[None]]
+
+
+async def _no_progress(stage: str) -> None:
+    return None
 
 
 class Pipeline:
@@ -62,9 +70,11 @@ class Pipeline:
         # Sentence vectors for alignment; made on first use from the retriever's embedder.
         self._vectors = vectors
 
-    async def answer(self, question: Question, *, mode: AnswerMode | None = None) -> Answer:
+    async def answer(self, question: Question, *, mode: AnswerMode | None = None,
+                     progress: Progress = _no_progress) -> Answer:
         mode = mode or self.mode
         timings: dict[str, float] = {}
+        await progress("retrieve")
         with _timed(timings, "retrieve"):
             # In a thread: embedding the question takes tens of milliseconds of
             # CPU, which would stall every other job of a worker's event loop.
@@ -78,7 +88,7 @@ class Pipeline:
         question = question.model_copy(update={"history": clip_history(question.history, self.budget_chars)})
         evidence = build_evidence(trim_to_budget(retrieval.hits, self._block_budget(question)))
         request = build_request(question, evidence, mode)
-        draft, verdict = await self._generate_and_verify(request, evidence, question.language, timings)
+        draft, verdict = await self._generate_and_verify(request, evidence, question.language, timings, progress)
         drafts_cut = int(draft.truncated)
         regenerations = 0
         if not (verdict.ok or verdict.refusal):
@@ -86,7 +96,7 @@ class Pipeline:
             retry = request.model_copy(
                 update={"messages": retry_messages(request.messages, draft.text, verdict.violations, question.language)}
             )
-            second_draft, second = await self._generate_and_verify(retry, evidence, question.language, timings)
+            second_draft, second = await self._generate_and_verify(retry, evidence, question.language, timings, progress)
             drafts_cut += second_draft.truncated
             if _rank(second) >= _rank(verdict):
                 draft, verdict = second_draft, second
@@ -119,10 +129,13 @@ class Pipeline:
         return self.retriever.retrieve(query, k=self.top_k, collections=question.collections)
 
     async def _generate_and_verify(
-        self, request: GenerationRequest, evidence: list[Evidence], language: str, timings: dict[str, float]
+        self, request: GenerationRequest, evidence: list[Evidence], language: str, timings: dict[str, float],
+        progress: Progress = _no_progress,
     ) -> tuple[Draft, Verdict]:
+        await progress("generate")
         with _timed(timings, "generate"):
             draft = await self.backend.generate(request)
+        await progress("verify")
         with _timed(timings, "verify"):
             # In a thread: aligning sentences embeds them (tens of milliseconds each, the
             # first time), which would stall every other job of a worker's event loop.
@@ -130,6 +143,7 @@ class Pipeline:
         if draft.truncated:
             verdict = _cut_short(verdict, request.mode)
         if self.judge is not None and wants_judgement(verdict):
+            await progress("judge")
             with _timed(timings, "judge"):
                 verdict = await self.judge.review(draft.text, verdict, evidence, request.mode, language,
                                                   request.question)

@@ -18,6 +18,9 @@ Jobs:
 A question whose job carries `ephemeral` (/citebot, the shortcut in a DM) is
 answered the same way, through Slack's response_url to the asker alone
 (bot.slack.response_url), with no 👀: there may be no message to put it on.
+A question asked in the assistant panel (`assistant`) is answered into its
+thread like a DM's; instead of the 👀 its thread shows the stages as a status
+and is titled by its first question (bot.slack.assistant_status).
 
 Every answer, refusal, uncertain reply and apology is recorded in the audit
 trail (bot.store.audit) right after its post.
@@ -59,6 +62,7 @@ from bot.logs import about_question
 from bot.models import Answer, Outcome, Question, SlackQuestion
 from bot.review.desk import ReviewDesk
 from bot.slack import replies
+from bot.slack.assistant_status import PanelStatus
 from bot.slack.calls import SlackError, SlackFailed, best_effort
 from bot.slack.event_text import question_text
 from bot.slack.posting import Poster
@@ -73,6 +77,9 @@ from kb_index import IndexNotFound
 log = logging.getLogger(__name__)
 
 PROGRESS_REACTION = "eyes"
+# Thread messages a person asked with. Not the others: an assistant panel thread's root
+# ("assistant_app_thread", which Slack writes in the user's name as "Chats from …"), joins, edits.
+_ASKED_SUBTYPES = (None, "file_share", "thread_broadcast")
 # Earlier messages of a thread that a follow-up question takes along.
 THREAD_HISTORY_MESSAGES = 6
 
@@ -103,6 +110,9 @@ class JobHandlers:
 
     def __post_init__(self) -> None:
         self.poster = Poster(self.slack, self.ledger)
+        # The assistant panel's: the same posting once, but no 👀 to add or take back
+        # (`poster is self.poster` says where a reaction goes).
+        self.panel_poster = Poster(self.slack, self.ledger)
 
     async def handle(self, job: Job) -> None:
         with about_question(_question_id(job)):
@@ -133,7 +143,7 @@ class JobHandlers:
     def _delivery(self, payload: AnswerPayload) -> Delivery:
         if payload.ephemeral is not None:
             return ResponseUrlPoster(self.ledger, payload.ephemeral.response_url)
-        return self.poster
+        return self.panel_poster if payload.assistant else self.poster
 
     async def _unreact(self, question: SlackQuestion, poster: Delivery) -> None:
         if poster is self.poster:
@@ -196,11 +206,16 @@ class JobHandlers:
             # the try that posted may not have lived to take its 👀 back.
             await self._unreact(question, poster)
             return
+        status = PanelStatus(self.slack, question) if payload.assistant else None
         if poster is self.poster:
             await best_effort(self.slack.reactions_add(channel=channel, timestamp=question.ts, name=PROGRESS_REACTION))
+        elif status is not None:
+            await status.stage("retrieve")
         question = await self._with_thread_history(question, payload.bot_user_id)
+        if status is not None:
+            await status.title(question)
         try:
-            answer = await self._generate(question, poster)
+            answer = await self._generate(question, poster, status)
         except BudgetSpent as exc:
             log.warning("%s", exc)
             metrics.LLM_ERRORS.labels(kind="BudgetSpent").inc()
@@ -256,7 +271,7 @@ class JobHandlers:
         await self._audit(question, poster, answer)
         await self._unreact(question, poster)
 
-    async def _generate(self, question: Question, poster: Delivery) -> Answer:
+    async def _generate(self, question: Question, poster: Delivery, status: PanelStatus | None = None) -> Answer:
         """The pipeline's answer within what is left of the question's time budget.
 
         The budget runs from the first model call over all tries, and every
@@ -270,7 +285,8 @@ class JobHandlers:
         if left <= 0:
             raise BudgetSpent(spent)
         try:
-            return await within_budget(self.pipeline.answer(question), left)
+            answering = self.pipeline.answer(question, progress=status.stage) if status else self.pipeline.answer(question)
+            return await within_budget(answering, left)
         except BudgetSpent as exc:
             raise BudgetSpent(f"{spent} ({exc})") from None
         except LLMError as exc:
@@ -356,7 +372,7 @@ class JobHandlers:
         earlier = [
             question_text(m.get("text") or "", bot_user_id).strip()
             for m in messages
-            if not m.get("bot_id") and isinstance(m.get("text"), str)
+            if not m.get("bot_id") and isinstance(m.get("text"), str) and m.get("subtype") in _ASKED_SUBTYPES
             and float(m.get("ts", 0)) < float(question.ts)
         ]
         history = [text for text in earlier if text][-THREAD_HISTORY_MESSAGES:]

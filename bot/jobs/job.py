@@ -8,7 +8,7 @@ name exactly the keys jobs have always carried; a key they do not know is
 ignored, so a newer web process's job runs on an older worker too.
 
 One model per kind:
-    answer           AnswerPayload          a question from a mention, a DM, /citebot or the shortcut
+    answer           AnswerPayload          a question from a mention, a DM, the assistant panel, /citebot or the shortcut
     help             HelpPayload            an empty mention or shortcut
     review_decision  ReviewDecisionPayload  a reviewer's approve / answer / dismiss
     feedback         FeedbackPayload        a 👎 with a reason
@@ -72,6 +72,9 @@ class AnswerPayload(JobPayload):
     # Set for /citebot and a shortcut used in a DM: the reply goes to the asker
     # alone instead of into a thread.
     ephemeral: Ephemeral | None = None
+    # Asked in the assistant panel: its thread shows the worker's progress
+    # (assistant.threads.setStatus) and is titled by its first question.
+    assistant: bool = False
 
     @model_serializer(mode="wrap")
     def _without_ephemeral(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -80,6 +83,8 @@ class AnswerPayload(JobPayload):
         data: dict[str, Any] = handler(self)
         if data.get("ephemeral") is None:
             data.pop("ephemeral", None)
+        if not data.get("assistant"):
+            data.pop("assistant", None)
         return data
 
     @property

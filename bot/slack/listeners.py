@@ -10,6 +10,7 @@ enqueued is dropped by the queue's dedupe on the event id.
 The only Slack calls made here are `views.open` for the Sources and feedback
 modals, because their trigger_id expires 3 seconds after the click, and
 `views.publish` for the Home tab (bot.slack.home_data says why it is read here).
+The assistant panel's greeting is the other one (bot.slack.assistant).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from bot import metrics
-from bot.channels import ChannelsConfig
+from bot.channels import ChannelPolicy, ChannelsConfig
 from bot.config import Settings
 from bot.i18n import Key, message
 from bot.jobs.job import AnswerPayload, Enqueue, FeedbackPayload, HelpPayload, Job, ReviewDecisionPayload, stable_id
@@ -62,6 +63,10 @@ def create_app(deps: AppDeps) -> AsyncApp:
     register_events(app, deps)
     register_actions(app, deps)
     register_home(app, deps)
+    # Imported here: the panel's questions are built and enqueued as a DM's are, with this module's functions.
+    from bot.slack.assistant import register_assistant
+
+    register_assistant(app, deps)
     # Imported here: the surfaces build their questions with this module's make_question.
     from bot.slack.surfaces import register_surfaces
 
@@ -72,8 +77,12 @@ def create_app(deps: AppDeps) -> AsyncApp:
 # ---------------------------------------------------------------- events
 
 
-def make_question(event: dict[str, Any], deps: AppDeps, *, is_dm: bool, bot_user_id: str | None = None) -> SlackQuestion | None:
+def make_question(event: dict[str, Any], deps: AppDeps, *, is_dm: bool, bot_user_id: str | None = None,
+                  policy: ChannelPolicy | None = None) -> SlackQuestion | None:
     """The question an event asks, or None for an event there is nothing to answer into.
+
+    Its collections and language are the channel's (bot.channels), or `policy`'s:
+    the assistant panel's questions search what the channel beside it may.
 
     Slack retries an event it got a 500 for, with the same body, so an odd
     event must never raise here: it would fail on every retry and the
@@ -88,7 +97,7 @@ def make_question(event: dict[str, Any], deps: AppDeps, *, is_dm: bool, bot_user
     # Text that is not a string is no question: the asker gets the help message.
     raw = question_text(_string(event.get("text")) or "", bot_user_id)
     text, truncated = clip_question(raw, settings.max_question_chars)
-    policy = deps.channels.policy(channel, is_dm=is_dm)
+    policy = policy or deps.channels.policy(channel, is_dm=is_dm)
     return SlackQuestion(
         id=f"{channel}:{ts}",
         text=text,
@@ -123,13 +132,15 @@ def bot_user_id_of(context: Any, body: dict[str, Any]) -> str | None:
 
 
 async def enqueue_question(
-    question: SlackQuestion | None, body: dict[str, Any], deps: AppDeps, *, bot_user_id: str | None = None
+    question: SlackQuestion | None, body: dict[str, Any], deps: AppDeps, *, bot_user_id: str | None = None,
+    assistant: bool = False,
 ) -> None:
+    """`assistant`: asked in the assistant panel, whose thread shows the worker's progress."""
     if question is None:
         metrics.EVENTS.labels(result="ignored").inc()
         return
     payload = AnswerPayload if question.text else HelpPayload
-    job = Job.of(payload(question=question, bot_user_id=bot_user_id))
+    job = Job.of(payload(question=question, bot_user_id=bot_user_id, assistant=assistant))
     # Slack retries carry the same event_id; the question id also guards a
     # message that reaches us through two events.
     dedupe = _string(body.get("event_id")) or question.id
@@ -164,13 +175,17 @@ def register_events(app: AsyncApp, deps: AppDeps) -> None:
     async def on_message(event, body, context):
         if event.get("channel_type") != "im":
             return  # channel messages reach us as app_mention
-        subtype = event.get("subtype")
-        if not isinstance(subtype, str | None) or subtype not in _QUESTION_SUBTYPES or event.get("bot_id"):
-            return  # edits, deletions, our own and other bots' posts
         bot = bot_user_id_of(context, body)
-        if bot and event.get("user") == bot:
-            return
-        await enqueue_question(make_question(event, deps, is_dm=True, bot_user_id=bot), body, deps, bot_user_id=bot)
+        if is_question_in_dm(event, bot):
+            await enqueue_question(make_question(event, deps, is_dm=True, bot_user_id=bot), body, deps, bot_user_id=bot)
+
+
+def is_question_in_dm(event: dict[str, Any], bot_user_id: str | None) -> bool:
+    """A person's message to the bot; not an edit, a deletion, nor our own or another bot's post."""
+    subtype = event.get("subtype")
+    if not isinstance(subtype, str | None) or subtype not in _QUESTION_SUBTYPES or event.get("bot_id"):
+        return False
+    return not (bot_user_id and event.get("user") == bot_user_id)
 
 
 def _asked_at(ts: str | None) -> float:

@@ -168,3 +168,30 @@ ASKED_TTL_S = AUDIT_HORIZON_S
 
 def asked_key(user_id: str) -> str:
     return ASKED_PREFIX + user_id
+
+# ---------------------------------------------------------------- the assistant panel (bot.store.assistant_threads)
+
+# (DM channel, thread ts) -> the panel thread's context: JSON of the channel the
+# panel was open beside (Slack's thread context) and the event_ts it came with,
+# so that a late retry of an older context change cannot undo a newer one.
+# Written on assistant_thread_started and _context_changed, read on every
+# question in the thread to pick the collections of that channel. Its presence
+# is also what tells a panel thread from an ordinary thread in the DM. People
+# come back to a panel thread for weeks (Slack lists them under History): the
+# key lives ASSISTANT_THREAD_TTL_S after the last change.
+ASSISTANT_THREAD_PREFIX = PREFIX + "assistant:thread:"  # + channel + ":" + thread ts
+ASSISTANT_THREAD_TTL_S = AUDIT_HORIZON_S
+# The greeting of a panel thread, claimed before it is posted, so that Slack's
+# retry of assistant_thread_started greets once. Released when the greeting
+# fails, so that the retry tries again; it only needs to outlive Slack's
+# retries (minutes), a day is plenty.
+ASSISTANT_GREETED_PREFIX = PREFIX + "assistant:greeted:"  # + channel + ":" + thread ts
+ASSISTANT_GREETED_TTL_S = 24 * 3600
+
+
+def assistant_thread_key(channel: str, thread_ts: str) -> str:
+    return f"{ASSISTANT_THREAD_PREFIX}{channel}:{thread_ts}"
+
+
+def assistant_greeted_key(channel: str, thread_ts: str) -> str:
+    return f"{ASSISTANT_GREETED_PREFIX}{channel}:{thread_ts}"

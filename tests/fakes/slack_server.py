@@ -10,8 +10,11 @@ Methods (those citebot and its tests call): chat.postMessage, chat.update,
 chat.postEphemeral, chat.delete, views.open, views.publish, reactions.add, reactions.remove,
 auth.test, conversations.replies, conversations.history, conversations.info,
 conversations.list (over `channels`, by default the harness's review channel and
-#general) and apps.connections.open (hands out `socket_url`, see
-tests/fakes/socket_mode.py; only for an `xapp-` token). Anything else answers
+#general), apps.connections.open (hands out `socket_url`, see
+tests/fakes/socket_mode.py; only for an `xapp-` token) and the assistant
+panel's assistant.threads.setStatus, .setSuggestedPrompts and .setTitle (what each
+thread shows now: `assistant_thread(channel, thread_ts)`; a bot post into the
+thread clears its status, as Slack does). Anything else answers
 HTTP 404 `unknown_method`, as Slack does. A call without a token answers
 `not_authed`; with `token=` set, a different token answers `invalid_auth`.
 
@@ -183,6 +186,8 @@ class FakeSlackServer(Scripting, ThreadedFake):
         self._reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
         self.home_enabled = True  # the manifest's app_home.home_tab_enabled; off: views.publish answers not_enabled
         self._home_views: dict[str, dict[str, Any]] = {}  # user id -> the Home tab views.publish last set
+        # (channel, thread_ts) -> what an assistant thread shows: status, title, prompts
+        self._assistant_threads: dict[tuple[str, str], dict[str, Any]] = {}
         self._bind(host, port, _handler_for(self))
 
     @property
@@ -307,6 +312,8 @@ class FakeSlackServer(Scripting, ThreadedFake):
         ts = self._next_ts()
         message = self._bot_message(body, ts)
         self._messages[(channel, ts)] = message
+        if (thread := self._assistant_threads.get((channel, body.get("thread_ts") or ""))) is not None:
+            thread["status"] = ""  # Slack: the app's reply in the thread clears its status
         return {"ok": True, "channel": channel, "ts": ts, "message": message}
 
     def _bot_message(self, body: dict[str, Any], ts: str) -> dict[str, Any]:
@@ -388,6 +395,63 @@ class FakeSlackServer(Scripting, ThreadedFake):
         published = {**view, "id": view_id, "team_id": self.team_id, "hash": f"h{view_id}"}
         self._home_views[user] = published
         return {"ok": True, "view": published}
+
+    def assistant_thread(self, channel: str, thread_ts: str) -> dict[str, Any]:
+        """What an assistant thread shows now: `status` ("" when cleared), `title`, `prompts`
+        (and the prompts' `prompts_title`); {} for a thread no assistant method was called for."""
+        with self._lock:
+            return dict(self._assistant_threads.get((channel, thread_ts), {}))
+
+    def _thread_state(self, body: dict[str, Any], *required: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """The thread's state, or Slack's error: invalid_arguments for a missing argument (what
+        is missing in response_metadata.messages, as the Web API says it), channel_not_found for
+        a channel that is no DM (assistant threads live in the app's DM with a user)."""
+        missing = [name for name in ("channel_id", *required) if body.get(name) is None
+                   or (body.get(name) == "" and name != "status")]  # an empty status clears it
+        if missing:
+            messages = [f"[ERROR] missing required field: {name}" for name in missing]
+            return None, {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": messages}}
+        channel = str(body["channel_id"])
+        if not channel.startswith("D"):
+            return None, _error("channel_not_found")
+        key = (channel, str(body.get("thread_ts") or ""))
+        return self._assistant_threads.setdefault(key, {}), {"ok": True}
+
+    def _set_status(self, body: dict[str, Any]) -> dict[str, Any]:
+        """channel_id, thread_ts and status required ("" clears it); up to 10 loading_messages."""
+        loading = body.get("loading_messages")
+        if loading is not None and (not isinstance(loading, list) or len(loading) > 10):
+            return _error("invalid_arguments")
+        thread, answer = self._thread_state(body, "thread_ts", "status")
+        if thread is not None:
+            thread["status"] = str(body["status"])
+        return answer
+
+    def _set_title(self, body: dict[str, Any]) -> dict[str, Any]:
+        """channel_id, thread_ts and title, all required."""
+        thread, answer = self._thread_state(body, "thread_ts", "title")
+        if thread is not None:
+            thread["title"] = str(body["title"])
+        return answer
+
+    def _set_suggested_prompts(self, body: dict[str, Any]) -> dict[str, Any]:
+        """channel_id and prompts required (thread_ts and title optional): up to four prompts, each
+        with its title and message."""
+        if isinstance(body.get("prompts"), str):
+            with contextlib.suppress(ValueError):
+                body = {**body, "prompts": json.loads(body["prompts"])}
+        thread, answer = self._thread_state(body, "prompts")
+        if thread is None:
+            return answer
+        prompts = body["prompts"]
+        if not isinstance(prompts, list) or not 0 < len(prompts) <= 4 or not all(
+            isinstance(p, dict) and isinstance(p.get("title"), str) and p["title"]
+            and isinstance(p.get("message"), str) and p["message"] for p in prompts
+        ):
+            return _error("invalid_arguments")
+        thread["prompts"] = [{"title": p["title"], "message": p["message"]} for p in prompts]
+        thread["prompts_title"] = body.get("title")
+        return answer
 
     def _add_reaction(self, body: dict[str, Any]) -> dict[str, Any]:
         key = (body.get("channel") or "", body.get("timestamp") or "", body.get("name") or "")
@@ -479,6 +543,9 @@ _METHODS = {
     "conversations.info": FakeSlackServer._conversation_info,
     "conversations.list": FakeSlackServer._conversation_list,
     "apps.connections.open": FakeSlackServer._connections_open,
+    "assistant.threads.setStatus": FakeSlackServer._set_status,
+    "assistant.threads.setTitle": FakeSlackServer._set_title,
+    "assistant.threads.setSuggestedPrompts": FakeSlackServer._set_suggested_prompts,
 }
 
 
