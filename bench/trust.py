@@ -421,7 +421,7 @@ def main() -> int:
     parser.add_argument("--scifact", action="store_true", help="also run bench/verifier_scifact.py's numbers")
     parser.add_argument("--judge-v1", action="store_true",
                         help="the verdicts the capable judge gave to the judge's first prompt (no question shown; "
-                             "judge_v1/ of the held-out set), not those to the prompt citebot builds now")
+                             "the set's judge_v1/), not those to the prompt citebot builds now")
     args = parser.parse_args()
 
     root = HERE / "holdout" if args.which == "holdout" else HERE
