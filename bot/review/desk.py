@@ -1,8 +1,8 @@
 """Rejected drafts and 👎 feedback go to reviewers; their decision goes back to the asker.
 
 A review record lives in Redis (bot.store.records); the card in the review channel
-carries only its id. The web process checks who clicked (the review channel,
-the optional reviewer allowlist) and that the click is the first; the worker
+carries only its id. The web process checks who clicked (CITEBOT_REVIEWERS, and
+where: bot.slack.reviewers) and that the click is the first; the worker
 then carries the decision out here: the answer into the asker's original
 thread, marked as reviewed, and the card updated with who decided and when.
 

@@ -28,7 +28,7 @@ from bot.i18n import Key, message
 from bot.jobs.job import AnswerPayload, Enqueue, FeedbackPayload, HelpPayload, Job, ReviewDecisionPayload, stable_id
 from bot.logs import about_question
 from bot.models import SlackQuestion, clip_question
-from bot.slack import home, replies, review_card
+from bot.slack import home, replies, review_card, reviewers
 from bot.slack.calls import call, make_client
 from bot.slack.event_text import question_text, scrubbed
 from bot.slack.home_data import read_home
@@ -258,11 +258,7 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
             raise
 
     def may_review(body) -> bool:
-        channel, user = _channel_of(body), body["user"]["id"]
-        allowed = channel == settings.review_channel and (not settings.reviewers or user in settings.reviewers)
-        if not allowed:
-            log.warning("review click by %s in %s ignored: not the review channel or not a reviewer", user, channel)
-        return allowed
+        return reviewers.may_triage(settings, body)
 
     @app.action(review_card.ACTION_REVIEW_APPROVE)
     async def on_approve(ack, body):
@@ -297,8 +293,8 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
             await ack(response_action="errors", errors={review_card.REVIEW_ANSWER_BLOCK: required})
             return
         await ack()
-        user = body["user"]["id"]
-        if settings.reviewers and user not in settings.reviewers:
+        if not reviewers.is_reviewer(settings, body["user"]["id"]):
+            log.warning("review answer by %s refused: not in CITEBOT_REVIEWERS", body["user"]["id"])
             return
         await decide(body, "answer", text, save_draft=review_card.save_draft_from(view))
 
