@@ -23,7 +23,8 @@ from bot.models import Outcome
 from bot.review.gaps import Gap
 from bot.slack.blockkit import MAX_MODAL_BLOCKS, MAX_SECTION_CHARS, context, header, section
 from bot.slack.home_data import GAP_DAYS, PENDING, HomeData, KbState, MyQuestion
-from bot.slack.mrkdwn import clip, clip_escaped, escape, heading, link, slack_date
+from bot.slack.mrkdwn import channel_link, clip, clip_escaped, escape, heading, link, slack_date
+from bot.slack.workspace import message_link
 from bot.store.records import ReviewRecord
 
 # Slack's limit for a Home tab is the modal's: 100 blocks.
@@ -49,11 +50,12 @@ def home_view(data: HomeData, *, language: str = "en") -> dict[str, Any]:
         head.append(DividerBlock())
         head.append(section(heading(message(Key.HOME_REVIEWS, language, count=len(data.reviews)))))
         room = MAX_HOME_BLOCKS - len(head) - len(tail)
-        head += review_blocks(data.reviews, data.now, room, language)
+        head += review_blocks(data.reviews, data.now, room, language, data.workspace_url)
     return View(type="home", blocks=head + tail).to_dict()
 
 
-def review_blocks(reviews: list[ReviewRecord], now: float, room: int, language: str = "en") -> list[Block]:
+def review_blocks(reviews: list[ReviewRecord], now: float, room: int, language: str = "en",
+                  workspace_url: str | None = None) -> list[Block]:
     """One section per review, oldest first, in at most `room` blocks (the last one
     saying how many more there are, when they do not all fit)."""
     if not reviews:
@@ -61,10 +63,10 @@ def review_blocks(reviews: list[ReviewRecord], now: float, room: int, language: 
     if len(reviews) > room:
         shown = reviews[: max(0, room - 1)]
         more = len(reviews) - len(shown)
-        return [section(_review(r, now, language)) for r in shown] + [
+        return [section(_review(r, now, language, workspace_url)) for r in shown] + [
             context([message(Key.HOME_MORE_REVIEWS, language, more=more)])
         ]
-    return [section(_review(r, now, language)) for r in reviews]
+    return [section(_review(r, now, language, workspace_url)) for r in reviews]
 
 
 def _how_to_ask(language: str) -> str:
@@ -98,27 +100,24 @@ def _kb(kb: KbState, language: str) -> str:
     return "\n".join(lines)
 
 
-def _review(record: ReviewRecord, now: float, language: str) -> str:
+def _review(record: ReviewRecord, now: float, language: str, workspace_url: str | None) -> str:
     question = (
         f"_{message(Key.HOME_DM_QUESTION, language)}_"
         if record.is_dm
         else clip_escaped(" ".join(record.question.split()), LINE_CHARS)
     )
     kinds = ", ".join(sorted({v.kind for v in record.violations})) or record.kind
-    if record.card_channel and record.card_ts:
-        where = link(card_url(record.card_channel, record.card_ts), message(Key.HOME_OPEN_CARD, language))
+    if record.card_channel and record.card_ts and workspace_url:
+        where = link(message_link(workspace_url, record.card_channel, record.card_ts), message(Key.HOME_OPEN_CARD, language))
+    elif record.card_channel and record.card_ts:
+        # Slack could not say the workspace's address: the channel, which Slack links itself.
+        where = f"{message(Key.HOME_OPEN_CARD, language)}: {channel_link(record.card_channel)}"
     else:
         # The review channel never got it: the reason is what someone must fix.
         reason = escape(record.card_error or message(Key.HOME_NOT_POSTED, language))
         where = f"⚠️ {message(Key.HOME_NO_CARD, language)}: `{reason}`"
     old = message(Key.HOME_AGE, language, age=age(now - record.created_at))
     return clip(f"*{old}* · {escape(kinds)} · {question}\n{where}", MAX_SECTION_CHARS)
-
-
-def card_url(channel: str, ts: str) -> str:
-    """The message's archive link, built rather than asked for (chat.getPermalink) so the
-    tab costs no Slack call per review; Slack sends it on to the workspace's message."""
-    return f"https://slack.com/archives/{channel}/p{ts.replace('.', '')}"
 
 
 def age(seconds: float) -> str:

@@ -65,6 +65,8 @@ class HomeData:
     is_reviewer: bool = False
     reviews: list[ReviewRecord] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
+    # The workspace's address (auth.test's url), for links to the review cards.
+    workspace_url: str | None = None
 
 
 async def read_home(user: str, *, settings: Settings, redis: aioredis.Redis, now: float | None = None) -> HomeData:
