@@ -106,6 +106,7 @@ class Key(StrEnum):
     HOME_OPEN_CARD = "home_open_card"
     HOME_NO_CARD = "home_no_card"
     HOME_NOT_POSTED = "home_not_posted"
+    HOME_DECIDE_HERE = "home_decide_here"
     HOME_AGE = "home_age"
     HOME_GAPS = "home_gaps"
     HOME_NO_GAPS = "home_no_gaps"
@@ -280,6 +281,7 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.HOME_OPEN_CARD: 'open the card',
         Key.HOME_NO_CARD: 'no card',
         Key.HOME_NOT_POSTED: 'not posted yet',
+        Key.HOME_DECIDE_HERE: 'decide it here',
         Key.HOME_AGE: '{age} old',
         Key.HOME_GAPS: 'Top gaps, last {days} days',
         Key.HOME_NO_GAPS: 'No unanswered questions.',
@@ -437,6 +439,7 @@ Antworte nur mit JSON, mit einem Urteil für jede Aussage, in dieser Form: {exam
         Key.HOME_OPEN_CARD: 'zur Karte',
         Key.HOME_NO_CARD: 'keine Karte',
         Key.HOME_NOT_POSTED: 'noch nicht gepostet',
+        Key.HOME_DECIDE_HERE: 'hier entscheiden',
         Key.HOME_AGE: 'seit {age}',
         Key.HOME_GAPS: 'Häufigste Lücken, letzte {days} Tage',
         Key.HOME_NO_GAPS: 'Keine unbeantworteten Fragen.',

@@ -199,6 +199,26 @@ async def test_a_view_past_100_blocks_is_cut_to_fit(web, slack, redis):
     assert "Top gaps" in text and "Knowledge base" in text
 
 
+async def test_reviews_without_a_card_bring_their_buttons_and_still_fit_100_blocks(web, slack, redis):
+    records = Records(redis)
+    now = time.time()
+    for i in range(120):
+        carded = {"card_channel": REVIEW_CHANNEL, "card_ts": f"1700000{i:03d}.000100"} if i % 3 == 0 else {}
+        await records.save_review(ReviewRecord(question_id=f"CGENERAL:6.{i}", channel="CGENERAL", question=f"question number {i}",
+                                               draft=f"draft {i} " + "word " * 400, created_at=now - 86400 + i,
+                                               card_error=None if carded else "not_in_channel", **carded))
+    view = await open_home(web, slack, REVIEWER)
+    # Full, but for the one block a review with buttons (two blocks) could not use.
+    assert len(view["blocks"]) in (99, 100)
+    text = text_of(view)
+    shown = text.count("question number")
+    buttons = [b for b in view["blocks"] if b["type"] == "actions"]
+    assert len(buttons) == text.count("no card: `not_in_channel`") and len(buttons) > 20
+    assert len({b["block_id"] for b in buttons}) == len(buttons)  # Slack wants block ids unique in a view
+    assert f"…and {120 - shown} more: `citebot review list`" in text
+    assert "Top gaps" in text
+
+
 async def test_the_messages_tab_publishes_nothing(web, slack):
     assert await web(home_opened("UASKER", tab="messages")) == 200
     assert slack.calls("views.publish") == []

@@ -4,7 +4,9 @@ Pure functions, no I/O: `home_view(data)` turns what bot.slack.home_data read
 into a `home` view dict. What one user's tab may show another user is the
 rule here: the asker's own questions only, and on a reviewer's tab no text
 of a direct message (its review says only that it came from one; the card
-in the review channel has the rest).
+in the review channel has the rest, or, for a review Slack refused the card
+of, the Write answer modal, which only the reviewer sees). A review without
+a card carries the card's buttons: the tab is where it is decided.
 
 Slack refuses a view of more than 100 blocks, so every list has a fixed
 share except the open reviews, which get what is left and end with how many
@@ -24,6 +26,7 @@ from bot.review.gaps import Gap
 from bot.slack.blockkit import MAX_MODAL_BLOCKS, MAX_SECTION_CHARS, context, header, section
 from bot.slack.home_data import GAP_DAYS, PENDING, HomeData, KbState, MyQuestion
 from bot.slack.mrkdwn import channel_link, clip, clip_escaped, escape, heading, link, slack_date
+from bot.slack.review_card import review_buttons
 from bot.slack.workspace import message_link
 from bot.store.records import ReviewRecord
 
@@ -31,6 +34,10 @@ from bot.store.records import ReviewRecord
 MAX_HOME_BLOCKS = MAX_MODAL_BLOCKS
 # One line of a list: long questions are cut so ten of them fit one section.
 LINE_CHARS = 250
+# A review without a card shows this much of its draft above its buttons.
+DRAFT_PREVIEW_CHARS = 1200
+# The block id of a review's buttons on the Home tab, + the review id.
+HOME_REVIEW_BLOCK = "citebot_home_review:"
 
 OUTCOME_LABELS = {
     str(Outcome.ANSWERED): Key.HOME_ANSWERED,
@@ -56,17 +63,33 @@ def home_view(data: HomeData, *, language: str = "en") -> dict[str, Any]:
 
 def review_blocks(reviews: list[ReviewRecord], now: float, room: int, language: str = "en",
                   workspace_url: str | None = None) -> list[Block]:
-    """One section per review, oldest first, in at most `room` blocks (the last one
-    saying how many more there are, when they do not all fit)."""
+    """The reviews, oldest first, in at most `room` blocks: a section each, and under one
+    without a card its buttons; the last block says how many more there are, when they do
+    not all fit."""
     if not reviews:
         return [context([message(Key.HOME_NO_REVIEWS, language)])]
-    if len(reviews) > room:
-        shown = reviews[: max(0, room - 1)]
-        more = len(reviews) - len(shown)
-        return [section(_review(r, now, language, workspace_url)) for r in shown] + [
-            context([message(Key.HOME_MORE_REVIEWS, language, more=more)])
-        ]
-    return [section(_review(r, now, language, workspace_url)) for r in reviews]
+    out: list[Block] = []
+    for i, record in enumerate(reviews):
+        blocks = _review_blocks(record, now, language, workspace_url)
+        later = len(reviews) - i - 1
+        # Before each review there is room for the "more" line; a review goes in only if that stays so.
+        if len(out) + len(blocks) + (1 if later else 0) > room:
+            return out + [context([message(Key.HOME_MORE_REVIEWS, language, more=len(reviews) - i)])]
+        out += blocks
+    return out
+
+
+def _review_blocks(record: ReviewRecord, now: float, language: str, workspace_url: str | None) -> list[Block]:
+    text = _review(record, now, language, workspace_url)
+    if has_card(record):
+        return [section(text)]
+    # Slack refused the card: the Home tab is the one place left to decide it, with the
+    # card's own buttons. A block id per review, as Slack wants them unique in a view.
+    return [section(text), review_buttons(record, block_id=f"{HOME_REVIEW_BLOCK}{record.review_id}")]
+
+
+def has_card(record: ReviewRecord) -> bool:
+    return bool(record.card_channel and record.card_ts)
 
 
 def _how_to_ask(language: str) -> str:
@@ -107,15 +130,22 @@ def _review(record: ReviewRecord, now: float, language: str, workspace_url: str 
         else clip_escaped(" ".join(record.question.split()), LINE_CHARS)
     )
     kinds = ", ".join(sorted({v.kind for v in record.violations})) or record.kind
-    if record.card_channel and record.card_ts and workspace_url:
-        where = link(message_link(workspace_url, record.card_channel, record.card_ts), message(Key.HOME_OPEN_CARD, language))
-    elif record.card_channel and record.card_ts:
-        # Slack could not say the workspace's address: the channel, which Slack links itself.
-        where = f"{message(Key.HOME_OPEN_CARD, language)}: {channel_link(record.card_channel)}"
+    if record.card_channel and record.card_ts:
+        if workspace_url:
+            card = message_link(workspace_url, record.card_channel, record.card_ts)
+            where = link(card, message(Key.HOME_OPEN_CARD, language))
+        else:
+            # Slack could not say the workspace's address: the channel, which Slack links itself.
+            where = f"{message(Key.HOME_OPEN_CARD, language)}: {channel_link(record.card_channel)}"
     else:
         # The review channel never got it: the reason is what someone must fix.
         reason = escape(record.card_error or message(Key.HOME_NOT_POSTED, language))
-        where = f"⚠️ {message(Key.HOME_NO_CARD, language)}: `{reason}`"
+        where = f"⚠️ {message(Key.HOME_NO_CARD, language)}: `{reason}` · {message(Key.HOME_DECIDE_HERE, language)}"
+        if not record.is_dm and record.draft.strip():
+            # What Approve would post, as the card would have shown it (a DM's stays off the tab:
+            # Write answer shows it to the reviewer alone).
+            title = message(Key.FLAGGED_ANSWER if record.kind == "feedback" else Key.REJECTED_DRAFT, language)
+            where += f"\n*{escape(title)}*\n>{clip_escaped(' '.join(record.draft.split()), DRAFT_PREVIEW_CHARS)}"
     old = message(Key.HOME_AGE, language, age=age(now - record.created_at))
     return clip(f"*{old}* · {escape(kinds)} · {question}\n{where}", MAX_SECTION_CHARS)
 

@@ -22,18 +22,26 @@ def is_reviewer(settings: Settings, user: str | None) -> bool:
     return bool(user) and user in settings.reviewers
 
 
+def from_home_tab(body: dict[str, Any]) -> bool:
+    """A click on the Home tab: Slack sends the view it was in, and no channel."""
+    view = body.get("view")
+    return isinstance(view, dict) and view.get("type") == "home"
+
+
 def click_channel(body: dict[str, Any]) -> str | None:
     return (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
 
 
 def may_triage(settings: Settings, body: dict[str, Any]) -> bool:
-    """A review button counts when a reviewer clicked it on a card in the review channel."""
+    """A review button counts when a reviewer clicked it on a card in the review channel,
+    or on their Home tab, which offers the buttons of a review whose card Slack refused."""
     user = (body.get("user") or {}).get("id")
-    where = click_channel(body)
+    home = from_home_tab(body)
+    where = "the Home tab" if home else click_channel(body)
     if not is_reviewer(settings, user):
         log.warning("review click by %s in %s refused: not in CITEBOT_REVIEWERS", user, where)
         return False
-    if where != settings.review_channel:
+    if not home and where != settings.review_channel:
         log.warning("review click by %s in %s refused: not the review channel", user, where)
         return False
     return True
