@@ -47,6 +47,9 @@ class Key(StrEnum):
     # -- the Slack interface: buttons, modals, the review card
     HELPFUL = "helpful"
     POST_IN_CHANNEL = "post_in_channel"  # under a /citebot answer only its asker sees
+    POSTED_IN_CHANNEL = "posted_in_channel"  # the asker's copy, once Post in channel has posted it
+    OPEN_POST = "open_post"
+    NOT_POSTED_IN_CHANNEL = "not_posted_in_channel"
     NOT_HELPFUL = "not_helpful"
     CLOSE = "close"
     CANCEL = "cancel"
@@ -173,6 +176,9 @@ _TEXT: dict[str, dict[Key, str]] = {
         Key.LOOKING_UP: "Looking that up in the knowledge base; only you will see the answer.",
         Key.SHARED_BY: "Asked by {asker} with /citebot.",
         Key.POST_IN_CHANNEL: "Post in channel",
+        Key.POSTED_IN_CHANNEL: "📣 Posted in {channel} for everyone.",
+        Key.OPEN_POST: "open the post",
+        Key.NOT_POSTED_IN_CHANNEL: "This was not posted in {channel}: Slack said {reason}. Invite @citebot there (`/invite @citebot`), then ask again.",
         Key.SOURCES: "Sources",
         Key.REVIEW_DISMISSED: "A reviewer looked at your question: the knowledge base has no answer to it yet.",
         Key.SOURCE_CHANGED: "⚠️ Source [{n}] has changed since this answer — ask again.",
@@ -328,6 +334,9 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.LOOKING_UP: "Ich suche das in der Wissensbasis; nur du wirst die Antwort sehen.",
         Key.SHARED_BY: "Gefragt von {asker} mit /citebot.",
         Key.POST_IN_CHANNEL: "Im Channel posten",
+        Key.POSTED_IN_CHANNEL: "📣 Für alle in {channel} gepostet.",
+        Key.OPEN_POST: "zum Beitrag",
+        Key.NOT_POSTED_IN_CHANNEL: "Das wurde nicht in {channel} gepostet: Slack meldet {reason}. Lade @citebot dort ein (`/invite @citebot`) und frag dann noch einmal.",
         Key.SOURCES: "Quellen",
         Key.REVIEW_DISMISSED: "Deine Frage wurde geprüft: Die Wissensbasis enthält dazu noch keine Antwort.",
         Key.SOURCE_CHANGED: "⚠️ Quelle [{n}] hat sich seit dieser Antwort geändert – bitte frag noch einmal.",
