@@ -120,3 +120,26 @@ def test_a_dms_review_without_a_card_is_answered_from_the_home_tab_and_its_text_
     assert "Ask payroll directly." in posts[1]["text"]
     after = published(bot, REVIEWER, 2)
     assert "No open reviews." in json.dumps(after["blocks"])
+
+
+def test_a_decision_from_the_home_tab_that_slack_refuses_shows_why_there_and_can_be_taken_again(citebot):
+    bot = citebot()
+    event = mention_event(PTO_QUESTION)
+    thread = event["event"]["ts"]
+    ask_without_a_card(bot, event)
+    view = open_home(bot, REVIEWER)
+    review_id = buttons(view)["citebot_review_approve"]
+    bot.slack.fail(error="is_archived", method="chat.postMessage")  # the reviewed answer's post
+    bot.send_action(home_action(view, "citebot_review_approve", review_id))
+    # Undone: the tab is published again with the reason and the buttons, and the review is free to decide.
+    after = published(bot, REVIEWER, 2)
+    text = json.dumps(after["blocks"])
+    assert "Your decision was not posted" in text and "`is_archived`" in text
+    assert buttons(after)["citebot_review_approve"] == review_id
+    settle(bot)
+    assert bot.redis().get(review_decision_key(review_id)) is None
+    assert len(bot.replies("CGENERAL", thread)) == 1
+    bot.send_action(home_action(after, "citebot_review_approve", review_id))
+    posts = answers_in(bot, "CGENERAL", thread, count=2)
+    assert "45 days" in posts[1]["text"]
+    assert "No open reviews." in json.dumps(published(bot, REVIEWER, 3)["blocks"])

@@ -265,9 +265,12 @@ class ReviewDesk:
         await self.records.release_decision(record.review_id)
         log.error("review %s: the decision of %s was not posted (%s); the review is open again",
                   record.review_id, reviewer, reason)
-        channel = record.card_channel or self.settings.review_channel
-        if not channel:
+        if not (record.card_channel and record.card_ts):
+            # Decided on the Home tab: the reason goes there, with the buttons to try again.
+            record.decision_error = reason
+            await self.records.save_review(record)
             return
+        channel = record.card_channel
         text = message(Key.DECISION_FAILED, record.language, reason=f"`{escape(reason)}`")
         try:
             await call(self.slack.chat_postEphemeral(channel=channel, user=reviewer, text=text), "tell the reviewer")

@@ -141,6 +141,8 @@ def _review(record: ReviewRecord, now: float, language: str, workspace_url: str 
         # The review channel never got it: the reason is what someone must fix.
         reason = escape(record.card_error or message(Key.HOME_NOT_POSTED, language))
         where = f"⚠️ {message(Key.HOME_NO_CARD, language)}: `{reason}` · {message(Key.HOME_DECIDE_HERE, language)}"
+        if record.decision_error:
+            where += f"\n⚠️ {message(Key.DECISION_FAILED, language, reason=f'`{escape(record.decision_error)}`')}"
         if not record.is_dm and record.draft.strip():
             # What Approve would post, as the card would have shown it (a DM's stays off the tab:
             # Write answer shows it to the reviewer alone).
