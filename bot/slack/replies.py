@@ -188,9 +188,9 @@ def posted_copy(msg: dict[str, Any], *, channel: str, link: str | None, language
     if link:
         note = f"{note} {mrkdwn_link(link, message(Key.OPEN_POST, language))}"
     blocks = list(msg["blocks"])
-    if len(blocks) >= MAX_MESSAGE_BLOCKS:
-        blocks = blocks[: MAX_MESSAGE_BLOCKS - 1]
-    return {**msg, "blocks": [*blocks, context([note]).to_dict()]}
+    if len(blocks) < MAX_MESSAGE_BLOCKS:  # a full answer keeps all of itself; the button is gone either way
+        blocks.append(context([note]).to_dict())
+    return {**msg, "blocks": blocks}
 
 
 # -- the Sources modal
