@@ -47,6 +47,9 @@ class Key(StrEnum):
     # -- the Slack interface: buttons, modals, the review card
     HELPFUL = "helpful"
     POST_IN_CHANNEL = "post_in_channel"  # under a /citebot answer only its asker sees
+    POSTED_IN_CHANNEL = "posted_in_channel"  # the asker's copy, once Post in channel has posted it
+    OPEN_POST = "open_post"
+    NOT_POSTED_IN_CHANNEL = "not_posted_in_channel"
     NOT_HELPFUL = "not_helpful"
     CLOSE = "close"
     CANCEL = "cancel"
@@ -106,6 +109,7 @@ class Key(StrEnum):
     HOME_OPEN_CARD = "home_open_card"
     HOME_NO_CARD = "home_no_card"
     HOME_NOT_POSTED = "home_not_posted"
+    HOME_DECIDE_HERE = "home_decide_here"
     HOME_AGE = "home_age"
     HOME_GAPS = "home_gaps"
     HOME_NO_GAPS = "home_no_gaps"
@@ -179,6 +183,9 @@ _TEXT: dict[str, dict[Key, str]] = {
         Key.LOOKING_UP: "Looking that up in the knowledge base; only you will see the answer.",
         Key.SHARED_BY: "Asked by {asker} with /citebot.",
         Key.POST_IN_CHANNEL: "Post in channel",
+        Key.POSTED_IN_CHANNEL: "📣 Posted in {channel} for everyone.",
+        Key.OPEN_POST: "open the post",
+        Key.NOT_POSTED_IN_CHANNEL: "This was not posted in {channel}: Slack said {reason}. Invite @citebot there (`/invite @citebot`), then ask again.",
         Key.SOURCES: "Sources",
         Key.REVIEW_DISMISSED: "A reviewer looked at your question: the knowledge base has no answer to it yet.",
         Key.SOURCE_CHANGED: "⚠️ Source [{n}] has changed since this answer — ask again.",
@@ -289,6 +296,7 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.HOME_OPEN_CARD: 'open the card',
         Key.HOME_NO_CARD: 'no card',
         Key.HOME_NOT_POSTED: 'not posted yet',
+        Key.HOME_DECIDE_HERE: 'decide it here',
         Key.HOME_AGE: '{age} old',
         Key.HOME_GAPS: 'Top gaps, last {days} days',
         Key.HOME_NO_GAPS: 'No unanswered questions.',
@@ -343,6 +351,9 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.LOOKING_UP: "Ich suche das in der Wissensbasis; nur du wirst die Antwort sehen.",
         Key.SHARED_BY: "Gefragt von {asker} mit /citebot.",
         Key.POST_IN_CHANNEL: "Im Channel posten",
+        Key.POSTED_IN_CHANNEL: "📣 Für alle in {channel} gepostet.",
+        Key.OPEN_POST: "zum Beitrag",
+        Key.NOT_POSTED_IN_CHANNEL: "Das wurde nicht in {channel} gepostet: Slack meldet {reason}. Lade @citebot dort ein (`/invite @citebot`) und frag dann noch einmal.",
         Key.SOURCES: "Quellen",
         Key.REVIEW_DISMISSED: "Deine Frage wurde geprüft: Die Wissensbasis enthält dazu noch keine Antwort.",
         Key.SOURCE_CHANGED: "⚠️ Quelle [{n}] hat sich seit dieser Antwort geändert – bitte frag noch einmal.",
@@ -456,6 +467,7 @@ Antworte nur mit JSON, mit einem Urteil für jede Aussage, in dieser Form: {exam
         Key.HOME_OPEN_CARD: 'zur Karte',
         Key.HOME_NO_CARD: 'keine Karte',
         Key.HOME_NOT_POSTED: 'noch nicht gepostet',
+        Key.HOME_DECIDE_HERE: 'hier entscheiden',
         Key.HOME_AGE: 'seit {age}',
         Key.HOME_GAPS: 'Häufigste Lücken, letzte {days} Tage',
         Key.HOME_NO_GAPS: 'Keine unbeantworteten Fragen.',

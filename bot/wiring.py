@@ -29,6 +29,7 @@ from bot.jobs.queue import JobQueue
 from bot.review.desk import ReviewDesk
 from bot.slack.calls import make_client
 from bot.slack.listeners import AppDeps, create_app
+from bot.slack.reviewers import missing_reviewers
 from bot.slack.socket_mode import SocketModeWatch
 from bot.slack.startup import check_app_token, check_bot_token, resolve_review_channel
 from bot.slack.web import EVENTS_PATH, create_metrics_app, create_web_app
@@ -109,6 +110,8 @@ async def _checked_with_slack(settings: Settings, *, socket_mode: bool) -> Setti
     if socket_mode and settings.slack_app_token:
         await check_app_token(slack, settings.slack_app_token)
     review_channel = await resolve_review_channel(slack, settings.review_channel, identity)
+    if warning := missing_reviewers(settings):
+        log.warning("%s", warning)
     return settings.model_copy(update={"review_channel": review_channel})
 
 

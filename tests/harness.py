@@ -44,6 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SIGNING_SECRET = "test-signing-secret"
 BOT_TOKEN = "xoxb-test-token"
 REVIEW_CHANNEL = "CREVIEW"
+# The one user CITEBOT_REVIEWERS names in the harness: review clicks by anyone else are refused.
+REVIEWER = "UREVIEWER"
 START_TIMEOUT_S = 30.0
 # A worker finishing its jobs in flight after SIGTERM; past this it is killed.
 STOP_TIMEOUT_S = 25.0
@@ -105,7 +107,7 @@ def _interaction(kind: str, user: str, **fields: Any) -> dict:
             "trigger_id": f"trigger-{next(_counter)}", **fields}
 
 
-def block_action(action_id: str, value: str, *, channel: str, user: str = "UREVIEWER") -> dict:
+def block_action(action_id: str, value: str, *, channel: str, user: str = REVIEWER) -> dict:
     return _interaction(
         "block_actions", user,
         channel={"id": channel},
@@ -222,6 +224,7 @@ def make_env(*, redis_url: str, slack_url: str, llm_url: str, index_dir: Path, *
         # of the entailment judge turns it on (CITEBOT_JUDGE=llm in `extra`).
         CITEBOT_JUDGE="off",
         CITEBOT_REVIEW_CHANNEL=REVIEW_CHANNEL,
+        CITEBOT_REVIEWERS=REVIEWER,
         PYTHONUNBUFFERED="1",
     )
     env.update({k: str(v) for k, v in extra.items()})

@@ -125,11 +125,15 @@ def test_slack_token_socket_mode_or_signing_secret_and_the_review_channel(doctor
         slack_env = {"SLACK_BOT_TOKEN": BOT_TOKEN, "CITEBOT_SLACK_API_URL": slack.url}
         code, found, _ = doctor(capsys, **slack_env, CITEBOT_REVIEW_CHANNEL="#citebot-review")
         assert code == 1  # HTTP mode without a signing secret
-        signed_in, mode, review = found["slack"]
+        signed_in, mode, review, reviewers = found["slack"]
         assert signed_in[0] == "ok" and signed_in[1].startswith("SLACK_BOT_TOKEN: signed in as @")
         assert mode == ("fail", "SLACK_SIGNING_SECRET: required for serve in HTTP mode (not set); "
                                 "or set SLACK_APP_TOKEN to use Socket Mode")
         assert review == ("ok", "review channel CREVIEW")
+        # Cards nobody may decide: only CITEBOT_REVIEWERS may.
+        assert reviewers[0] == "warn" and "CITEBOT_REVIEWERS is empty" in reviewers[1]
+        _, found, _ = doctor(capsys, **slack_env, CITEBOT_REVIEW_CHANNEL="#citebot-review", CITEBOT_REVIEWERS="U1")
+        assert [f[0] for f in found["slack"]] == ["ok", "fail", "ok"]
 
         code, found, _ = doctor(capsys, **slack_env, SLACK_SIGNING_SECRET="s", CITEBOT_REVIEW_CHANNEL="")
         assert code == 0

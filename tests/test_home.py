@@ -150,12 +150,36 @@ async def test_a_reviewer_sees_open_reviews_oldest_first_a_refused_card_and_the_
     assert "*3 d old*" in text and "*2 d old*" in text and "*5 h old*" in text
     # A card Slack refused: the reason instead of a link; the others link to their card.
     assert "no card: `not_in_channel`" in text
-    assert f"<https://slack.com/archives/{REVIEW_CHANNEL}/p1700000100000200|open the card>" in text
+    assert f"<{slack.root}/archives/{REVIEW_CHANNEL}/p1700000100000200|open the card>" in text
     # A direct message's text stays with its asker.
     assert "divorce" not in text and "secret question" not in text
     # The gaps report's top entries, most asked first.
     assert text.index("3× How do I book a parking spot?") < text.index("1× Where is the canteen menu?")
     assert "Index gen-000001" in text
+
+
+async def test_card_links_are_permalinks_built_from_the_workspace_address_not_asked_for(web, slack, redis):
+    slack.workspace_url = "https://northwind.slack.com/"
+    records = Records(redis)
+    for i in range(20):
+        await records.save_review(ReviewRecord(question_id=f"CGENERAL:4.{i}", channel="CGENERAL", question=f"question {i}",
+                                               card_channel=REVIEW_CHANNEL, card_ts=f"1700000{i:03d}.000{i:03d}"))
+    text = text_of(await open_home(web, slack, REVIEWER))
+    # Slack's permalink form: the workspace's domain, the channel, "p" and the ts without its dot.
+    assert f"<https://northwind.slack.com/archives/{REVIEW_CHANNEL}/p1700000007000007|open the card>" in text
+    assert text.count("https://northwind.slack.com/archives/") == 20
+    text_of(await open_home(web, slack, REVIEWER))
+    text_of(await open_home(web, slack, "UASKER"))
+    # Three tabs, twenty links: the workspace's address from one auth.test (beside Bolt's own, at
+    # the first request), and no chat.getPermalink; nothing else but the views published.
+    assert [c.method for c in slack.calls()] == ["auth.test"] * 2 + ["views.publish"] * 3
+
+
+def test_without_the_workspace_address_a_card_is_named_by_its_channel():
+    review = ReviewRecord(question_id="CGENERAL:5.1", channel="CGENERAL", question="q", card_channel=REVIEW_CHANNEL,
+                          card_ts="1700000100.000200")
+    text = json.dumps(home_view(HomeData(user=REVIEWER, now=time.time(), is_reviewer=True, reviews=[review])))
+    assert f"open the card: <#{REVIEW_CHANNEL}>" in text and "archives" not in text
 
 
 async def test_a_view_past_100_blocks_is_cut_to_fit(web, slack, redis):
@@ -173,6 +197,26 @@ async def test_a_view_past_100_blocks_is_cut_to_fit(web, slack, redis):
     assert f"…and {150 - shown} more: `citebot review list`" in text
     # What follows the reviews and the KB state are never the part that is cut.
     assert "Top gaps" in text and "Knowledge base" in text
+
+
+async def test_reviews_without_a_card_bring_their_buttons_and_still_fit_100_blocks(web, slack, redis):
+    records = Records(redis)
+    now = time.time()
+    for i in range(120):
+        carded = {"card_channel": REVIEW_CHANNEL, "card_ts": f"1700000{i:03d}.000100"} if i % 3 == 0 else {}
+        await records.save_review(ReviewRecord(question_id=f"CGENERAL:6.{i}", channel="CGENERAL", question=f"question number {i}",
+                                               draft=f"draft {i} " + "word " * 400, created_at=now - 86400 + i,
+                                               card_error=None if carded else "not_in_channel", **carded))
+    view = await open_home(web, slack, REVIEWER)
+    # Full, but for the one block a review with buttons (two blocks) could not use.
+    assert len(view["blocks"]) in (99, 100)
+    text = text_of(view)
+    shown = text.count("question number")
+    buttons = [b for b in view["blocks"] if b["type"] == "actions"]
+    assert len(buttons) == text.count("no card: `not_in_channel`") and len(buttons) > 20
+    assert len({b["block_id"] for b in buttons}) == len(buttons)  # Slack wants block ids unique in a view
+    assert f"…and {120 - shown} more: `citebot review list`" in text
+    assert "Top gaps" in text
 
 
 async def test_the_messages_tab_publishes_nothing(web, slack):

@@ -10,7 +10,7 @@ import time
 import pytest
 from slack_sdk.models.blocks import Block
 
-from bot.store.keys import asked_key
+from bot.store.keys import asked_key, dedupe_key
 from tests.citebot_fixtures import answers_in, button_value
 from tests.harness import REVIEW_CHANNEL, block_action, message_shortcut, slash_command
 from tests.polling import wait_until
@@ -165,3 +165,60 @@ def test_a_reviewers_answer_to_a_slash_command_goes_to_the_asker_alone(citebot):
     bot.slack.wait_for("chat.update", 1)
     settle(bot)
     assert bot.replies("CGENERAL", None) == []  # the channel never saw the question nor its answer
+
+
+def test_after_post_in_channel_the_askers_copy_says_so_and_a_later_click_posts_nothing(citebot):
+    bot = citebot()
+    bot.slack.workspace_url = "https://northwind.slack.com/"
+    bot.llm.script(GOOD)
+    url = bot.slack.response_url()
+    bot.send_command(slash_command(PTO_QUESTION, response_url=url))
+    [reply] = responses(bot, url)
+    answer_id = button_value(reply, "citebot_post_in_channel")
+
+    def click() -> tuple[dict, str]:
+        """A click on the asker's ephemeral copy: Slack sends a response_url for that copy."""
+        payload = block_action("citebot_post_in_channel", answer_id, channel="CGENERAL", user="UASKER")
+        payload["container"]["is_ephemeral"] = True
+        payload["response_url"] = bot.slack.response_url("actions")
+        return payload, payload["response_url"]
+
+    first, copy_url = click()
+    assert bot.send_action(first).status_code == 200
+    [post] = answers_in(bot, "CGENERAL", None)
+    [replaced] = responses(bot, copy_url)
+    # The copy is replaced in place: the same answer, its Sources button, no Post in channel, and where it went.
+    assert replaced["replace_original"] is True and replaced["response_type"] == "ephemeral"
+    assert replaced["text"] == reply["text"]
+    blocks = json.dumps(valid_blocks(replaced["blocks"]))
+    assert "citebot_post_in_channel" not in blocks and "citebot_sources" in blocks
+    ts = bot.slack.messages("CGENERAL")[0]["ts"].replace(".", "")
+    assert "Posted in <#CGENERAL> for everyone." in blocks
+    assert f"<https://northwind.slack.com/archives/CGENERAL/p{ts}|open the post>" in blocks
+    settle(bot)
+    # A click on the copy as it was (a client that had not redrawn it), after the queue's dedupe has
+    # long forgotten the first one: the ledger still has the post, so nothing is posted again.
+    bot.redis().delete(dedupe_key(f"share:{answer_id}"))
+    again, again_url = click()
+    bot.send_action(again)
+    responses(bot, again_url)
+    settle(bot)
+    assert len(bot.replies("CGENERAL", None)) == 1 and post["text"] == reply["text"]
+
+
+def test_post_in_channel_that_slack_refuses_tells_the_asker_why_and_leaves_their_copy(citebot):
+    bot = citebot()
+    bot.llm.script(GOOD)
+    url = bot.slack.response_url()
+    bot.send_command(slash_command(PTO_QUESTION, response_url=url))
+    [reply] = responses(bot, url)
+    bot.slack.fail(error="not_in_channel", method="chat.postMessage")
+    click = block_action("citebot_post_in_channel", button_value(reply, "citebot_post_in_channel"), channel="CGENERAL",
+                         user="UASKER")
+    click["response_url"] = copy_url = bot.slack.response_url("actions")
+    bot.send_action(click)
+    [told] = responses(bot, copy_url)
+    assert told["replace_original"] is False and told["response_type"] == "ephemeral"
+    assert "not posted in <#CGENERAL>" in told["text"] and "`not_in_channel`" in told["text"] and "/invite" in told["text"]
+    settle(bot)
+    assert bot.replies("CGENERAL", None) == [] and len(responses(bot, copy_url)) == 1

@@ -108,6 +108,7 @@ def _context_fits(settings: Settings, context: int) -> list[Finding]:
 
 async def check_slack(settings: Settings) -> list[Finding]:
     from bot.slack.calls import make_client
+    from bot.slack.reviewers import missing_reviewers
     from bot.slack.startup import StartupError, check_app_token, check_bot_token, resolve_review_channel
 
     if not settings.slack_bot_token:
@@ -136,6 +137,8 @@ async def check_slack(settings: Settings) -> list[Finding]:
         findings.append(Finding("slack", WARN, "no CITEBOT_REVIEW_CHANNEL: rejected drafts are kept, but no reviewer sees them"))
     else:
         findings.append(Finding("slack", OK, f"review channel {channel}"))
+    if warning := missing_reviewers(settings):
+        findings.append(Finding("slack", WARN, warning))
     return findings
 
 

@@ -67,6 +67,7 @@ from bot.slack.calls import SlackError, SlackFailed, best_effort
 from bot.slack.event_text import question_text
 from bot.slack.posting import Poster
 from bot.slack.response_url import ResponseUrlPoster
+from bot.slack.shared_copy import mark_posted, tell_not_posted
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.errors import StoreUnavailable
 from bot.store.ledger import PostLedger
@@ -353,7 +354,15 @@ class JobHandlers:
         key = share_key(record.answer_id)
         if await self.poster.claim_unless_posted(key, record.channel, None):
             msg = replies.shared_message(record.message, asker=record.asker, language=record.language)
-            await self.poster.post_and_record(key, record.channel, None, msg, what="post the answer in the channel")
+            try:
+                await self.poster.post_and_record(key, record.channel, None, msg, what="post the answer in the channel")
+            except SlackFailed as exc:
+                if payload.response_url:
+                    await tell_not_posted(payload.response_url, record, exc.code)
+                raise
+        # Also when posted by an earlier try: that try may have died before the copy was replaced.
+        if payload.response_url and (posted := await self.poster.where_posted(key)) is not None:
+            await mark_posted(payload.response_url, record, posted, self.reviews.workspace)
 
     # ---------------------------------------------------------------- thread history
 

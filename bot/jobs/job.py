@@ -156,6 +156,17 @@ class ShareAnswerPayload(JobPayload):
 
     answer_id: str
     user: str  # who clicked: only the asker may share what only the asker saw
+    # The click's response_url: the asker's copy, replaced once posted (none in jobs of older versions).
+    response_url: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _with_copy(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when there is none: the form every running process reads (an older
+        # worker ignores the field, and posts without replacing the copy).
+        data: dict[str, Any] = handler(self)
+        if data.get("response_url") is None:
+            data.pop("response_url", None)
+        return data
 
     @property
     def about(self) -> str:

@@ -1,14 +1,15 @@
 """Rejected drafts and 👎 feedback go to reviewers; their decision goes back to the asker.
 
 A review record lives in Redis (bot.store.records); the card in the review channel
-carries only its id. The web process checks who clicked (the review channel,
-the optional reviewer allowlist) and that the click is the first; the worker
+carries only its id. The web process checks who clicked (CITEBOT_REVIEWERS, and
+where: bot.slack.reviewers) and that the click is the first; the worker
 then carries the decision out here: the answer into the asker's original
 thread, marked as reviewed, and the card updated with who decided and when.
 
 Slack trouble never loses a review. A card Slack refuses (the bot is not in
 the review channel) leaves the review open with the reason on its record,
-for `citebot review list`; the asker still gets their reply. A decision whose
+for `citebot review list` and the reviewers' Home tab, where it can be decided
+instead; the asker still gets their reply. A decision whose
 post Slack refuses is undone: the click is released, so a later one works,
 and the reviewer is told what failed.
 """
@@ -31,11 +32,13 @@ from bot.jobs.job import FeedbackPayload, Job, ReviewDecisionPayload
 from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
 from bot.review.drafts import save_draft
 from bot.slack.calls import SlackError, SlackFailed, SlackRateLimited, call
+from bot.slack.home_tab import publish_home
 from bot.slack.mrkdwn import escape
 from bot.slack.posting import IN_DOUBT_WINDOW_S, Poster
 from bot.slack.replies import answer_message
 from bot.slack.response_url import EPHEMERAL_TS, claim_ephemeral
 from bot.slack.review_card import review_card, review_card_decided
+from bot.slack.workspace import Workspace
 from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
 from kb_index import ChunkResult
@@ -57,9 +60,11 @@ class ReviewDesk:
     records: Records
     ledger: PostLedger
     poster: Poster = field(init=False)
+    workspace: Workspace = field(init=False)
 
     def __post_init__(self) -> None:
         self.poster = Poster(self.slack, self.ledger)
+        self.workspace = Workspace(self.slack)
 
     # ------------------------------------------------------------ opening
 
@@ -187,6 +192,7 @@ class ReviewDesk:
                     await self.poster.post_and_record(key, record.channel, record.thread_ts, msg, what="post the reviewed answer")
             except SlackFailed as exc:
                 await self._undo_decision(record, reviewer, exc.code)
+                await self._refresh_home(record, reviewer)
                 return
 
         if payload.save_draft and status is ReviewStatus.ANSWERED:
@@ -203,6 +209,20 @@ class ReviewDesk:
                 log.warning("review %s decided, but its card was not updated: Slack said %s", review_id, exc.code)
         await self.records.save_review(record)
         log.info("review %s %s by %s", review_id, status, reviewer)
+        await self._refresh_home(record, reviewer)
+
+    async def _refresh_home(self, record: ReviewRecord, reviewer: str) -> None:
+        """A review without a card can only have been decided on the reviewer's Home tab:
+        published again, so the tab they are looking at shows it gone, or still open when
+        the decision was undone. The decision stands either way: a tab Slack will not
+        take now is rebuilt when it is next opened."""
+        if record.card_channel and record.card_ts:
+            return
+        try:
+            await publish_home(self.slack, reviewer, settings=self.settings, redis=self.records.redis,
+                               workspace=self.workspace)
+        except SlackError as exc:
+            log.warning("review %s: the Home tab of %s was not refreshed: %s", record.review_id, reviewer, exc)
 
     def _save_draft(self, record: ReviewRecord, text: str, reviewer: str) -> None:
         """The written answer into the drafts folder. A folder the worker may not
@@ -245,9 +265,12 @@ class ReviewDesk:
         await self.records.release_decision(record.review_id)
         log.error("review %s: the decision of %s was not posted (%s); the review is open again",
                   record.review_id, reviewer, reason)
-        channel = record.card_channel or self.settings.review_channel
-        if not channel:
+        if not (record.card_channel and record.card_ts):
+            # Decided on the Home tab: the reason goes there, with the buttons to try again.
+            record.decision_error = reason
+            await self.records.save_review(record)
             return
+        channel = record.card_channel
         text = message(Key.DECISION_FAILED, record.language, reason=f"`{escape(reason)}`")
         try:
             await call(self.slack.chat_postEphemeral(channel=channel, user=reviewer, text=text), "tell the reviewer")

@@ -4,7 +4,9 @@ Pure functions, no I/O: `home_view(data)` turns what bot.slack.home_data read
 into a `home` view dict. What one user's tab may show another user is the
 rule here: the asker's own questions only, and on a reviewer's tab no text
 of a direct message (its review says only that it came from one; the card
-in the review channel has the rest).
+in the review channel has the rest, or, for a review Slack refused the card
+of, the Write answer modal, which only the reviewer sees). A review without
+a card carries the card's buttons: the tab is where it is decided.
 
 Slack refuses a view of more than 100 blocks, so every list has a fixed
 share except the open reviews, which get what is left and end with how many
@@ -23,13 +25,19 @@ from bot.models import Outcome
 from bot.review.gaps import Gap
 from bot.slack.blockkit import MAX_MODAL_BLOCKS, MAX_SECTION_CHARS, context, header, section
 from bot.slack.home_data import GAP_DAYS, PENDING, HomeData, KbState, MyQuestion
-from bot.slack.mrkdwn import clip, clip_escaped, escape, heading, link, slack_date
+from bot.slack.mrkdwn import channel_link, clip, clip_escaped, escape, heading, link, slack_date
+from bot.slack.review_card import review_buttons
+from bot.slack.workspace import message_link
 from bot.store.records import ReviewRecord
 
 # Slack's limit for a Home tab is the modal's: 100 blocks.
 MAX_HOME_BLOCKS = MAX_MODAL_BLOCKS
 # One line of a list: long questions are cut so ten of them fit one section.
 LINE_CHARS = 250
+# A review without a card shows this much of its draft above its buttons.
+DRAFT_PREVIEW_CHARS = 1200
+# The block id of a review's buttons on the Home tab, + the review id.
+HOME_REVIEW_BLOCK = "citebot_home_review:"
 
 OUTCOME_LABELS = {
     str(Outcome.ANSWERED): Key.HOME_ANSWERED,
@@ -49,22 +57,39 @@ def home_view(data: HomeData, *, language: str = "en") -> dict[str, Any]:
         head.append(DividerBlock())
         head.append(section(heading(message(Key.HOME_REVIEWS, language, count=len(data.reviews)))))
         room = MAX_HOME_BLOCKS - len(head) - len(tail)
-        head += review_blocks(data.reviews, data.now, room, language)
+        head += review_blocks(data.reviews, data.now, room, language, data.workspace_url)
     return View(type="home", blocks=head + tail).to_dict()
 
 
-def review_blocks(reviews: list[ReviewRecord], now: float, room: int, language: str = "en") -> list[Block]:
-    """One section per review, oldest first, in at most `room` blocks (the last one
-    saying how many more there are, when they do not all fit)."""
+def review_blocks(reviews: list[ReviewRecord], now: float, room: int, language: str = "en",
+                  workspace_url: str | None = None) -> list[Block]:
+    """The reviews, oldest first, in at most `room` blocks: a section each, and under one
+    without a card its buttons; the last block says how many more there are, when they do
+    not all fit."""
     if not reviews:
         return [context([message(Key.HOME_NO_REVIEWS, language)])]
-    if len(reviews) > room:
-        shown = reviews[: max(0, room - 1)]
-        more = len(reviews) - len(shown)
-        return [section(_review(r, now, language)) for r in shown] + [
-            context([message(Key.HOME_MORE_REVIEWS, language, more=more)])
-        ]
-    return [section(_review(r, now, language)) for r in reviews]
+    out: list[Block] = []
+    for i, record in enumerate(reviews):
+        blocks = _review_blocks(record, now, language, workspace_url)
+        later = len(reviews) - i - 1
+        # Before each review there is room for the "more" line; a review goes in only if that stays so.
+        if len(out) + len(blocks) + (1 if later else 0) > room:
+            return out + [context([message(Key.HOME_MORE_REVIEWS, language, more=len(reviews) - i)])]
+        out += blocks
+    return out
+
+
+def _review_blocks(record: ReviewRecord, now: float, language: str, workspace_url: str | None) -> list[Block]:
+    text = _review(record, now, language, workspace_url)
+    if has_card(record):
+        return [section(text)]
+    # Slack refused the card: the Home tab is the one place left to decide it, with the
+    # card's own buttons. A block id per review, as Slack wants them unique in a view.
+    return [section(text), review_buttons(record, block_id=f"{HOME_REVIEW_BLOCK}{record.review_id}")]
+
+
+def has_card(record: ReviewRecord) -> bool:
+    return bool(record.card_channel and record.card_ts)
 
 
 def _how_to_ask(language: str) -> str:
@@ -98,7 +123,7 @@ def _kb(kb: KbState, language: str) -> str:
     return "\n".join(lines)
 
 
-def _review(record: ReviewRecord, now: float, language: str) -> str:
+def _review(record: ReviewRecord, now: float, language: str, workspace_url: str | None) -> str:
     question = (
         f"_{message(Key.HOME_DM_QUESTION, language)}_"
         if record.is_dm
@@ -106,19 +131,25 @@ def _review(record: ReviewRecord, now: float, language: str) -> str:
     )
     kinds = ", ".join(sorted({v.kind for v in record.violations})) or record.kind
     if record.card_channel and record.card_ts:
-        where = link(card_url(record.card_channel, record.card_ts), message(Key.HOME_OPEN_CARD, language))
+        if workspace_url:
+            card = message_link(workspace_url, record.card_channel, record.card_ts)
+            where = link(card, message(Key.HOME_OPEN_CARD, language))
+        else:
+            # Slack could not say the workspace's address: the channel, which Slack links itself.
+            where = f"{message(Key.HOME_OPEN_CARD, language)}: {channel_link(record.card_channel)}"
     else:
         # The review channel never got it: the reason is what someone must fix.
         reason = escape(record.card_error or message(Key.HOME_NOT_POSTED, language))
-        where = f"⚠️ {message(Key.HOME_NO_CARD, language)}: `{reason}`"
+        where = f"⚠️ {message(Key.HOME_NO_CARD, language)}: `{reason}` · {message(Key.HOME_DECIDE_HERE, language)}"
+        if record.decision_error:
+            where += f"\n⚠️ {message(Key.DECISION_FAILED, language, reason=f'`{escape(record.decision_error)}`')}"
+        if not record.is_dm and record.draft.strip():
+            # What Approve would post, as the card would have shown it (a DM's stays off the tab:
+            # Write answer shows it to the reviewer alone).
+            title = message(Key.FLAGGED_ANSWER if record.kind == "feedback" else Key.REJECTED_DRAFT, language)
+            where += f"\n*{escape(title)}*\n>{clip_escaped(' '.join(record.draft.split()), DRAFT_PREVIEW_CHARS)}"
     old = message(Key.HOME_AGE, language, age=age(now - record.created_at))
     return clip(f"*{old}* · {escape(kinds)} · {question}\n{where}", MAX_SECTION_CHARS)
-
-
-def card_url(channel: str, ts: str) -> str:
-    """The message's archive link, built rather than asked for (chat.getPermalink) so the
-    tab costs no Slack call per review; Slack sends it on to the workspace's message."""
-    return f"https://slack.com/archives/{channel}/p{ts.replace('.', '')}"
 
 
 def age(seconds: float) -> str:

@@ -21,6 +21,7 @@ import redis.asyncio as aioredis
 from bot.config import Settings
 from bot.models import Outcome
 from bot.review.gaps import Gap, GapQuestion, gap_outcome, group_questions
+from bot.slack.reviewers import is_reviewer
 from bot.store.asked import AskedIndex
 from bot.store.audit import AuditTrail
 from bot.store.records import Records, ReviewRecord
@@ -64,12 +65,8 @@ class HomeData:
     is_reviewer: bool = False
     reviews: list[ReviewRecord] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
-
-
-def is_reviewer(settings: Settings, user: str) -> bool:
-    """Only the named reviewers: without CITEBOT_REVIEWERS nobody's Home tab lists the
-    reviews, since their questions (a DM's among them) are for the review channel."""
-    return user in settings.reviewers
+    # The workspace's address (auth.test's url), for links to the review cards.
+    workspace_url: str | None = None
 
 
 async def read_home(user: str, *, settings: Settings, redis: aioredis.Redis, now: float | None = None) -> HomeData:

@@ -9,7 +9,8 @@ enqueued is dropped by the queue's dedupe on the event id.
 
 The only Slack calls made here are `views.open` for the Sources and feedback
 modals, because their trigger_id expires 3 seconds after the click, and
-`views.publish` for the Home tab (bot.slack.home_data says why it is read here).
+`views.publish` for the Home tab (bot.slack.home_data says why it is read here),
+with one auth.test per process for the links on it (bot.slack.workspace).
 The assistant panel's greeting is the other one (bot.slack.assistant).
 """
 
@@ -29,10 +30,11 @@ from bot.i18n import Key, message
 from bot.jobs.job import AnswerPayload, Enqueue, FeedbackPayload, HelpPayload, Job, ReviewDecisionPayload, stable_id
 from bot.logs import about_question
 from bot.models import SlackQuestion, clip_question
-from bot.slack import home, replies, review_card
-from bot.slack.calls import call, make_client
+from bot.slack import replies, review_card, reviewers
+from bot.slack.calls import make_client
 from bot.slack.event_text import question_text, scrubbed
-from bot.slack.home_data import read_home
+from bot.slack.home_tab import publish_home
+from bot.slack.workspace import Workspace
 from bot.store.asked import AskedIndex
 from bot.store.records import Records
 from kb_index.analysis import guess_language
@@ -199,15 +201,15 @@ def _asked_at(ts: str | None) -> float:
 
 
 def register_home(app: AsyncApp, deps: AppDeps) -> None:
+    workspace = Workspace(app.client)
+
     @app.event("app_home_opened")
     async def on_home_opened(event, client):
         user = _string(event.get("user"))
         if event.get("tab") != "home" or not user:
             return  # the Messages tab opens the DM; nothing to publish
         # A Slack retry publishes the view again: the same user's current state, harmless.
-        data = await read_home(user, settings=deps.settings, redis=deps.records.redis)
-        view = home.home_view(data, language=deps.settings.language)
-        await call(client.views_publish(user_id=user, view=view), "publish the Home tab")
+        await publish_home(client, user, settings=deps.settings, redis=deps.records.redis, workspace=workspace)
 
 
 # ---------------------------------------------------------------- actions
@@ -273,11 +275,7 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
             raise
 
     def may_review(body) -> bool:
-        channel, user = _channel_of(body), body["user"]["id"]
-        allowed = channel == settings.review_channel and (not settings.reviewers or user in settings.reviewers)
-        if not allowed:
-            log.warning("review click by %s in %s ignored: not the review channel or not a reviewer", user, channel)
-        return allowed
+        return reviewers.may_triage(settings, body)
 
     @app.action(review_card.ACTION_REVIEW_APPROVE)
     async def on_approve(ack, body):
@@ -312,8 +310,8 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
             await ack(response_action="errors", errors={review_card.REVIEW_ANSWER_BLOCK: required})
             return
         await ack()
-        user = body["user"]["id"]
-        if settings.reviewers and user not in settings.reviewers:
+        if not reviewers.is_reviewer(settings, body["user"]["id"]):
+            log.warning("review answer by %s refused: not in CITEBOT_REVIEWERS", body["user"]["id"])
             return
         await decide(body, "answer", text, save_draft=review_card.save_draft_from(view))
 

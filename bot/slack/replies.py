@@ -36,7 +36,16 @@ from bot.slack.blockkit import (
     to_message,
 )
 from bot.slack.footnotes import answer_text, source_line, source_lines
-from bot.slack.mrkdwn import clip, clip_escaped, escape, escaped_mrkdwn, mention, split_text
+from bot.slack.mrkdwn import (
+    channel_link,
+    clip,
+    clip_escaped,
+    escape,
+    escaped_mrkdwn,
+    link as mrkdwn_link,
+    mention,
+    split_text,
+)
 
 ACTION_SOURCES = "citebot_sources"
 ACTION_FEEDBACK_UP = "citebot_feedback_up"
@@ -169,6 +178,18 @@ def shared_message(msg: dict[str, Any], *, asker: str | None, language: str) -> 
     blocks = list(msg["blocks"])
     if asker and len(blocks) < MAX_MESSAGE_BLOCKS:
         blocks.append(context([message(Key.SHARED_BY, language, asker=mention(asker))]).to_dict())
+    return {**msg, "blocks": blocks}
+
+
+def posted_copy(msg: dict[str, Any], *, channel: str, link: str | None, language: str) -> dict[str, Any]:
+    """The asker's copy once "Post in channel" posted it: the stored answer (which never had
+    the button), and a line saying where it went, so there is nothing left to click twice."""
+    note = message(Key.POSTED_IN_CHANNEL, language, channel=channel_link(channel))
+    if link:
+        note = f"{note} {mrkdwn_link(link, message(Key.OPEN_POST, language))}"
+    blocks = list(msg["blocks"])
+    if len(blocks) < MAX_MESSAGE_BLOCKS:  # a full answer keeps all of itself; the button is gone either way
+        blocks.append(context([note]).to_dict())
     return {**msg, "blocks": blocks}
 
 

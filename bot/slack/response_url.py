@@ -78,20 +78,32 @@ class ResponseUrlPoster(LedgerSteps):
         raise ValueError("post_and_record() needs at least one form of the message")
 
     async def _send(self, body: dict[str, Any], what: str) -> None:
-        try:
-            async with httpx.AsyncClient(timeout=SLACK_TIMEOUT_S) as client:
-                response = await client.post(self.response_url, json=body)
-        except httpx.TimeoutException as exc:
-            raise _counted(SlackUnavailable(f"{what}: Slack did not answer in time", code="timeout")) from exc
-        except httpx.HTTPError as exc:
-            raise _counted(SlackUnavailable(f"{what}: cannot reach Slack ({type(exc).__name__})",
-                                            code="connection_error")) from exc
-        if response.status_code == 200:
-            return
-        code = _error_code(response)
-        if response.status_code == 429 or response.status_code >= 500:
-            raise _counted(SlackUnavailable(f"{what}: Slack error {code}", code=code))
-        raise _counted(SlackFailed(f"{what}: Slack said {code}", code=code))
+        await send(self.response_url, body, what)
+
+
+async def replace_original(response_url: str, msg: dict[str, Any], what: str) -> None:
+    """`msg` in place of the message whose interaction gave `response_url` (an ephemeral
+    message too, which no chat.update can reach). Replacing twice shows the same, so no
+    ledger is needed; SlackFailed once the URL is used up or expired."""
+    await send(response_url, {"response_type": "ephemeral", "replace_original": True, **msg}, what)
+
+
+async def send(response_url: str, body: dict[str, Any], what: str) -> None:
+    """One POST to a response URL; Slack's answer as the error tree of bot.slack.calls."""
+    try:
+        async with httpx.AsyncClient(timeout=SLACK_TIMEOUT_S) as client:
+            response = await client.post(response_url, json=body)
+    except httpx.TimeoutException as exc:
+        raise _counted(SlackUnavailable(f"{what}: Slack did not answer in time", code="timeout")) from exc
+    except httpx.HTTPError as exc:
+        raise _counted(SlackUnavailable(f"{what}: cannot reach Slack ({type(exc).__name__})",
+                                        code="connection_error")) from exc
+    if response.status_code == 200:
+        return
+    code = _error_code(response)
+    if response.status_code == 429 or response.status_code >= 500:
+        raise _counted(SlackUnavailable(f"{what}: Slack error {code}", code=code))
+    raise _counted(SlackFailed(f"{what}: Slack said {code}", code=code))
 
 
 def _error_code(response: httpx.Response) -> str:

@@ -173,17 +173,22 @@ def review_card(review: ReviewRecord) -> dict[str, Any]:
     """The card posted to the review channel, in the record's language: question,
     rejected draft, violations, retrieved sources, and the approve / write answer /
     dismiss buttons."""
+    return to_message(_fallback(review), _card_body(review, DRAFT_CHARS) + [review_buttons(review)])
+
+
+def review_buttons(review: ReviewRecord, block_id: str = REVIEW_ACTIONS_BLOCK) -> ActionsBlock:
+    """Approve / write answer / dismiss: on the card, and on a reviewer's Home tab for a
+    review whose card Slack refused (the same action ids, so the same listeners decide)."""
     language = review.language
     review_id = checked_value(review.review_id)
-    buttons = ActionsBlock(
+    return ActionsBlock(
         elements=[
             button(message(Key.APPROVE, language), ACTION_REVIEW_APPROVE, review_id, style="primary"),
             button(message(Key.WRITE_ANSWER, language), ACTION_REVIEW_ANSWER, review_id),
             button(message(Key.DISMISS, language), ACTION_REVIEW_DISMISS, review_id, style="danger"),
         ],
-        block_id=REVIEW_ACTIONS_BLOCK,
+        block_id=block_id,
     )
-    return to_message(_fallback(review), _card_body(review, DRAFT_CHARS) + [buttons])
 
 
 def review_card_decided(review: ReviewRecord) -> dict[str, Any]:

@@ -13,7 +13,9 @@ payload into a job and acks once the job is in Redis; the worker answers.
   may not even be a member of) the answer goes to the one who asked alone,
   through the shortcut's response_url: a DM's text never leaves the DM.
 - "Post in channel": a job that posts the stored answer, keyed by the answer,
-  so two clicks (or two web processes) post it once.
+  so two clicks (or two web processes) post it once; it carries the click's
+  response_url, through which the worker then replaces the asker's copy
+  (bot.slack.shared_copy).
 
 Slack does not retry commands and shortcuts as it retries events, but a
 double submission is deduplicated all the same: by the command's trigger_id,
@@ -142,7 +144,8 @@ def register_surfaces(app: AsyncApp, deps: AppDeps) -> None:
         answer_id = (body.get("actions") or [{}])[0].get("value") or ""
         user = (body.get("user") or {}).get("id") or ""
         if answer_id and user:
-            job = Job.of(ShareAnswerPayload(answer_id=answer_id, user=user))
+            # The click's response_url replaces the asker's copy once the answer is posted.
+            job = Job.of(ShareAnswerPayload(answer_id=answer_id, user=user, response_url=_text(body.get("response_url"))))
             # One job per answer, however often it is clicked; the worker's post ledger does the rest.
             await deps.queue.enqueue(job, dedupe_id=f"share:{answer_id}")
         await ack()

@@ -99,6 +99,9 @@ class ReviewRecord(BaseModel):
     # Why the card is not in the review channel (a Slack error code such as
     # "not_in_channel"): the review stays open and `citebot review list` shows it.
     card_error: str | None = None
+    # Why the last decision taken on the Home tab (a review without a card) was not
+    # posted: shown there, where the reviewer clicked, until the next decision.
+    decision_error: str | None = None
     decided_by: str | None = None
     decided_at: float | None = None
     final_answer: str | None = None

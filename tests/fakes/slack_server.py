@@ -184,6 +184,8 @@ class FakeSlackServer(Scripting, ThreadedFake):
         self._messages: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) -> message
         self._threads: dict[tuple[str, str], list[dict[str, Any]]] = {}  # scripted conversations.replies
         self._reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
+        # auth.test's `url`: the workspace's address, which permalinks start with (default: this server).
+        self.workspace_url: str | None = None
         self.home_enabled = True  # the manifest's app_home.home_tab_enabled; off: views.publish answers not_enabled
         self._home_views: dict[str, dict[str, Any]] = {}  # user id -> the Home tab views.publish last set
         # (channel, thread_ts) -> what an assistant thread shows: status, title, prompts
@@ -472,7 +474,7 @@ class FakeSlackServer(Scripting, ThreadedFake):
     def _auth_test(self, body: dict[str, Any]) -> dict[str, Any]:
         return {
             "ok": True,
-            "url": f"{self.root}/",
+            "url": self.workspace_url or f"{self.root}/",
             "team": "Fake Team",
             "user": "citebot",
             "team_id": self.team_id,

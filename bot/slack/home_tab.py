@@ -1,0 +1,26 @@
+"""Publishing a user's Home tab: read what it shows, build the view, views.publish.
+
+One function for both places a tab is published: the web process when the
+user opens it (app_home_opened), and a worker after a reviewer decided a
+review from it, so the tab they are looking at shows the decision.
+"""
+
+from __future__ import annotations
+
+import redis.asyncio as aioredis
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import Settings
+from bot.slack import home
+from bot.slack.calls import call
+from bot.slack.home_data import read_home
+from bot.slack.workspace import Workspace
+
+
+async def publish_home(slack: AsyncWebClient, user: str, *, settings: Settings, redis: aioredis.Redis,
+                       workspace: Workspace) -> None:
+    data = await read_home(user, settings=settings, redis=redis)
+    if data.reviews:
+        data.workspace_url = await workspace.url()
+    view = home.home_view(data, language=settings.language)
+    await call(slack.views_publish(user_id=user, view=view), "publish the Home tab")
