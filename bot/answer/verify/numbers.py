@@ -111,7 +111,8 @@ _UNITS = {
     "day": "tag tage tagen tages day days",
     "calendarday": "kalendertag kalendertage kalendertagen calendar-days",
     "workday": "arbeitstag arbeitstage arbeitstagen working-days workdays business-days werktag werktage werktagen",
-    "month": "monat monate monaten monats month months kalendermonat kalendermonate kalendermonaten",
+    "month": "monat monate monaten monats month months kalendermonat kalendermonate kalendermonaten calendar-month "
+             "calendar-months",
     "year": "jahr jahre jahren jahres year years kalenderjahr",
     "hour": "stunde stunden std hour hours h",
     "minute": "minute minuten min minutes",
@@ -422,6 +423,38 @@ def _dates(numbers: list[Number]) -> list[tuple[int, str]]:
     return out
 
 
+_MONTH_WORD = re.compile(rf"\b(?:{'|'.join(sorted(_MONTH_NAMES, key=len, reverse=True))})\b", re.IGNORECASE)
+
+
+def months_named(text: str) -> list[int]:
+    """The months a text names ("für Juni", "in March"), not "may" in lower case, the verb."""
+    return [_MONTH_NAMES[m.group(0).casefold()] for m in _MONTH_WORD.finditer(text) if m.group(0) != "may"]
+
+
+def _last_day(year: int, month: int) -> int:
+    import calendar
+
+    return calendar.monthrange(year, month)[1]
+
+
+def _months_later(day: int, months: int) -> set[int]:
+    """A date (an ordinal) moved by `months` calendar months: the same day of that month (its last day,
+    where the month is shorter), and that month's last day ("drei Kalendermonate nach Ablauf des Monats")."""
+    import datetime as dt
+
+    start = dt.date.fromordinal(day)
+    year, month = divmod(start.month - 1 + months, 12)
+    year, month = start.year + year, month + 1
+    last = _last_day(year, month)
+    return {dt.date(year, month, min(start.day, last)).toordinal(), dt.date(year, month, last).toordinal()}
+
+
+def _month_start(month: int) -> int:
+    import datetime as dt
+
+    return dt.date(_YEAR_FOR_DAY_MONTH, month, 1).toordinal()
+
+
 def _days_between(dates: list[tuple[int, str]]) -> set[int]:
     """The days from one date to another, the first day left out and counted in."""
     days = {day for day, _ in dates}
@@ -445,7 +478,8 @@ class WorkedOut:
     MIN_DERIVED are never accepted by one step: small counts match too easily.
     """
 
-    def __init__(self, asked: list[Number], stated: list[Number], shown: Sequence[Number] = ()):
+    def __init__(self, asked: list[Number], stated: list[Number], shown: Sequence[Number] = (),
+                 asked_months: Sequence[int] = ()):
         # "7 am", "6 pm", "14 Uhr" are times too ("7:00", "18:00"); and the hours between two times the
         # asker gives ("from 10:00 to 16:00": 6) are theirs.
         asked = [*asked, *_clock_times(asked)]
@@ -472,6 +506,11 @@ class WorkedOut:
         # Dates the answer reached by moving one of the asker's: a later step may move them again
         # ("8 Wochen ab dem 2. Mai: 27. Juni; dazu 21 Tage: 18. Juli").
         self.reached_dates: list[int] = []
+        # Months a date may be moved by ("vier Monate nach dem 2. Mai": 2. September), and the months the
+        # asker names alone, which end on their last day ("für Juni, drei Kalendermonate nach Ablauf": 30. September).
+        self.month_shifts = {int(v) for n in [*stated, *asked] if n.unit == "month"
+                             for v in _plain_values([n]) if v == int(v) and 0 < v <= 24}
+        self.month_ends = [_months_later(_month_start(m), 0) for m in asked_months]
         self.asked_other = {v for n in asked for v in n.values if not _plain_values([Number(v, frozenset({v}))])}
 
     def known(self, number: Number) -> bool:
@@ -535,8 +574,13 @@ class WorkedOut:
 
         mine = _dates([number])
         starts = [asked for asked, _kind in self.asked_dates] + self.reached_dates
-        for day, _ in mine:
-            if any(abs(day - start) in self.shifts for start in starts):
+        month_starts = starts + [max(ends) for ends in self.month_ends]
+        for day, kind in mine:
+            # A day and month without a year may fall in the next year ("12 November + 8 weeks: 7 January").
+            readings = (day, day + 365) if kind == "dm" else (day,)
+            moved = any(abs(d - start) in self.shifts for d in readings for start in starts)
+            if moved or any(d in _months_later(start, n) for d in readings for start in month_starts
+                            for n in self.month_shifts):
                 self.reached_dates.append(day)
                 return True
         return bool(mine) and any(d.isoformat()[5:] in v for v in number.values

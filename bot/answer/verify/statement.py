@@ -49,7 +49,7 @@ from bot.answer.verify.align import (
     source_sentences,
     word_terms,
 )
-from bot.answer.verify.numbers import DAYS_PER_UNIT, Number, WorkedOut, find_numbers
+from bot.answer.verify.numbers import DAYS_PER_UNIT, Number, WorkedOut, find_numbers, months_named
 from bot.answer.verify.support import (
     _NEGATIVE_RESULT,
     NEGATION_NEAR_SHARE,
@@ -125,7 +125,7 @@ class StatementContext:
         """What the answer may work out from the question; one for the whole answer, so its steps chain."""
         if self._worked is None:
             self._worked = WorkedOut(self.question_numbers, _numbers_of(self.passages),
-                                     find_numbers(self.answer, self.language))
+                                     find_numbers(self.answer, self.language), months_named(self.question))
         return self._worked
 
 
