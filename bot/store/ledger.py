@@ -25,11 +25,12 @@ from bot.store.errors import StoreUnavailable
 from bot.store.keys import POSTED_TTL_S, post_attempt_key, post_claim_key, posted_key
 from bot.store.records import PostRecord
 from citebot_core.connection import connect
+from citebot_core.redis_target import RedisTarget
 
 # Each ledger call is one small command; one that takes longer is a hung connection.
 LEDGER_TIMEOUT_S = 10.0
 
-# KEYS: posted key, claim key. ARGV: ttl, claimer.
+# KEYS: posted key, claim key (one hash tag: the post key). ARGV: ttl, claimer.
 CLAIM_POST_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'posted' end
 if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[1]) then return 'granted' end
@@ -50,7 +51,7 @@ class PostClaim(StrEnum):
 class PostLedger:
     """Claims, attempts and records of posts in Redis, by key."""
 
-    def __init__(self, redis_url: str, *, ttl: float = POSTED_TTL_S, timeout: float = LEDGER_TIMEOUT_S):
+    def __init__(self, redis_url: RedisTarget | str, *, ttl: float = POSTED_TTL_S, timeout: float = LEDGER_TIMEOUT_S):
         self._ttl = int(ttl)
         self._redis = connect(redis_url, timeout=timeout)
         self._claim = self._redis.register_script(CLAIM_POST_LUA)
