@@ -80,6 +80,11 @@ DEAD_LETTER_CAP = 1000  # bounded: a broken LLM for a day must not fill Redis
 # How long an idle worker blocks in XREADGROUP: bounds how late it notices a
 # stop request or a retry that became due.
 READ_BLOCK_S = 1.0
+# In a cluster the queue has 16 shards (bot.store.keys) and a worker reads each
+# with a slot of its own: a worker with fewer free slots than shards reads them
+# in turns, each read blocking this long, so a job waits about
+# (shards / free slots) x this before a reader of its shard comes by.
+SHARED_READ_BLOCK_S = 0.05
 # Kubernetes sends SIGKILL 30 s after SIGTERM; finish in-flight jobs in 20 s,
 # hand the rest back to the queue in the remaining time.
 SHUTDOWN_GRACE_S = 20.0
@@ -247,6 +252,7 @@ class Consumer:
         # free slots, so that readers blocked on quiet shards leave room for busy ones.
         self._per_shard = max(1, -(-concurrency // len(self._shards)))
         self._reserved = 0  # slots readers hold for the entries they are reading
+        self._waiting = 0  # readers waiting for a slot: the blocked ones then block briefly
         self._running: dict[_Entry, _Running] = {}
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()  # a slot freed up, or stop() was called
@@ -329,7 +335,11 @@ class Consumer:
             if free <= 0:
                 # No await since len() above: a job finishing now sets _wake after clear().
                 self._wake.clear()
-                await self._wake.wait()
+                self._waiting += 1
+                try:
+                    await self._wake.wait()
+                finally:
+                    self._waiting -= 1
                 continue
             want = min(free, self._per_shard)
             self._reserved += want
@@ -346,7 +356,11 @@ class Consumer:
             for entry_id, fields, deliveries in batch:
                 self._start(_Entry(shard, entry_id), fields, deliveries)
             if len(batch) < want:
-                self._wake.set()  # slots this reader did not fill: another shard's may
+                # Slots this reader did not fill: the readers of other shards
+                # waiting for one go first, so every shard is read in turn
+                # even when there are more shards than slots.
+                self._wake.set()
+                await asyncio.sleep(0)
 
     async def _take(self, shard: QueueShard, free: int) -> list[tuple[str, dict[str, str], int]]:
         try:
@@ -355,6 +369,10 @@ class Consumer:
             if reclaimed:
                 return reclaimed
             block = self._read_block
+            if self._waiting:
+                # More shards than free slots: hand the slot on soon, so a job in
+                # a shard without a blocked reader waits SHARED_READ_BLOCK_S at most per turn.
+                block = min(block, SHARED_READ_BLOCK_S)
             if next_due_in_ms is not None:
                 block = min(block, max(int(next_due_in_ms) / 1000, 0.001))
             return await self._read_new(shard, free, block)
