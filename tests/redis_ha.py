@@ -12,15 +12,20 @@ side of failover, not durability (the fault suite's RedisServer does that).
 from __future__ import annotations
 
 import random
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import redis
+from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
+from redis.sentinel import Sentinel
 
+from citebot_core.redis_target import RedisMode, RedisTarget
 from tests.polling import wait_until
 
 START_TIMEOUT_S = 30.0
@@ -86,8 +91,18 @@ class _Node:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(timeout=10)
 
+    def pause(self) -> None:
+        """SIGSTOP: alive to the kernel, deaf to its master and to clients, until resume()."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a paused server cannot act on SIGTERM
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=10)
@@ -201,15 +216,22 @@ class SentinelSet:
         self.master = _Node(workdir / "master", master, _server_args(master))
         self.replica = _Node(workdir / "replica", replica, _server_args(replica, "--replicaof", "127.0.0.1", str(master)))
         self.sentinels = []
+        # Each Sentinel is told the others' ids and the replica up front:
+        # learning them over the master's hello channel takes 2 s per round.
+        ids = {port: secrets.token_hex(20) for port in sentinels}
         for port in sentinels:
             conf = workdir / f"sentinel-{port}" / "sentinel.conf"
             conf.parent.mkdir(parents=True, exist_ok=True)
+            known = "".join(
+                f"sentinel known-sentinel {self.NAME} 127.0.0.1 {other} {ids[other]}\n" for other in sentinels if other != port
+            )
             conf.write_text(
-                f"port {port}\nbind 127.0.0.1\n"
+                f"port {port}\nbind 127.0.0.1\nsentinel myid {ids[port]}\n"
                 f"sentinel monitor {self.NAME} 127.0.0.1 {master} 2\n"
                 f"sentinel down-after-milliseconds {self.NAME} {SENTINEL_DOWN_AFTER_MS}\n"
                 f"sentinel failover-timeout {self.NAME} 10000\n"
                 f"sentinel parallel-syncs {self.NAME} 1\n"
+                f"sentinel known-replica {self.NAME} 127.0.0.1 {replica}\n" + known
             )
             self.sentinels.append(_Node(conf.parent, port, [redis_binary(), str(conf), "--sentinel"]))
 
@@ -242,6 +264,13 @@ class SentinelSet:
             _, port = c.sentinel_get_master_addr_by_name(self.NAME)
         return int(port)
 
+    def cut_replica_off(self) -> None:
+        """Pauses the replica and drops its link from the master's side: what the master
+        writes from now on reaches no replica, and the paused replica cannot reconnect."""
+        self.replica.pause()
+        with self.node(self.current_master_port()).client() as c:
+            c.execute_command("CLIENT", "KILL", "TYPE", "replica")
+
     def node(self, port: int) -> _Node:
         return next(n for n in (self.master, self.replica) if n.port == port)
 
@@ -268,3 +297,17 @@ class SentinelSet:
         for node in (*self.sentinels, self.master, self.replica):
             node.stop()
 
+
+
+def sync_client(url: str) -> Any:
+    """A blocking client for any CITEBOT_REDIS_URL form, for the harness to look into Redis
+    (heartbeats, the queue): a cluster's and a Sentinel master's as well as one server's."""
+    target = RedisTarget(url)
+    mode = target.resolved_mode
+    options: dict[str, Any] = {"socket_connect_timeout": 1, "socket_timeout": 2}
+    if mode is RedisMode.CLUSTER:
+        return RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in target.nodes], **options)
+    if mode is RedisMode.SENTINEL:
+        name, db = target.sentinel_master
+        return Sentinel(target.nodes, sentinel_kwargs=options).master_for(name, db=db, **options)
+    return redis.Redis.from_url(url, **options)

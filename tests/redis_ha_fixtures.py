@@ -2,8 +2,8 @@
 
   redis_cluster   a 3-master, 3-replica cluster for the whole session (tests/redis_ha.py)
   cluster_url     its URL, every master flushed before and after the test
-  sentinel_set    one master, one replica, three Sentinels; a fresh set per module,
-                  because the tests fail its master over
+  sentinel_set    one master, one replica, three Sentinels; a fresh set per test,
+                  because the tests fail its master over (a few seconds to start)
 
 Without redis-server the tests are skipped, under CI (env CI set) they fail, as
 with `redis_url`.
@@ -47,7 +47,7 @@ def cluster_url(redis_cluster: RedisClusterServers) -> Iterator[str]:
     redis_cluster.flush()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def sentinel_set(tmp_path_factory) -> Iterator[SentinelSet]:
     _require_redis_server()
     servers = SentinelSet(tmp_path_factory.mktemp("redis-sentinel"))

@@ -95,6 +95,7 @@ from bot.store.keys import (
     queue_shards,
     shard_of,
 )
+from bot.store.replicated import has_replicas, run_replicated
 from citebot_core.connection import connect, redis_location
 from citebot_core.errors import CitebotError, Permanent, Retryable
 from citebot_core.redis_target import RedisMode, RedisTarget, as_target
@@ -199,6 +200,7 @@ class JobQueue:
         self._url = redis_url
         self._timeout = enqueue_timeout
         self._shards = shards_of(redis_url)
+        self._replicated = has_replicas(redis_url)
         self._redis = connect(redis_url, timeout=enqueue_timeout)
         self._enqueue = self._redis.register_script(ENQUEUE_LUA)
         self._stats = self._redis.register_script(STATS_LUA)
@@ -219,7 +221,16 @@ class JobQueue:
         shard = shard_of(dedupe_id, len(self._shards))
         keys = [shard.dedupe_key(dedupe_id), shard.stream]
         args: list[EncodableT] = [DEDUPE_TTL_S, job.id, job.model_dump_json()]
-        added = await self._bounded(self._enqueue(keys=keys, args=args), f"enqueue job {job.id}")
+        if not self._replicated:
+            return bool(await self._bounded(self._enqueue(keys=keys, args=args), f"enqueue job {job.id}"))
+        added, replicas = await self._bounded(run_replicated(self._redis, self._enqueue, keys, args), f"enqueue job {job.id}")
+        if added and replicas < 1:
+            # The ack to Slack is the promise that the question is kept. Not
+            # yet on a replica, it would go if the master failed now: no ack,
+            # so Slack sends the event again. The job stays and runs; the
+            # resent event finds its dedupe key and is acked as a duplicate,
+            # unless the master did fail, and then it is enqueued anew.
+            raise QueueUnavailable(f"job {job.id} is not on a replica yet (WAIT timed out): Slack will send it again")
         return bool(added)
 
     async def stats(self) -> QueueStats:
