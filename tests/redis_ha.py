@@ -112,19 +112,21 @@ class _Node:
 
 
 def _server_args(port: int, *extra: str) -> list[str]:
-    return [redis_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *extra]
+    # A replica's first sync starts at once, not after the default 5 s wait for more replicas.
+    return [redis_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--repl-diskless-sync-delay", "0", *extra]
 
 
 class RedisClusterServers:
     """A 3-master, 3-replica cluster on free localhost ports."""
 
-    def __init__(self, workdir: Path, *, masters: int = 3):
+    def __init__(self, workdir: Path, *, masters: int = 3, node_timeout_ms: int = CLUSTER_NODE_TIMEOUT_MS):
         self.workdir = workdir
         ports = free_ports(masters * 2, with_bus=True)
         self.nodes = [
             _Node(workdir / str(port), port, _server_args(
                 port, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
+                "--cluster-node-timeout", str(node_timeout_ms),
                 # A replica may take over however long its link was down: the
                 # tests kill masters on purpose.
                 "--cluster-replica-validity-factor", "0",
@@ -158,7 +160,15 @@ class RedisClusterServers:
                 with node.client() as c:
                     if c.cluster("info")["cluster_state"] != "ok":
                         return False
-            return len(self.masters()) == len(self.nodes) // 2
+            if len(self.masters()) != len(self.nodes) // 2:
+                return False
+            # Replicas synced: until then WAIT cannot count them, and a failover has nothing to promote.
+            for node in live:
+                with node.client() as c:
+                    info = c.info("replication")
+                    if info["role"] == "slave" and info.get("master_link_status") != "up":
+                        return False
+            return True
         except (redis.RedisError, OSError):
             return False
 
@@ -189,6 +199,33 @@ class RedisClusterServers:
     def node_id(self, node: _Node) -> str:
         with node.client() as c:
             return str(c.execute_command("CLUSTER", "MYID"))
+
+    def migrate_slot(self, slot: int, to: _Node, *, batch: int = 10) -> int:
+        """Moves `slot` to master `to` the way redis-cli --cluster reshard does, key by key
+        (IMPORTING / MIGRATING, MIGRATE, then SETSLOT NODE on every master); returns the keys moved.
+        Clients see ASK, TRYAGAIN and finally MOVED while it runs."""
+        source = next(n for n in self.masters() if self._serves(n, slot))
+        if source is to:
+            raise ValueError(f"slot {slot} is on {to.port} already")
+        source_id, to_id = self.node_id(source), self.node_id(to)
+        moved = 0
+        with source.client() as src, to.client() as dst:
+            dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+            src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", to_id)
+            while keys := src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, batch):
+                src.execute_command("MIGRATE", "127.0.0.1", to.port, "", 0, 5000, "KEYS", *keys)
+                moved += len(keys)
+            for node in self.masters():
+                with node.client() as c:
+                    c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", to_id)
+        return moved
+
+    def _serves(self, node: _Node, slot: int) -> bool:
+        with node.client() as c:
+            for start, end, primary, *_ in c.execute_command("CLUSTER", "SLOTS"):
+                if start <= slot <= end:
+                    return int(primary[1]) == node.port
+        return False
 
     def flush(self) -> None:
         for node in self.masters():

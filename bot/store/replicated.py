@@ -52,9 +52,12 @@ async def run_replicated(
 
 async def _script_and_wait(redis: Any, script: AsyncScript, keys: list[str], args: list[EncodableT], wait_ms: int) -> tuple[Any, int]:
     if isinstance(redis, RedisCluster):
+        await redis.initialize()  # the slot map, read once per client (a no-op after)
         node = redis.get_node_from_key(keys[0])
         pipe = redis.pipeline()
-        pipe.evalsha(script.sha, len(keys), *keys, *args)
+        # execute_command: the cluster pipeline refuses its evalsha() method (a
+        # script's keys could span nodes); these keys share one slot by design.
+        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
         pipe.execute_command("WAIT", 1, wait_ms, target_nodes=node)
     else:
         pipe = redis.pipeline(transaction=False)
