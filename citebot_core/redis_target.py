@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import unquote, urlsplit
 
+from citebot_core.errors import Permanent
+
 DEFAULT_PORT = 6379
 DEFAULT_SENTINEL_PORT = 26379
 SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel")
@@ -36,7 +38,7 @@ class RedisMode(StrEnum):
     CLUSTER = "cluster"
 
 
-class BadRedisUrl(ValueError):
+class BadRedisUrl(Permanent, ValueError):
     """The URL cannot name a Redis: the message says why, never with the password."""
 
 
