@@ -126,4 +126,29 @@ def _sentinel_master(target: RedisTarget, common: dict[str, Any], tls: dict[str,
     return client
 
 
-__all__ = ["connect", "redis_location"]
+def connect_blocking(target: RedisTarget | str, *, timeout: float) -> Any:
+    """A blocking client in the same mode, for the container health check (a short-lived process
+    that looks for one heartbeat and has no event loop)."""
+    import redis
+    from redis.cluster import ClusterNode as BlockingNode, RedisCluster as BlockingCluster
+    from redis.sentinel import Sentinel as BlockingSentinel
+
+    target = as_target(target)
+    common: dict[str, Any] = {"socket_connect_timeout": timeout, "socket_timeout": timeout}
+    tls = _tls_options(target)
+    mode = target.resolved_mode
+    if mode is RedisMode.CLUSTER:
+        return BlockingCluster(
+            startup_nodes=[BlockingNode(h, p) for h, p in target.nodes], username=target.username,
+            password=target.password, ssl=target.tls, ssl_check_hostname=False, **common, **tls,
+        )
+    if mode is RedisMode.SENTINEL:
+        name, db = target.sentinel_master
+        sentinel_options = dict(common) | ({"ssl": True, **tls} if target.tls else {})
+        return BlockingSentinel(target.nodes, sentinel_kwargs=sentinel_options).master_for(
+            name, db=db, username=target.username, password=target.password, ssl=target.tls, **common, **tls
+        )
+    return redis.Redis.from_url(target.url, **common, **tls)
+
+
+__all__ = ["connect", "connect_blocking", "redis_location"]
