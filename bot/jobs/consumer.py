@@ -47,9 +47,10 @@ from bot.jobs.job import Job, JobKind
 from bot.jobs.queue import DeadLetter, JobLost, JobTimedOut, QueueUnavailable, WorkerInfo, shards_of
 from bot.store.errors import StoreUnavailable
 from bot.store.keys import WORKERS_GROUP, QueueShard, heartbeat_key
+from bot.store.migrate import migrate_untagged_keys
 from citebot_core.connection import connect, redis_location
 from citebot_core.errors import Retryable
-from citebot_core.redis_target import RedisTarget
+from citebot_core.redis_target import RedisMode, RedisTarget, as_target
 from citebot_core.retry import backoff_delay
 
 # --- Magic numbers of a worker (the web side's are in bot.jobs.queue) -------------------
@@ -247,6 +248,7 @@ class Consumer:
         self._stale_consumer_after = stale_consumer_after
         self._last_sweep = float("-inf")
         self._shards = shards_of(redis_url)
+        self._clustered = as_target(redis_url).resolved_mode is RedisMode.CLUSTER
         self._scans = {shard: _ShardScan() for shard in self._shards}
         # Each shard has a reader; one reader takes at most its share of the
         # free slots, so that readers blocked on quiet shards leave room for busy ones.
@@ -295,6 +297,10 @@ class Consumer:
         # A worker that cannot reach Redis at start should fail loudly, not
         # sit in a retry loop looking healthy.
         try:
+            if not self._clustered:
+                # A deployment upgraded in place: its queue, ledger and records
+                # get their hash-tagged names before anything reads them.
+                await migrate_untagged_keys(self._redis)
             await self._ensure_group()
             await self._beat()
         except (RedisError, OSError) as exc:
