@@ -27,6 +27,7 @@ from citebot_core.connection import connect
 from citebot_core.redis_target import RedisMode, RedisTarget
 from tests.polling import wait_until_async
 from tests.redis_ha import RedisClusterServers
+from tests.test_doctor import doctor  # noqa: F401
 
 # The tests of the single-server modules that run here too: delivery, dedupe,
 # retry, dead letters, concurrency, heartbeats, hand-back at shutdown, leases, the ledger.
@@ -151,3 +152,15 @@ async def test_records_audit_and_asked_work_without_transactions(cluster_client:
     for n in range(3):
         await asked.add("U1", f"q{n}", f"question {n}", at=time.time() + n)
     assert [a.question_id for a in await asked.recent("U1")] == ["q2", "q1"]
+
+
+def test_doctor_names_the_cluster_and_catches_a_node_named_as_one_server(doctor, capsys, redis_cluster) -> None:  # noqa: F811
+    _, found, findings = doctor(capsys, CITEBOT_REDIS_URL=redis_cluster.url)
+    ((status, detail),) = found["redis"]
+    assert status == "ok" and detail.startswith("Redis 7.") and "(cluster, no TLS) at cluster 127.0.0.1:" in detail
+    one_node = f"redis://127.0.0.1:{redis_cluster.nodes[0].port}/0"
+    _, found, _ = doctor(capsys, CITEBOT_REDIS_URL=one_node)
+    ((status, detail),) = found["redis"]
+    assert status == "warn" and "CITEBOT_REDIS_MODE=cluster" in detail
+    _, found, _ = doctor(capsys, CITEBOT_REDIS_URL=one_node, CITEBOT_REDIS_MODE="cluster")
+    assert found["redis"][0][0] == "ok"
