@@ -70,6 +70,23 @@ def _report_index(index_dir: Path) -> None:
                   "not ready'", problem)
 
 
+async def _migrate_keys(settings: Settings, redis) -> None:
+    """An upgrade in place: the web process renames the untagged keys too, in case it starts
+    before any new worker (bot.store.migrate). Redis down is no reason not to serve: the
+    first worker does it then."""
+    from redis.exceptions import RedisError
+
+    from bot.store.migrate import migrate_untagged_keys
+    from citebot_core.redis_target import RedisMode
+
+    if settings.redis.resolved_mode is RedisMode.CLUSTER:
+        return
+    try:
+        await migrate_untagged_keys(redis)
+    except (RedisError, OSError) as exc:
+        log.warning("could not check Redis for keys of the old layout: %s", exc)
+
+
 async def run_web(settings: Settings, *, host: str, port: int) -> None:
     """`citebot serve`: until SIGTERM or SIGINT."""
     _, signing_secret = settings.require_web()
@@ -80,6 +97,7 @@ async def run_web(settings: Settings, *, host: str, port: int) -> None:
         queue = await stack.enter_async_context(JobQueue(settings.redis))
         redis = connect(settings.redis, timeout=REDIS_TIMEOUT_S)
         stack.push_async_callback(redis.aclose)
+        await _migrate_keys(settings, redis)
         bolt = create_app(AppDeps(settings=settings, queue=queue, records=Records(redis), channels=channels))
         socket_watch = await _connect_socket_mode(stack, bolt, settings) if settings.socket_mode else None
 
