@@ -20,7 +20,7 @@ from bot.jobs.queue import Job, JobQueue
 from bot.store.ledger import PostClaim, PostLedger
 from citebot_core.redis_target import RedisTarget
 from tests.polling import wait_until_async
-from tests.redis_ha import TlsRedis
+from tests.redis_tls_server import TlsRedis
 from tests.test_doctor import doctor  # noqa: F401
 from tests.test_queue import FAST, Calls, answer_job
 
