@@ -25,6 +25,7 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.sentinel import Sentinel
+from redis.exceptions import ConnectionError as RedisConnectionError, RedisClusterException
 
 from citebot_core.redis_target import RedisMode, RedisTarget, as_target
 
@@ -77,9 +78,47 @@ def _tls_options(target: RedisTarget) -> dict[str, Any]:
     return options
 
 
+class _Cluster(RedisCluster):
+    """A RedisCluster that outlives a failover in which it lost every node it knew.
+
+    redis-py 5.3 drops a node from its startup list after each connection error
+    and replaces the list by the nodes it found, so a failover can leave it with
+    none; from then on every command fails with a RedisClusterException, which
+    is not a RedisError, for good (a worker was seen to crash of it). Here the
+    nodes the URL names are put back, and the error comes out as a
+    ConnectionError, which every caller already treats as Redis away for a moment.
+    """
+
+    def __init__(self, *, seeds: list[tuple[str, int]], **kwargs: Any):
+        super().__init__(**kwargs)
+        self._seeds = seeds
+
+    async def initialize(self) -> RedisCluster:
+        try:
+            return await super().initialize()
+        except RedisClusterException as exc:
+            raise self._unreachable(exc) from exc
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().execute_command(*args, **kwargs)
+        except RedisClusterException as exc:
+            raise self._unreachable(exc) from exc
+
+    def _unreachable(self, exc: RedisClusterException) -> RedisConnectionError:
+        startup = self.nodes_manager.startup_nodes
+        for host, port in self._seeds:
+            node = ClusterNode(host, port, **self.connection_kwargs)
+            startup.setdefault(node.name, node)
+        self._initialize = True  # read the slot map again on the next command
+        return RedisConnectionError(f"Redis Cluster: {exc}")
+
+
 def _cluster(target: RedisTarget, common: dict[str, Any], tls: dict[str, Any]) -> RedisCluster:
     nodes = [ClusterNode(host, port) for host, port in target.nodes]
-    return RedisCluster(
+    # redis-py declares connection_pool abstract on the commands mixin; a cluster has none.
+    return _Cluster(  # type: ignore[abstract]
+        seeds=target.nodes,
         startup_nodes=nodes,
         username=target.username,
         password=target.password,

@@ -20,7 +20,7 @@ from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError
+from redis.exceptions import ConnectionError as RedisConnectionError, NoScriptError, RedisClusterException
 from redis.typing import EncodableT
 
 from citebot_core.redis_target import RedisMode, RedisTarget, as_target
@@ -63,7 +63,11 @@ async def _script_and_wait(redis: Any, script: AsyncScript, keys: list[str], arg
         pipe = redis.pipeline(transaction=False)
         pipe.evalsha(script.sha, len(keys), *keys, *args)
         pipe.execute_command("WAIT", 1, wait_ms)
-    reply, replicas = await pipe.execute()
+    try:
+        reply, replicas = await pipe.execute()
+    except RedisClusterException as exc:
+        # Not a RedisError: the slot's node is gone mid-failover. Callers retry a ConnectionError.
+        raise RedisConnectionError(f"Redis Cluster: {exc}") from exc
     return reply, int(replicas)
 
 
