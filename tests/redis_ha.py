@@ -286,7 +286,14 @@ class SentinelSet:
 
     def _replica_synced(self) -> bool:
         with self.replica.client() as c:
-            return c.info("replication").get("master_link_status") == "up"
+            if c.info("replication").get("master_link_status") != "up":
+                return False
+        # The replica acknowledges writes (what WAIT counts), not only that its link is up.
+        with self.master.client() as c:
+            c.set("citebot-test:probe", "1")
+            acked = c.wait(1, 1000)
+            c.delete("citebot-test:probe")
+            return acked >= 1
 
     def _sentinels_agree(self) -> bool:
         for s in self.sentinels:
