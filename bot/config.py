@@ -22,6 +22,7 @@ import kb_index
 from bot.models import AnswerMode
 from citebot_core.errors import Permanent
 from citebot_core.languages import LANGUAGES
+from citebot_core.redis_target import SCHEMES as REDIS_SCHEMES, BadRedisUrl, RedisMode, RedisTarget
 from kb_index.files import DRAFTS_FOLDER
 
 # The sample KB ships inside the kb_index package, so an installed wheel and a
@@ -157,7 +158,16 @@ class Settings(BaseSettings):
     # How long /healthz stays 200 while Socket Mode is not connected (a reconnect takes seconds).
     socket_mode_grace_s: float = Field(30.0, validation_alias="CITEBOT_SOCKET_MODE_GRACE_S")
     slack_api_url: str = Field("https://slack.com/api/", validation_alias="CITEBOT_SLACK_API_URL")
-    redis_url: str = Field("redis://localhost:6379/0", validation_alias="CITEBOT_REDIS_URL")
+    redis_url: str = Field("redis://localhost:6379/0", validation_alias="CITEBOT_REDIS_URL", repr=False)
+    # single, sentinel or cluster; auto decides by the URL (citebot_core.redis_target).
+    redis_mode: Annotated[str, _one_of(tuple(m.value for m in RedisMode))] = Field(
+        "auto", validation_alias="CITEBOT_REDIS_MODE"
+    )
+    # TLS (rediss://): the CA the server's certificate is checked against, and a
+    # client certificate for servers that ask for one.
+    redis_ca_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_CA_FILE")
+    redis_cert_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_CERT_FILE")
+    redis_key_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_KEY_FILE")
     kb_dir: Path = Field(BUNDLED_KB_DIR, validation_alias="CITEBOT_KB_DIR")
     index_dir: Path = Field(Path("./.citebot/index"), validation_alias="CITEBOT_INDEX_DIR")
     # Reviewers' answers saved as draft KB entries (bot.review.drafts); unset: DRAFTS_FOLDER inside the KB folder.
@@ -251,9 +261,35 @@ class Settings(BaseSettings):
     @classmethod
     def _check_redis_url(cls, value: Any) -> str:
         text = str(value).strip()
-        if urlsplit(text).scheme not in ("redis", "rediss", "unix"):
-            raise _fail("must be a redis://, rediss:// or unix:// URL")
+        if urlsplit(text).scheme not in REDIS_SCHEMES:
+            raise _fail("must be a redis://, rediss://, redis+sentinel://, rediss+sentinel:// or unix:// URL")
         return text
+
+    @field_validator("redis_ca_file", "redis_cert_file", "redis_key_file", mode="after")
+    @classmethod
+    def _check_redis_file(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise _fail(f"{value} is not a file")
+        return value
+
+    @model_validator(mode="after")
+    def _check_redis_target(self) -> Settings:
+        try:
+            self.redis.check()
+        except BadRedisUrl as exc:
+            raise _fail(f"CITEBOT_REDIS_URL: {exc}") from None
+        return self
+
+    @property
+    def redis(self) -> RedisTarget:
+        """How to reach Redis: the URL with its mode and TLS files (citebot_core.connection opens it)."""
+        return RedisTarget(
+            self.redis_url,
+            mode=RedisMode(self.redis_mode),
+            ca_file=str(self.redis_ca_file) if self.redis_ca_file else None,
+            cert_file=str(self.redis_cert_file) if self.redis_cert_file else None,
+            key_file=str(self.redis_key_file) if self.redis_key_file else None,
+        )
 
     @field_validator("kb_dir", mode="after")
     @classmethod

@@ -71,6 +71,23 @@ def _report_index(index_dir: Path) -> None:
                   "not ready'", problem)
 
 
+async def _migrate_keys(settings: Settings, redis) -> None:
+    """An upgrade in place: the web process renames the untagged keys too, in case it starts
+    before any new worker (bot.store.migrate). Redis down is no reason not to serve: the
+    first worker does it then."""
+    from redis.exceptions import RedisError
+
+    from bot.store.migrate import migrate_untagged_keys
+    from citebot_core.redis_target import RedisMode
+
+    if settings.redis.resolved_mode is RedisMode.CLUSTER:
+        return
+    try:
+        await migrate_untagged_keys(redis)
+    except (RedisError, OSError) as exc:
+        log.warning("could not check Redis for keys of the old layout: %s", exc)
+
+
 async def run_web(settings: Settings, *, host: str, port: int) -> None:
     """`citebot serve`: until SIGTERM or SIGINT."""
     _, signing_secret = settings.require_web()
@@ -78,9 +95,10 @@ async def run_web(settings: Settings, *, host: str, port: int) -> None:
     channels = load_channels(settings.channels_file)
     settings = await _checked_with_slack(settings, socket_mode=settings.socket_mode)
     async with AsyncExitStack() as stack:
-        queue = await stack.enter_async_context(JobQueue(settings.redis_url))
-        redis = connect(settings.redis_url, timeout=REDIS_TIMEOUT_S)
+        queue = await stack.enter_async_context(JobQueue(settings.redis))
+        redis = connect(settings.redis, timeout=REDIS_TIMEOUT_S)
         stack.push_async_callback(redis.aclose)
+        await _migrate_keys(settings, redis)
         bolt = create_app(AppDeps(settings=settings, queue=queue, records=Records(redis), channels=channels))
         socket_watch = await _connect_socket_mode(stack, bolt, settings) if settings.socket_mode else None
 
@@ -142,9 +160,9 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
         _report_index(settings.index_dir)
         backend = make_backend(settings)
         stack.push_async_callback(backend.aclose)
-        redis = connect(settings.redis_url, timeout=REDIS_TIMEOUT_S)
+        redis = connect(settings.redis, timeout=REDIS_TIMEOUT_S)
         stack.push_async_callback(redis.aclose)
-        ledger = PostLedger(settings.redis_url)
+        ledger = PostLedger(settings.redis)
         stack.push_async_callback(ledger.close)
         slack = make_client(settings.slack_bot_token, settings.slack_api_url)
         records = Records(redis)
@@ -168,7 +186,7 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
         probing = asyncio.create_task(_report_model(backend, settings), name="model-probe")
         stack.callback(probing.cancel)
         consumer = Consumer(
-            handlers.handle, on_dead=handlers.on_dead, redis_url=settings.redis_url, concurrency=concurrency,
+            handlers.handle, on_dead=handlers.on_dead, redis_url=settings.redis, concurrency=concurrency,
             **consumer_options,
         )
         with _on_signals(consumer.stop):

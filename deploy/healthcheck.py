@@ -45,6 +45,7 @@ def check_worker() -> tuple[int, str]:
 
     from bot.config import ConfigError, load_settings
     from bot.store.keys import HEARTBEAT_PREFIX
+    from citebot_core.connection import connect_blocking
 
     try:
         settings = load_settings()
@@ -52,7 +53,7 @@ def check_worker() -> tuple[int, str]:
         return UNHEALTHY, f"configuration error: {exc}"
     # Worker ids start with the host name (the container's, the pod's name in Kubernetes).
     pattern = f"{HEARTBEAT_PREFIX}{socket.gethostname()}-*"
-    client = redis.Redis.from_url(settings.redis_url, socket_connect_timeout=TIMEOUT_S, socket_timeout=TIMEOUT_S)
+    client = connect_blocking(settings.redis, timeout=TIMEOUT_S)
     try:
         keys = [key for key in client.scan_iter(match=pattern, count=1000)]
     except (redis.RedisError, OSError) as exc:
@@ -61,7 +62,8 @@ def check_worker() -> tuple[int, str]:
         client.close()
     if not keys:
         return UNHEALTHY, f"no heartbeat {pattern} in Redis"
-    return HEALTHY, f"heartbeat {keys[0].decode()}"
+    first = keys[0]
+    return HEALTHY, f"heartbeat {first.decode() if isinstance(first, bytes) else first}"
 
 
 def role_from_cmdline(argv: list[str]) -> tuple[str, int] | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["tests.redis_fixtures", "tests.citebot_fixtures", "tests.backend_fixtures"]
+pytest_plugins = ["tests.redis_fixtures", "tests.redis_ha_fixtures", "tests.citebot_fixtures", "tests.backend_fixtures"]
 
 KINDS = ("unit", "e2e", "faults")
 

@@ -34,11 +34,13 @@ from urllib.parse import urlencode
 import httpx
 import redis
 
-from bot.store.keys import DELAYED_ZSET, HEARTBEAT_PREFIX, JOBS_STREAM
+from bot.jobs.queue import shards_of
+from bot.store.keys import HEARTBEAT_PREFIX
 from tests.fakes import FakeLLMServer
 from tests.fakes.remote import LLMProcess, SlackProcess
 from tests.fakes.slack_server import BOT_USER_ID, FakeSlackServer
 from tests.polling import wait_until
+from tests.redis_ha import sync_client
 
 ROOT = Path(__file__).resolve().parents[1]
 SIGNING_SECRET = "test-signing-secret"
@@ -323,7 +325,8 @@ class Citebot:
         return "".join(self.log(f"worker{i}") for i in range(self.spawned))
 
     def redis(self) -> redis.Redis:
-        return redis.Redis.from_url(self.env["CITEBOT_REDIS_URL"], socket_connect_timeout=1, socket_timeout=2)
+        # One server, a cluster or a Sentinel-managed master: whatever the processes were given.
+        return sync_client(self.env["CITEBOT_REDIS_URL"])
 
     def live_workers(self) -> int:
         try:
@@ -336,7 +339,10 @@ class Citebot:
         """No job waiting, in flight or waiting out a backoff."""
         try:
             with self.redis() as client:
-                return client.xlen(JOBS_STREAM) == 0 and client.zcard(DELAYED_ZSET) == 0
+                return all(
+                    client.xlen(shard.stream) == 0 and client.zcard(shard.delayed) == 0
+                    for shard in shards_of(self.env["CITEBOT_REDIS_URL"])
+                )
         except (redis.RedisError, OSError):
             return False
 

@@ -19,6 +19,7 @@ import redis.asyncio as aioredis
 
 from bot.jobs.consumer import Consumer
 from bot.jobs.queue import Job, JobLost, JobQueue, QueueStats, QueueUnavailable
+from bot.store.keys import JOBS_STREAM
 from bot.store.ledger import PostClaim, PostLedger
 from citebot_core.connection import connect
 from citebot_core.errors import Retryable
@@ -351,8 +352,8 @@ async def test_worker_heartbeat_is_visible_while_it_runs(
 
 
 async def test_consumers_of_gone_workers_are_swept(raw: aioredis.Redis, start_consumer: Any) -> None:
-    await raw.xgroup_create("citebot:jobs", "citebot-workers", id="0", mkstream=True)
-    await raw.xgroup_createconsumer("citebot:jobs", "citebot-workers", "gone-worker")
+    await raw.xgroup_create(JOBS_STREAM, "citebot-workers", id="0", mkstream=True)
+    await raw.xgroup_createconsumer(JOBS_STREAM, "citebot-workers", "gone-worker")
 
     async def handler(job: Job) -> None:
         pass
@@ -472,8 +473,8 @@ async def test_job_that_keeps_killing_workers_ends_in_on_dead(
     # again, and must not drop it silently either.
     job = answer_job()
     await queue.enqueue(job, dedupe_id="Ev1")
-    await raw.xgroup_create("citebot:jobs", "citebot-workers", id="0")
-    await raw.xreadgroup("citebot-workers", "dead-worker", {"citebot:jobs": ">"}, count=1)
+    await raw.xgroup_create(JOBS_STREAM, "citebot-workers", id="0")
+    await raw.xreadgroup("citebot-workers", "dead-worker", {JOBS_STREAM: ">"}, count=1)
 
     async def handler(got: Job) -> None:
         raise AssertionError("the job must not run again")
@@ -539,7 +540,7 @@ async def _only_worker_pid_is(queue: JobQueue, pid: int) -> bool:
 
 
 async def _lacks_consumer(raw: aioredis.Redis, name: str) -> bool:
-    return name not in [c["name"] for c in await raw.xinfo_consumers("citebot:jobs", "citebot-workers")]
+    return name not in [c["name"] for c in await raw.xinfo_consumers(JOBS_STREAM, "citebot-workers")]
 
 
 def _closed_port() -> int:

@@ -150,20 +150,41 @@ async def check_redis(settings: Settings) -> Finding:
 
     from citebot_core.connection import connect, redis_location
 
-    where = redis_location(settings.redis_url)
+    target = settings.redis
+    where = redis_location(target)
+    mode = str(target.resolved_mode)
+    tls = "TLS" if target.tls else "no TLS"
     # Without Slack, only serve and worker would need Redis, and they cannot run anyway.
     unusable = FAIL if settings.slack_bot_token else WARN
-    redis = connect(settings.redis_url, timeout=REDIS_TIMEOUT_S)
+    redis = connect(target, timeout=REDIS_TIMEOUT_S)
     try:
         await redis.ping()
-        version = str((await redis.info("server")).get("redis_version", "0"))
+        version, server_cluster = await _server_facts(redis)
     except (OSError, RedisError) as exc:
-        return Finding("redis", unusable, f"cannot reach Redis at {where}: {exc}")
+        # redis-py's messages name host and port, never the password.
+        return Finding("redis", unusable, f"cannot reach Redis at {where} ({mode}, {tls}): {exc}")
     finally:
         await redis.aclose()
+    data = {"version": version, "mode": mode, "tls": target.tls}
     if tuple(int(part) for part in version.split(".")[:2] if part.isdigit()) < REDIS_MIN_VERSION:
-        return Finding("redis", unusable, f"Redis {version} at {where}: citebot needs 6.2 or newer")
-    return Finding("redis", OK, f"Redis {version} at {where}", {"version": version})
+        return Finding("redis", unusable, f"Redis {version} at {where}: citebot needs 6.2 or newer", data)
+    if server_cluster and mode != "cluster":
+        return Finding("redis", unusable, f"Redis {version} at {where} is a cluster node: set CITEBOT_REDIS_MODE=cluster "
+                                          "(or name several nodes in CITEBOT_REDIS_URL)", data)
+    return Finding("redis", OK, f"Redis {version} ({mode}, {tls}) at {where}", data)
+
+
+async def _server_facts(redis) -> tuple[str, bool]:
+    """The server's version, and whether it is a cluster node. A cluster client
+    answers INFO per node: every node runs the same version in a healthy cluster."""
+    info = await redis.info("server")
+    if isinstance(info, dict) and "redis_version" not in info and info:
+        info = next(iter(info.values()))
+    version = str(info.get("redis_version", "0"))
+    cluster_info = await redis.info("cluster")
+    if isinstance(cluster_info, dict) and "cluster_enabled" not in cluster_info and cluster_info:
+        cluster_info = next(iter(cluster_info.values()))
+    return version, str(cluster_info.get("cluster_enabled", "0")) == "1"
 
 
 # ---------------------------------------------------------------- the index

@@ -86,7 +86,7 @@ def _notify_source_changes(report, previous, index_dir: Path, settings: Settings
     if not (changed or removed):
         return
     try:
-        count = asyncio.run(notify_source_changes(settings.redis_url, index_dir, report.generation, changed, removed))
+        count = asyncio.run(notify_source_changes(settings.redis, index_dir, report.generation, changed, removed))
     except NotNotified as exc:
         echo(
             f"citebot: note: the index is built, but answers citing the {len(changed) + len(removed)} changed or "

@@ -89,7 +89,7 @@ def _with_redis(settings: Settings, use):
     from citebot_core.connection import connect, redis_location
 
     async def run():
-        redis = connect(settings.redis_url, timeout=5.0)
+        redis = connect(settings.redis, timeout=5.0)
         try:
             return await use(redis)
         finally:
@@ -98,7 +98,7 @@ def _with_redis(settings: Settings, use):
     try:
         return asyncio.run(run())
     except (OSError, RedisError) as exc:
-        raise CliError(f"cannot reach Redis at {redis_location(settings.redis_url)}: {exc}") from None
+        raise CliError(f"cannot reach Redis at {redis_location(settings.redis)}: {exc}") from None
 
 
 def cmd_review_gaps(args, settings: Settings) -> int:

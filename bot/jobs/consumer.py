@@ -44,11 +44,13 @@ from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT
 
 from bot.jobs.job import Job, JobKind
-from bot.jobs.queue import DeadLetter, JobLost, JobTimedOut, QueueUnavailable, WorkerInfo
+from bot.jobs.queue import DeadLetter, JobLost, JobTimedOut, QueueUnavailable, WorkerInfo, shards_of
 from bot.store.errors import StoreUnavailable
-from bot.store.keys import DEAD_LIST, DELAYED_ZSET, JOBS_STREAM, WORKERS_GROUP, heartbeat_key
+from bot.store.keys import WORKERS_GROUP, QueueShard, heartbeat_key
+from bot.store.migrate import migrate_untagged_keys
 from citebot_core.connection import connect, redis_location
 from citebot_core.errors import Retryable
+from citebot_core.redis_target import RedisMode, RedisTarget, as_target
 from citebot_core.retry import backoff_delay
 
 # --- Magic numbers of a worker (the web side's are in bot.jobs.queue) -------------------
@@ -79,6 +81,11 @@ DEAD_LETTER_CAP = 1000  # bounded: a broken LLM for a day must not fill Redis
 # How long an idle worker blocks in XREADGROUP: bounds how late it notices a
 # stop request or a retry that became due.
 READ_BLOCK_S = 1.0
+# In a cluster the queue has 16 shards (bot.store.keys) and a worker reads each
+# with a slot of its own: a worker with fewer free slots than shards reads them
+# in turns, each read blocking this long, so a job waits about
+# (shards / free slots) x this before a reader of its shard comes by.
+SHARED_READ_BLOCK_S = 0.05
 # Kubernetes sends SIGKILL 30 s after SIGTERM; finish in-flight jobs in 20 s,
 # hand the rest back to the queue in the remaining time.
 SHUTDOWN_GRACE_S = 20.0
@@ -173,11 +180,27 @@ Handler = Callable[[Job], Awaitable[None]]
 OnDead = Callable[[Job, BaseException], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """A stream entry: ids are unique within a shard's stream only."""
+
+    shard: QueueShard
+    id: str
+
+
 @dataclass
 class _Running:
     job: Job
     task: asyncio.Task[None]
     lease_lost: bool = False
+
+
+@dataclass
+class _ShardScan:
+    """Where a shard's scan for entries of dead workers stands."""
+
+    cursor: str = "0-0"
+    last_pass: float = float("-inf")  # the first pass runs at once
 
 
 class Consumer:
@@ -191,7 +214,7 @@ class Consumer:
         self,
         handler: Handler,
         *,
-        redis_url: str,
+        redis_url: RedisTarget | str,
         on_dead: OnDead,
         concurrency: int = 4,
         max_tries: int = MAX_TRIES,
@@ -222,11 +245,17 @@ class Consumer:
         self._read_block = read_block
         self._grace = shutdown_grace
         self._reclaim_interval = min(RECLAIM_INTERVAL_S, visibility_timeout / 2)
-        self._last_reclaim = float("-inf")  # the first pass runs at once
         self._stale_consumer_after = stale_consumer_after
         self._last_sweep = float("-inf")
-        self._claim_cursor = "0-0"
-        self._running: dict[str, _Running] = {}
+        self._shards = shards_of(redis_url)
+        self._clustered = as_target(redis_url).resolved_mode is RedisMode.CLUSTER
+        self._scans = {shard: _ShardScan() for shard in self._shards}
+        # Each shard has a reader; one reader takes at most its share of the
+        # free slots, so that readers blocked on quiet shards leave room for busy ones.
+        self._per_shard = max(1, -(-concurrency // len(self._shards)))
+        self._reserved = 0  # slots readers hold for the entries they are reading
+        self._waiting = 0  # readers waiting for a slot: the blocked ones then block briefly
+        self._running: dict[_Entry, _Running] = {}
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()  # a slot freed up, or stop() was called
         self._ready = asyncio.Event()
@@ -268,6 +297,10 @@ class Consumer:
         # A worker that cannot reach Redis at start should fail loudly, not
         # sit in a retry loop looking healthy.
         try:
+            if not self._clustered:
+                # A deployment upgraded in place: its queue, ledger and records
+                # get their hash-tagged names before anything reads them.
+                await migrate_untagged_keys(self._redis)
             await self._ensure_group()
             await self._beat()
         except (RedisError, OSError) as exc:
@@ -276,14 +309,15 @@ class Consumer:
         log.info("worker %s started, concurrency %d", self.worker_id, self._concurrency)
         self._ready.set()
 
-    async def _ensure_group(self) -> None:
-        try:
-            # "0", not "$": jobs enqueued before the first worker ever started
-            # must be delivered too.
-            await self._redis.xgroup_create(JOBS_STREAM, WORKERS_GROUP, id="0", mkstream=True)
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+    async def _ensure_group(self, shard: QueueShard | None = None) -> None:
+        for each in [shard] if shard else self._shards:
+            try:
+                # "0", not "$": jobs enqueued before the first worker ever started
+                # must be delivered too.
+                await self._redis.xgroup_create(each.stream, WORKERS_GROUP, id="0", mkstream=True)
+            except ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
 
     async def _drain(self) -> None:
         if not self._running:
@@ -297,73 +331,99 @@ class Consumer:
     # --- taking jobs ---------------------------------------------------------------
 
     async def _read_loop(self) -> None:
+        # One reader per shard: in a cluster the shards' streams live on
+        # different nodes, and one XREADGROUP can only block on one slot.
+        await asyncio.gather(*(self._shard_loop(shard) for shard in self._shards))
+
+    async def _shard_loop(self, shard: QueueShard) -> None:
         while not self._stopping.is_set():
-            free = self._concurrency - len(self._running)
+            free = self._concurrency - len(self._running) - self._reserved
             if free <= 0:
                 # No await since len() above: a job finishing now sets _wake after clear().
                 self._wake.clear()
-                await self._wake.wait()
+                self._waiting += 1
+                try:
+                    await self._wake.wait()
+                finally:
+                    self._waiting -= 1
                 continue
+            want = min(free, self._per_shard)
+            self._reserved += want
             try:
-                batch = await self._take(free)
+                batch = await self._take(shard, want)
             except (RedisError, OSError) as exc:
                 log.warning("worker %s: Redis error while taking jobs: %s", self.worker_id, exc)
+                batch = None
+            finally:
+                self._reserved -= want
+            if batch is None:
                 await self._pause(ERROR_PAUSE_S)
                 continue
             for entry_id, fields, deliveries in batch:
-                self._start(entry_id, fields, deliveries)
+                self._start(_Entry(shard, entry_id), fields, deliveries)
+            if len(batch) < want:
+                # Slots this reader did not fill: the readers of other shards
+                # waiting for one go first, so every shard is read in turn
+                # even when there are more shards than slots.
+                self._wake.set()
+                await asyncio.sleep(0)
 
-    async def _take(self, free: int) -> list[tuple[str, dict[str, str], int]]:
+    async def _take(self, shard: QueueShard, free: int) -> list[tuple[str, dict[str, str], int]]:
         try:
-            next_due_in_ms = await self._promote_script(keys=[DELAYED_ZSET, JOBS_STREAM], args=[PROMOTE_BATCH])
-            reclaimed = await self._reclaim(free)
+            next_due_in_ms = await self._promote_script(keys=[shard.delayed, shard.stream], args=[PROMOTE_BATCH])
+            reclaimed = await self._reclaim(shard, free)
             if reclaimed:
                 return reclaimed
             block = self._read_block
+            if self._waiting:
+                # More shards than free slots: hand the slot on soon, so a job in
+                # a shard without a blocked reader waits SHARED_READ_BLOCK_S at most per turn.
+                block = min(block, SHARED_READ_BLOCK_S)
             if next_due_in_ms is not None:
                 block = min(block, max(int(next_due_in_ms) / 1000, 0.001))
-            return await self._read_new(free, block)
+            return await self._read_new(shard, free, block)
         except ResponseError as exc:
             # Someone deleted the stream (or flushed Redis): make the group again.
             if "NOGROUP" not in str(exc):
                 raise
-            await self._ensure_group()
+            await self._ensure_group(shard)
             return []
 
-    async def _read_new(self, count: int, block: float) -> list[tuple[str, dict[str, str], int]]:
+    async def _read_new(self, shard: QueueShard, count: int, block: float) -> list[tuple[str, dict[str, str], int]]:
         reply = await self._redis.xreadgroup(
-            WORKERS_GROUP, self.worker_id, {JOBS_STREAM: ">"}, count=count, block=max(1, int(block * 1000))
+            WORKERS_GROUP, self.worker_id, {shard.stream: ">"}, count=count, block=max(1, int(block * 1000))
         )
         return [(entry_id, fields, 1) for _, entries in reply or [] for entry_id, fields in entries]
 
-    async def _reclaim(self, count: int) -> list[tuple[str, dict[str, str], int]]:
+    async def _reclaim(self, shard: QueueShard, count: int) -> list[tuple[str, dict[str, str], int]]:
         """Entries of workers that stopped renewing them: their worker is dead."""
-        if time.monotonic() - self._last_reclaim < self._reclaim_interval:
+        scan = self._scans[shard]
+        if time.monotonic() - scan.last_pass < self._reclaim_interval:
             return []
         cursor, entries, *_ = await self._redis.xautoclaim(
-            JOBS_STREAM,
+            shard.stream,
             WORKERS_GROUP,
             self.worker_id,
             min_idle_time=int(self._visibility * 1000),
-            start_id=self._claim_cursor,
+            start_id=scan.cursor,
             count=count,
         )
         # Continue the scan where it stopped; a full pass ends the interval.
-        self._claim_cursor = cursor
+        scan.cursor = cursor
         if cursor == "0-0":
-            self._last_reclaim = time.monotonic()
+            scan.last_pass = time.monotonic()
             await self._sweep_consumers()
         taken = []
         for entry_id, fields in entries:
             if fields is None:  # deleted under Redis 6.2: nothing to run
-                await self._redis.xack(JOBS_STREAM, WORKERS_GROUP, entry_id)
+                await self._redis.xack(shard.stream, WORKERS_GROUP, entry_id)
                 continue
-            if entry_id in self._running:
+            if _Entry(shard, entry_id) in self._running:
                 # Our own entry, idle too long (a Redis hiccup stopped the
                 # renewals): the claim just renewed it; it is running already.
                 continue
-            deliveries = await self._deliveries(entry_id)
-            log.warning("worker %s took over entry %s (delivery %d)", self.worker_id, entry_id, deliveries)
+            deliveries = await self._deliveries(shard, entry_id)
+            log.warning("worker %s took over entry %s of %s (delivery %d)", self.worker_id, entry_id, shard.stream, deliveries)
             taken.append((entry_id, fields, deliveries))
         return taken
 
@@ -371,53 +431,54 @@ class Consumer:
         if time.monotonic() - self._last_sweep < CONSUMER_SWEEP_INTERVAL_S:
             return
         self._last_sweep = time.monotonic()
-        for consumer in await self._redis.xinfo_consumers(JOBS_STREAM, WORKERS_GROUP):
-            name = consumer["name"]
-            if name == self.worker_id or consumer["pending"] or consumer["idle"] < self._stale_consumer_after * 1000:
-                continue
-            if await self._forget_script(keys=[JOBS_STREAM], args=[WORKERS_GROUP, name]):
-                log.info("worker %s removed consumer %s: nothing pending, silent", self.worker_id, name)
+        for shard in self._shards:
+            for consumer in await self._redis.xinfo_consumers(shard.stream, WORKERS_GROUP):
+                name = consumer["name"]
+                if name == self.worker_id or consumer["pending"] or consumer["idle"] < self._stale_consumer_after * 1000:
+                    continue
+                if await self._forget_script(keys=[shard.stream], args=[WORKERS_GROUP, name]):
+                    log.info("worker %s removed consumer %s: nothing pending, silent", self.worker_id, name)
 
-    async def _deliveries(self, entry_id: str) -> int:
-        pending = await self._redis.xpending_range(JOBS_STREAM, WORKERS_GROUP, entry_id, entry_id, 1)
+    async def _deliveries(self, shard: QueueShard, entry_id: str) -> int:
+        pending = await self._redis.xpending_range(shard.stream, WORKERS_GROUP, entry_id, entry_id, 1)
         return int(pending[0]["times_delivered"]) if pending else 1
 
-    def _start(self, entry_id: str, fields: dict[str, str], deliveries: int) -> None:
+    def _start(self, entry: _Entry, fields: dict[str, str], deliveries: int) -> None:
         try:
             stored = Job.model_validate_json(fields["job"])
         except (KeyError, ValidationError) as exc:
-            coro: Coroutine[Any, Any, None] = self._bury(entry_id, fields, exc)
+            coro: Coroutine[Any, Any, None] = self._bury(entry, fields, exc)
             job = Job(kind=JobKind.INVALID, payload={"fields": fields})
         else:
             # Each delivery after the first is a try whose worker died.
             job = stored.model_copy(update={"attempt": stored.attempt + deliveries - 1})
             if job.attempt > self._max_tries:
-                coro = self._dead(entry_id, job, JobLost(f"try {job.attempt - 1} of {self._max_tries} never finished"))
+                coro = self._dead(entry, job, JobLost(f"try {job.attempt - 1} of {self._max_tries} never finished"))
             else:
-                coro = self._run(entry_id, job)
+                coro = self._run(entry, job)
         task = asyncio.create_task(coro, name=f"job {job.id} try {job.attempt}")
-        self._running[entry_id] = _Running(job=job, task=task)
-        task.add_done_callback(lambda _task: self._finished(entry_id))
+        self._running[entry] = _Running(job=job, task=task)
+        task.add_done_callback(lambda _task: self._finished(entry))
 
-    def _finished(self, entry_id: str) -> None:
-        self._running.pop(entry_id, None)
+    def _finished(self, entry: _Entry) -> None:
+        self._running.pop(entry, None)
         self._wake.set()
 
     # --- running one job -------------------------------------------------------------
 
-    async def _run(self, entry_id: str, job: Job) -> None:
+    async def _run(self, entry: _Entry, job: Job) -> None:
         try:
             await self._handle(job)
         except Retryable as exc:
-            await self._retry_or_die(entry_id, job, exc)
+            await self._retry_or_die(entry, job, exc)
         except asyncio.CancelledError:
-            await asyncio.shield(self._release(entry_id, job))
+            await asyncio.shield(self._release(entry, job))
             raise
         except Exception as exc:
             # Permanent, or not citebot's at all (a bug): another try would end the same way.
-            await self._dead(entry_id, job, exc)
+            await self._dead(entry, job, exc)
         else:
-            await self._finish(entry_id, "ack")
+            await self._finish(entry, "ack")
 
     async def _handle(self, job: Job) -> None:
         """The handler within the job timeout; what it raises that is not citebot's, translated."""
@@ -434,14 +495,14 @@ class Consumer:
             # are worth another try.
             raise JobTimedOut(f"timed out (job timeout {self._job_timeout:g}s)") from exc
 
-    async def _retry_or_die(self, entry_id: str, job: Job, exc: Retryable) -> None:
+    async def _retry_or_die(self, entry: _Entry, job: Job, exc: Retryable) -> None:
         if job.attempt >= self._max_tries:
-            await self._dead(entry_id, job, exc)
+            await self._dead(entry, job, exc)
             return
         delay = self._delay(job.attempt, exc.retry_after)
         log.info("job %s try %d: %s; retrying in %.1fs", job.id, job.attempt, exc, delay)
         retry = job.model_copy(update={"attempt": job.attempt + 1})
-        await self._finish(entry_id, "retry", retry.model_dump_json(), delay_ms=int(delay * 1000))
+        await self._finish(entry, "retry", retry.model_dump_json(), delay_ms=int(delay * 1000))
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -450,34 +511,35 @@ class Consumer:
         # Try `attempt` failed: what follows is retry number attempt - 1, counted from 0.
         return backoff_delay(attempt - 1, base=base, cap=cap, jitter=BACKOFF_JITTER)
 
-    async def _dead(self, entry_id: str, job: Job, error: BaseException) -> None:
+    async def _dead(self, entry: _Entry, job: Job, error: BaseException) -> None:
         log.error("job %s failed for good on try %d: %s: %s", job.id, job.attempt, type(error).__name__, error, exc_info=error)
         try:
             await self._on_dead(job, error)
         except Exception:
             # The dead letter is still recorded: an operator can replay it.
             log.exception("on_dead failed for job %s", job.id)
-        await self._finish(entry_id, "dead", self._dead_letter(job, error))
+        await self._finish(entry, "dead", self._dead_letter(job, error))
 
-    async def _bury(self, entry_id: str, fields: dict[str, str], error: Exception) -> None:
+    async def _bury(self, entry: _Entry, fields: dict[str, str], error: Exception) -> None:
         # Not a Job: there is no question to apologise to, only a record to keep.
-        log.error("entry %s is not a job (%s); dead-lettered", entry_id, error)
+        log.error("entry %s is not a job (%s); dead-lettered", entry.id, error)
         job = Job(kind=JobKind.INVALID, payload={"fields": fields})
-        await self._finish(entry_id, "dead", self._dead_letter(job, error))
+        await self._finish(entry, "dead", self._dead_letter(job, error))
 
     def _dead_letter(self, job: Job, error: BaseException) -> str:
         text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
         return DeadLetter(job=job, error=text, failed_at=time.time(), worker=self.worker_id).model_dump_json()
 
-    async def _release(self, entry_id: str, job: Job) -> None:
-        running = self._running.get(entry_id)
+    async def _release(self, entry: _Entry, job: Job) -> None:
+        running = self._running.get(entry)
         if running is not None and running.lease_lost:
             return  # another worker owns the entry now
         # Handed back with the same try number: a shutdown is not the job's fault.
-        await self._finish(entry_id, "requeue", job.model_dump_json())
+        await self._finish(entry, "requeue", job.model_dump_json())
 
-    async def _finish(self, entry_id: str, action: str, data: str = "", delay_ms: int = 0) -> None:
-        keys = [JOBS_STREAM, DELAYED_ZSET, DEAD_LIST]
+    async def _finish(self, entry: _Entry, action: str, data: str = "", delay_ms: int = 0) -> None:
+        shard, entry_id = entry.shard, entry.id
+        keys = [shard.stream, shard.delayed, shard.dead]
         args: list[EncodableT] = [WORKERS_GROUP, self.worker_id, entry_id, action, data, delay_ms, DEAD_LETTER_CAP]
         try:
             owned = await self._finish_script(keys=keys, args=args)
@@ -504,18 +566,20 @@ class Consumer:
                 log.warning("worker %s: Redis error in keepalive: %s", self.worker_id, exc)
 
     async def _renew(self) -> None:
-        entry_ids = [entry_id for entry_id, r in self._running.items() if not r.lease_lost]
-        if not entry_ids:
-            return
-        lost = await self._renew_script(keys=[JOBS_STREAM], args=[WORKERS_GROUP, self.worker_id, *entry_ids])
-        for entry_id in lost:
-            running = self._running.get(entry_id)
-            if running is None:
-                continue
-            # Another worker runs it now; two runs in parallel would race to post.
-            log.warning("worker %s lost the lease on entry %s; cancelling its job", self.worker_id, entry_id)
-            running.lease_lost = True
-            running.task.cancel()
+        by_shard: dict[QueueShard, list[str]] = {}
+        for entry, r in self._running.items():
+            if not r.lease_lost:
+                by_shard.setdefault(entry.shard, []).append(entry.id)
+        for shard, entry_ids in by_shard.items():
+            lost = await self._renew_script(keys=[shard.stream], args=[WORKERS_GROUP, self.worker_id, *entry_ids])
+            for entry_id in lost:
+                running = self._running.get(_Entry(shard, entry_id))
+                if running is None:
+                    continue
+                # Another worker runs it now; two runs in parallel would race to post.
+                log.warning("worker %s lost the lease on entry %s; cancelling its job", self.worker_id, entry_id)
+                running.lease_lost = True
+                running.task.cancel()
 
     async def _beat(self) -> None:
         info = WorkerInfo(
@@ -535,7 +599,8 @@ class Consumer:
         # of another worker removes the consumer.
         with contextlib.suppress(RedisError, OSError):
             await self._redis.delete(heartbeat_key(self.worker_id))
-            await self._forget_script(keys=[JOBS_STREAM], args=[WORKERS_GROUP, self.worker_id])
+            for shard in self._shards:
+                await self._forget_script(keys=[shard.stream], args=[WORKERS_GROUP, self.worker_id])
 
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

@@ -60,7 +60,7 @@ Use
 ---
 web process (one JobQueue per process)::
 
-    async with JobQueue(settings.redis_url) as queue:
+    async with JobQueue(settings.redis) as queue:
         await queue.enqueue(Job.of(AnswerPayload(question=...)), dedupe_id=event_id)
 
 worker process: bot.wiring `run_worker` builds the handlers and runs a Consumer.
@@ -87,15 +87,18 @@ from redis.typing import EncodableT
 
 from bot.jobs.job import Job
 from bot.store.keys import (
-    DEAD_LIST,
-    DELAYED_ZSET,
+    CLUSTER_QUEUE_SHARDS,
     HEARTBEAT_PREFIX,
-    JOBS_STREAM,
+    SINGLE_QUEUE_SHARDS,
     WORKERS_GROUP,
-    dedupe_key,
+    QueueShard,
+    queue_shards,
+    shard_of,
 )
+from bot.store.replicated import has_replicas, run_replicated
 from citebot_core.connection import connect, redis_location
 from citebot_core.errors import CitebotError, Permanent, Retryable
+from citebot_core.redis_target import RedisMode, RedisTarget, as_target
 
 # --- Magic numbers of the web side (the worker's are in bot.jobs.consumer) -------------
 
@@ -105,6 +108,17 @@ DEDUPE_TTL_S = 24 * 3600
 # Slack wants the ack within 3 s; the enqueue must leave room for signature
 # checking and the HTTP response, so it gives up after one second.
 ENQUEUE_TIMEOUT_S = 1.0
+
+
+
+
+def shard_count(target: RedisTarget | str) -> int:
+    """How many shards the queue has with this Redis (bot.store.keys says why)."""
+    return CLUSTER_QUEUE_SHARDS if as_target(target).resolved_mode is RedisMode.CLUSTER else SINGLE_QUEUE_SHARDS
+
+
+def shards_of(target: RedisTarget | str) -> list[QueueShard]:
+    return queue_shards(shard_count(target))
 
 
 # --- Errors -----------------------------------------------------------------------
@@ -171,15 +185,22 @@ return {redis.call('XLEN', KEYS[1]), pending, redis.call('ZCARD', KEYS[2]), redi
 """
 
 
+async def _awaited(reply: Any) -> Any:
+    # redis-py annotates its commands for the sync and asyncio clients at once.
+    return await reply
+
+
 # --- The web process's side --------------------------------------------------------
 
 
 class JobQueue:
     """Enqueue jobs and look at the queue. One per process; `close()` when done."""
 
-    def __init__(self, redis_url: str, *, enqueue_timeout: float = ENQUEUE_TIMEOUT_S):
+    def __init__(self, redis_url: RedisTarget | str, *, enqueue_timeout: float = ENQUEUE_TIMEOUT_S):
         self._url = redis_url
         self._timeout = enqueue_timeout
+        self._shards = shards_of(redis_url)
+        self._replicated = has_replicas(redis_url)
         self._redis = connect(redis_url, timeout=enqueue_timeout)
         self._enqueue = self._redis.register_script(ENQUEUE_LUA)
         self._stats = self._redis.register_script(STATS_LUA)
@@ -197,16 +218,28 @@ class JobQueue:
         Redis does: the web process answers Slack within its 3 seconds either
         way, with the ack, or with an error that makes Slack deliver the event again.
         """
-        keys = [dedupe_key(dedupe_id), JOBS_STREAM]
+        shard = shard_of(dedupe_id, len(self._shards))
+        keys = [shard.dedupe_key(dedupe_id), shard.stream]
         args: list[EncodableT] = [DEDUPE_TTL_S, job.id, job.model_dump_json()]
-        added = await self._bounded(self._enqueue(keys=keys, args=args), f"enqueue job {job.id}")
+        if not self._replicated:
+            return bool(await self._bounded(self._enqueue(keys=keys, args=args), f"enqueue job {job.id}"))
+        added, replicas = await self._bounded(run_replicated(self._redis, self._enqueue, keys, args), f"enqueue job {job.id}")
+        if added and replicas < 1:
+            # The ack to Slack is the promise that the question is kept. Not
+            # yet on a replica, it would go if the master failed now: no ack,
+            # so Slack sends the event again. The job stays and runs; the
+            # resent event finds its dedupe key and is acked as a duplicate,
+            # unless the master did fail, and then it is enqueued anew.
+            raise QueueUnavailable(f"job {job.id} is not on a replica yet (WAIT timed out): Slack will send it again")
         return bool(added)
 
     async def stats(self) -> QueueStats:
-        keys = [JOBS_STREAM, DELAYED_ZSET, DEAD_LIST]
-        length, pending, delayed, dead = await self._bounded(
-            self._stats(keys=keys, args=[WORKERS_GROUP]), "read queue stats"
+        """The sums over every shard."""
+        replies = await self._bounded(
+            asyncio.gather(*(self._stats(keys=[s.stream, s.delayed, s.dead], args=[WORKERS_GROUP]) for s in self._shards)),
+            "read queue stats",
         )
+        length, pending, delayed, dead = (sum(column) for column in zip(*replies, strict=True))
         return QueueStats(waiting=length - pending, in_flight=pending, delayed=delayed, dead=dead)
 
     async def depth(self) -> int:
@@ -215,14 +248,21 @@ class JobQueue:
         return stats.waiting + stats.delayed
 
     async def dead_letters(self, limit: int = 50) -> list[DeadLetter]:
-        raw = await self._bounded(self._redis.lrange(DEAD_LIST, 0, limit - 1), "read dead letters")
-        return [DeadLetter.model_validate_json(item) for item in raw]
+        """The newest `limit` of every shard's dead letters, newest first."""
+        lists = await self._bounded(
+            asyncio.gather(*(_awaited(self._redis.lrange(s.dead, 0, limit - 1)) for s in self._shards)),
+            "read dead letters",
+        )
+        letters = [DeadLetter.model_validate_json(item) for raw in lists for item in raw]
+        return sorted(letters, key=lambda letter: letter.failed_at, reverse=True)[:limit]
 
     async def workers(self) -> list[WorkerInfo]:
         """Workers whose heartbeat has not expired."""
         return await self._bounded(self._live_workers(), "read worker heartbeats")
 
     async def _live_workers(self) -> list[WorkerInfo]:
+        # The heartbeats share one hash tag: in a cluster, one node holds
+        # them all, and the MGET stays within one slot.
         keys = [key async for key in self._redis.scan_iter(match=HEARTBEAT_PREFIX + "*")]
         values = await self._redis.mget(keys) if keys else []
         # A heartbeat may expire between SCAN and MGET: skip the gap.
@@ -255,4 +295,6 @@ __all__ = [
     "QueueStats",
     "QueueUnavailable",
     "WorkerInfo",
+    "shard_count",
+    "shards_of",
 ]

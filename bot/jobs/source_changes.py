@@ -39,6 +39,7 @@ from bot.store.audit import AuditTrail
 from bot.store.records import Records
 from citebot_core.connection import connect, redis_location
 from citebot_core.errors import Retryable
+from citebot_core.redis_target import RedisTarget
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ async def enqueue_notes(queue: JobQueue, plan: dict[str, list[SourceChange]], ge
     return added
 
 
-async def notify_source_changes(redis_url: str, index_dir: Path, generation: str, changed: list[str], removed: list[str]) -> int:
+async def notify_source_changes(redis_url: RedisTarget | str, index_dir: Path, generation: str, changed: list[str], removed: list[str]) -> int:
     """After a build: enqueue the notes; returns the number of answers that will get one."""
     from kb_index import Retriever
 

@@ -27,20 +27,25 @@ class Asked:
     is_dm: bool = False
 
 
+# KEYS: the user's key. ARGV: member, score, keep, ttl. A script, not MULTI:
+# a cluster client has no transactions.
+ADD_LUA = """
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -tonumber(ARGV[3]) - 1)
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+"""
+
+
 class AskedIndex:
     def __init__(self, redis: aioredis.Redis, *, keep: int = keys.ASKED_MAX):
         self.redis = redis
         self.keep = keep
+        self._add = redis.register_script(ADD_LUA)
 
     async def add(self, user: str, question_id: str, text: str, at: float, *, is_dm: bool = False) -> None:
         """Idempotent: a Slack retry of the same event writes the same member again."""
         member = json.dumps({"id": question_id, "text": text[:TEXT_CHARS], "dm": is_dm}, sort_keys=True, ensure_ascii=False)
-        key = keys.asked_key(user)
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.zadd(key, {member: at})
-        pipe.zremrangebyrank(key, 0, -self.keep - 1)
-        pipe.expire(key, keys.ASKED_TTL_S)
-        await pipe.execute()
+        await self._add(keys=[keys.asked_key(user)], args=[member, repr(at), self.keep, keys.ASKED_TTL_S])
 
     async def recent(self, user: str, limit: int = keys.ASKED_MAX) -> list[Asked]:
         """Newest first."""

@@ -22,29 +22,125 @@ The answer record (ANSWER_PREFIX) does not hold where it was posted.
 
 from __future__ import annotations
 
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS as SLOTS, key_slot
+
 PREFIX = "citebot:"
+
+# ---------------------------------------------------------------- hash tags (Redis Cluster)
+
+# A cluster runs a script or a MULTI only on keys of one hash slot, and the
+# slot of a key is that of the part between its first "{" and "}" (its hash
+# tag) when it has one. So every group of keys one step touches together
+# carries one tag, chosen by what the step is about:
+#
+# - per queue shard, "{q<n>}": a shard's stream, its delayed retries, its
+#   dead letters and the dedupe keys of the jobs enqueued into it. Enqueue
+#   (SET NX the dedupe key + XADD) and finish (XACK + ZADD/XADD/LPUSH) are
+#   one script each, so these must share a slot. Tagging per question instead
+#   would put every question's dedupe key in its own slot, away from the
+#   stream its job goes into.
+# - per post key, "{<post key>}": the post record, its claim and its attempt
+#   (the claim script reads the record and sets the claim; a release deletes
+#   claim and attempt). Per question, so posts spread over the whole cluster.
+# - "{audit}": the audit stream, its question index and cited-by sets, written
+#   by one script so that an index never points at nothing. One slot: the
+#   audit is read as one stream in time order (`citebot review gaps`), and an
+#   entry per answered question is not enough writes to make one node hot.
+# - "{reviews}": a review record and the sorted set of open reviews, written
+#   together. Reviews are a few a day.
+# - "{workers}": the heartbeats, so that one SCAN and one MGET read them all.
+#
+# The queue spreads over the cluster by its shards: a job goes to the shard
+# its dedupe id hashes to (a stable CRC32, so a Slack retry of an event goes
+# to the shard that has its dedupe key), and every worker reads every shard.
+# One stream per cluster would put every enqueue and every take on one node,
+# the one thing a cluster is bought to avoid. 16 shards spread over up to 16
+# masters: the tag of shard i is chosen so that its slot lies in the i-th
+# sixteenth of the slot range, which any even split of the slots among the
+# masters (redis-cli --cluster create makes one) spreads evenly;
+# the count is fixed per mode, not a setting, because the web process and the
+# workers must agree on it: a job in a shard no worker reads would never run.
+# On one server (or a Sentinel-managed one) one shard is the whole queue, so
+# nothing changes there but the names; the tags cost nothing outside a cluster.
+CLUSTER_QUEUE_SHARDS = 16
+SINGLE_QUEUE_SHARDS = 1
 
 # ---------------------------------------------------------------- the job queue
 
-# Stream of jobs waiting or in flight. Entries are deleted when acked, so
-# XLEN - pending = jobs nobody has taken yet.
-JOBS_STREAM = PREFIX + "jobs"
-# The consumer group all workers read through; its PEL is what makes delivery
-# at-least-once.
+# The consumer group all workers read through, the same on every shard; its
+# PEL is what makes delivery at-least-once.
 WORKERS_GROUP = "citebot-workers"
-# Retries waiting out their backoff: member = job JSON, score = due time (ms).
-DELAYED_ZSET = PREFIX + "jobs:delayed"
-# Jobs that failed for good, newest first, for operators and replays.
-DEAD_LIST = PREFIX + "jobs:dead"
-DEDUPE_PREFIX = PREFIX + "dedupe:"  # + dedupe id (Slack event id)
-HEARTBEAT_PREFIX = PREFIX + "worker:"  # + worker id
+
+
+@lru_cache(maxsize=256)
+def _shard_tag(index: int, count: int) -> str:
+    # "q<i>", or "q<i>-<j>" with the first j that lands in the shard's part of
+    # the slot range: computed, so the names never depend on a table kept by hand.
+    for j in range(10_000):
+        name = f"q{index}" if j == 0 else f"q{index}-{j}"
+        if key_slot(name.encode()) * count // SLOTS == index:
+            return "{" + name + "}"
+    raise AssertionError("unreachable: CRC16 covers every part of the slot range")
+
+
+@dataclass(frozen=True)
+class QueueShard:
+    """The keys of one queue shard (of `count`), all in the slot of its hash tag."""
+
+    index: int
+    count: int = 1
+
+    @property
+    def tag(self) -> str:
+        return _shard_tag(self.index, self.count)
+
+    @property
+    def stream(self) -> str:
+        # Jobs waiting or in flight. Entries are deleted when acked, so
+        # XLEN - pending = jobs nobody has taken yet.
+        return f"{PREFIX}{self.tag}:jobs"
+
+    @property
+    def delayed(self) -> str:
+        # Retries waiting out their backoff: member = job JSON, score = due time (ms).
+        return f"{PREFIX}{self.tag}:jobs:delayed"
+
+    @property
+    def dead(self) -> str:
+        # Jobs that failed for good, newest first, for operators and replays.
+        return f"{PREFIX}{self.tag}:jobs:dead"
+
+    def dedupe_key(self, dedupe_id: str) -> str:
+        return f"{PREFIX}{self.tag}:dedupe:{dedupe_id}"
+
+
+def queue_shards(count: int) -> list[QueueShard]:
+    return [QueueShard(i, count) for i in range(count)]
+
+
+def shard_of(dedupe_id: str, count: int) -> QueueShard:
+    """Where a job with this dedupe id goes: the same shard for every process and every retry."""
+    return QueueShard(zlib.crc32(dedupe_id.encode()) % count, count)
+
+
+# The one shard of a single server: what tests and tools on one Redis read.
+JOBS_STREAM = QueueShard(0).stream
+DELAYED_ZSET = QueueShard(0).delayed
+DEAD_LIST = QueueShard(0).dead
+DEDUPE_PREFIX = f"{PREFIX}{QueueShard(0).tag}:dedupe:"  # + dedupe id (Slack event id)
+HEARTBEAT_PREFIX = PREFIX + "{workers}:worker:"  # + worker id
 
 # ---------------------------------------------------------------- posting once (bot.store.ledger, bot.slack.posting)
 
-# The post key is a question id, or a review card's or decision's key.
-POSTED_PREFIX = PREFIX + "posted:"  # + post key: the post that was made
-POST_CLAIM_PREFIX = PREFIX + "post-claim:"  # + post key: a post is being made
-# + post key: until when the message of its last chat.postMessage may still
+# The post key is a question id, or a review card's or decision's key; it is
+# the hash tag of its three keys.
+POSTED_PREFIX = PREFIX + "posted:"  # + {post key}: the post that was made
+POST_CLAIM_PREFIX = PREFIX + "post-claim:"  # + {post key}: a post is being made
+# + {post key}: until when the message of its last chat.postMessage may still
 # show up in Slack, when that post's outcome is unknown (a timeout, a 5xx).
 POST_ATTEMPT_PREFIX = PREFIX + "post-attempt:"
 # Redelivery comes within minutes, but an operator may replay a dead letter
@@ -61,10 +157,10 @@ ANSWER_TTL_S = 30 * 24 * 3600
 
 # A rejected draft waiting for a reviewer, and the marker that makes the first
 # click the only one that decides. Unreviewed drafts expire after 90 days.
-REVIEW_PREFIX = PREFIX + "review:"  # + review id
+REVIEW_PREFIX = PREFIX + "{reviews}:review:"  # + review id
 REVIEW_DECISION_PREFIX = PREFIX + "review-decision:"  # + review id
 REVIEW_TTL_S = 90 * 24 * 3600
-OPEN_REVIEWS_ZSET = PREFIX + "reviews:open"  # member review id, score created_at
+OPEN_REVIEWS_ZSET = PREFIX + "{reviews}:open"  # member review id, score created_at
 
 # When the first model call for a question began: its time budget
 # (CITEBOT_QUESTION_BUDGET_S) counts from there over all its tries. A day
@@ -84,18 +180,18 @@ FEEDBACK_MAXLEN = 100_000
 # write: to AUDIT_HORIZON_S by entry id (ids are millisecond timestamps), and
 # to about AUDIT_MAXLEN entries, so a busy month cannot fill Redis (an entry
 # is 1-3 kB: the cap is well under a gigabyte).
-AUDIT_STREAM = PREFIX + "audit"
+AUDIT_STREAM = PREFIX + "{audit}"
 AUDIT_MAXLEN = 200_000
 AUDIT_HORIZON_S = 90 * 24 * 3600
 # Question id -> its entry's stream id, for `citebot audit show` in O(1).
 # Lives as long as the stream keeps entries (AUDIT_HORIZON_S).
-AUDIT_QUESTION_PREFIX = PREFIX + "audit:q:"  # + question id
+AUDIT_QUESTION_PREFIX = PREFIX + "{audit}:q:"  # + question id
 # Entry id -> the questions whose answers cited it (sorted set, score = when
 # answered), for the note on answers whose source changed (bot.jobs.source_changes).
 # Members older than CITED_BY_WINDOW_S are trimmed on every write and the key
 # expires that long after its last write: past the window the answer record
 # that holds the posted message (ANSWER_TTL_S) is gone too.
-CITED_BY_PREFIX = PREFIX + "cited-by:"  # + entry id
+CITED_BY_PREFIX = PREFIX + "{audit}:cited-by:"  # + entry id
 CITED_BY_WINDOW_S = 30 * 24 * 3600
 # Held while one worker rewrites an answer's source notes (chat.update of the
 # stored message): two notes for the same answer must not overwrite each
@@ -120,8 +216,8 @@ def question_started_key(question_id: str) -> str:
     return QUESTION_STARTED_PREFIX + question_id
 
 
-def dedupe_key(dedupe_id: str) -> str:
-    return DEDUPE_PREFIX + dedupe_id
+def dedupe_key(dedupe_id: str, shards: int = SINGLE_QUEUE_SHARDS) -> str:
+    return shard_of(dedupe_id, shards).dedupe_key(dedupe_id)
 
 
 def heartbeat_key(worker_id: str) -> str:
@@ -129,15 +225,15 @@ def heartbeat_key(worker_id: str) -> str:
 
 
 def posted_key(post_key: str) -> str:
-    return POSTED_PREFIX + post_key
+    return POSTED_PREFIX + "{" + post_key + "}"
 
 
 def post_claim_key(post_key: str) -> str:
-    return POST_CLAIM_PREFIX + post_key
+    return POST_CLAIM_PREFIX + "{" + post_key + "}"
 
 
 def post_attempt_key(post_key: str) -> str:
-    return POST_ATTEMPT_PREFIX + post_key
+    return POST_ATTEMPT_PREFIX + "{" + post_key + "}"
 
 
 def audit_question_key(question_id: str) -> str:

@@ -13,6 +13,7 @@ posted is kept for longer in its audit entry. Redis failures are raised as
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 import uuid
@@ -20,22 +21,33 @@ from enum import StrEnum
 from typing import Any
 
 from redis.exceptions import RedisError
+from redis.typing import EncodableT
 
 from bot.store.errors import StoreUnavailable
 from bot.store.keys import POSTED_TTL_S, post_attempt_key, post_claim_key, posted_key
 from bot.store.records import PostRecord
+from bot.store.replicated import has_replicas, run_replicated
 from citebot_core.connection import connect
+from citebot_core.redis_target import RedisTarget
 
 # Each ledger call is one small command; one that takes longer is a hung connection.
 LEDGER_TIMEOUT_S = 10.0
 
-# KEYS: posted key, claim key. ARGV: ttl, claimer.
+# KEYS: posted key, claim key (one hash tag: the post key). ARGV: ttl, claimer.
 CLAIM_POST_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'posted' end
 if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[1]) then return 'granted' end
 redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[1])
 return 'in_doubt'
 """
+
+
+# KEYS: posted key. ARGV: record json, ttl. A script so that it can be run replicated.
+RECORD_POST_LUA = """
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+"""
+
+log = logging.getLogger(__name__)
 
 
 class PostClaim(StrEnum):
@@ -50,10 +62,12 @@ class PostClaim(StrEnum):
 class PostLedger:
     """Claims, attempts and records of posts in Redis, by key."""
 
-    def __init__(self, redis_url: str, *, ttl: float = POSTED_TTL_S, timeout: float = LEDGER_TIMEOUT_S):
+    def __init__(self, redis_url: RedisTarget | str, *, ttl: float = POSTED_TTL_S, timeout: float = LEDGER_TIMEOUT_S):
         self._ttl = int(ttl)
         self._redis = connect(redis_url, timeout=timeout)
         self._claim = self._redis.register_script(CLAIM_POST_LUA)
+        self._record = self._redis.register_script(RECORD_POST_LUA)
+        self._replicated = has_replicas(redis_url)
         self._claimer = f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
 
     async def claim_post(self, key: str) -> PostClaim:
@@ -63,7 +77,16 @@ class PostLedger:
 
     async def record_posted(self, key: str, channel: str, ts: str) -> None:
         record = PostRecord(question_id=key, channel=channel, ts=ts, posted_at=time.time())
-        await self._call(self._redis.set(posted_key(key), record.model_dump_json(), ex=self._ttl))
+        keys = [posted_key(key)]
+        args: list[EncodableT] = [record.model_dump_json(), self._ttl]
+        if not self._replicated:
+            await self._call(self._record(keys=keys, args=args))
+            return
+        # On a replica before the job is acked: a failover right after must not
+        # forget that the message is in Slack, or the redelivered job posts it again.
+        _, replicas = await self._call(run_replicated(self._redis, self._record, keys, args))
+        if replicas < 1:
+            log.warning("post %s recorded, but no replica confirmed it: a failover now could repeat it", key)
 
     async def release_post(self, key: str) -> None:
         """Drops this run's claim when the post surely did not happen (a 429,

@@ -107,11 +107,33 @@ class ReviewRecord(BaseModel):
     final_answer: str | None = None
 
 
+# Scripts, not MULTI: a cluster client has no transactions, and a script on
+# keys of one hash slot is atomic on one server and in a cluster alike.
+
+# KEYS: review key, open reviews (both "{reviews}"). ARGV: record json, ttl, review id, created at, open?
+SAVE_REVIEW_LUA = """
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+if ARGV[5] == '1' then
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3])
+else
+  redis.call('ZREM', KEYS[2], ARGV[3])
+end
+"""
+
+# KEYS: question started key. ARGV: now, ttl. The first try's start, whoever asks.
+QUESTION_STARTED_LUA = """
+redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2])
+return redis.call('GET', KEYS[1])
+"""
+
+
 class Records:
     """Answer and review records in Redis. All methods are small, atomic where it matters."""
 
     def __init__(self, redis: aioredis.Redis):
         self.redis = redis
+        self._save_review = redis.register_script(SAVE_REVIEW_LUA)
+        self._question_started = redis.register_script(QUESTION_STARTED_LUA)
 
     # ------------------------------------------------------------ answers
 
@@ -130,13 +152,11 @@ class Records:
     # ------------------------------------------------------------ reviews
 
     async def save_review(self, record: ReviewRecord) -> None:
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.set(keys.review_key(record.review_id), _to_json(record), ex=keys.REVIEW_TTL_S)
-        if record.status is ReviewStatus.OPEN:
-            pipe.zadd(keys.OPEN_REVIEWS_ZSET, {record.review_id: record.created_at})
-        else:
-            pipe.zrem(keys.OPEN_REVIEWS_ZSET, record.review_id)
-        await pipe.execute()
+        is_open = "1" if record.status is ReviewStatus.OPEN else "0"
+        await self._save_review(
+            keys=[keys.review_key(record.review_id), keys.OPEN_REVIEWS_ZSET],
+            args=[_to_json(record), keys.REVIEW_TTL_S, record.review_id, repr(record.created_at), is_open],
+        )
 
     async def review(self, review_id: str) -> ReviewRecord | None:
         raw = await self.redis.get(keys.review_key(review_id))
@@ -165,10 +185,7 @@ class Records:
         """When work on the question began (its first model call), the same for all its tries:
         the question's time budget runs from there, whichever worker runs the try."""
         key = keys.question_started_key(question_id)
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.set(key, repr(time.time()), nx=True, ex=keys.QUESTION_STARTED_TTL_S)
-        pipe.get(key)
-        _, started = await pipe.execute()
+        started = await self._question_started(keys=[key], args=[repr(time.time()), keys.QUESTION_STARTED_TTL_S])
         return float(started)
 
     # ------------------------------------------------------------ feedback

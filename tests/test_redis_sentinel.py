@@ -1,0 +1,153 @@
+"""Sentinel: the queue, the consumer and the ledger follow a failover; what asynchronous
+replication can lose, forced by pausing the replica (SIGSTOP) before the master dies.
+
+A real set per test (tests/redis_ha.py): a master, a replica, three Sentinels.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+
+from bot.jobs.consumer import Consumer
+from bot.jobs.queue import Job, JobQueue, QueueUnavailable
+from bot.store.ledger import PostClaim, PostLedger
+from citebot_core.connection import connect
+from tests.polling import wait_until_async
+from tests.redis_ha import SentinelSet
+from tests.test_queue import FAST, Calls, answer_job
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+
+
+async def _run_consumer(url: str, handler: Any) -> tuple[Consumer, asyncio.Task[None]]:
+    async def dead(job: Job, error: BaseException) -> None:
+        raise AssertionError(f"job {job.id} died: {error}")
+
+    consumer = Consumer(handler, redis_url=url, on_dead=dead, **FAST)
+    task = asyncio.create_task(consumer.run())
+    await consumer.started()
+    return consumer, task
+
+
+async def test_queue_and_ledger_follow_the_master_through_a_failover(sentinel_set: SentinelSet) -> None:
+    url = sentinel_set.url()
+    done = Calls()
+
+    async def handler(job: Job) -> None:
+        done.add(job.id)
+
+    async with JobQueue(url, enqueue_timeout=3.0) as queue:
+        ledger = PostLedger(url)
+        assert await queue.enqueue(answer_job("before"), dedupe_id="Ev-before")
+        assert await ledger.claim_post("before") is PostClaim.GRANTED
+        await ledger.record_posted("before", "C1", "1.1")  # waits for the replica (WAIT 1)
+
+        old = sentinel_set.current_master_port()
+        sentinel_set.node(old).kill()
+        new = sentinel_set.wait_for_failover(old)
+        assert new == sentinel_set.replica.port
+
+        # What was written before is on the promoted replica: the dedupe key
+        # (a resent event is a duplicate), the job, the post record.
+        assert await _eventually(lambda: queue.enqueue(answer_job("before"), dedupe_id="Ev-before")) is False
+        assert (await queue.stats()).waiting == 1
+        assert await ledger.claim_post("before") is PostClaim.POSTED
+        # Without a replica left, the enqueue still keeps the job but does not
+        # let Slack's ack stand for it (tested below); one after is taken as usual.
+        consumer, task = await _run_consumer(url, handler)
+        try:
+            await wait_until_async(lambda: len(done) == 1, timeout=20, what="the job written before the failover")
+        finally:
+            consumer.stop()
+            await task
+        await ledger.close()
+    assert len(done) == 1
+
+
+async def test_an_enqueue_no_replica_has_is_not_acked_and_its_resend_survives_the_failover(
+    sentinel_set: SentinelSet, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The lost write, forced: the replica is cut off, the master takes the job and dies
+    before the replica could copy it. citebot did not ack, so Slack sends the event again,
+    and the resend lands on the promoted replica: the question is answered once."""
+    url = sentinel_set.url()
+    done = Calls()
+
+    async def handler(job: Job) -> None:
+        done.add(job.payload["question_id"])
+
+    async with JobQueue(url, enqueue_timeout=3.0) as queue:
+        sentinel_set.cut_replica_off()
+        with pytest.raises(QueueUnavailable, match="not on a replica"):
+            await queue.enqueue(answer_job("q-lost"), dedupe_id="Ev-lost")
+        old = sentinel_set.current_master_port()
+        sentinel_set.node(old).kill()  # with the only copy of the job
+        sentinel_set.replica.resume()
+        sentinel_set.wait_for_failover(old)
+
+        # Slack sends the event it got no ack for again, until one is acked. With
+        # no replica left after the failover, the first resend is kept but not
+        # acked either; the one after is acked as its duplicate.
+        await _eventually(lambda: queue.enqueue(answer_job("q-lost"), dedupe_id="Ev-lost"))
+        assert (await queue.stats()).waiting == 1, "the resend put the question back"
+        consumer, task = await _run_consumer(url, handler)
+        try:
+            await wait_until_async(lambda: len(done) == 1, timeout=20, what="the resent question")
+            await asyncio.sleep(FAST["visibility_timeout"])  # room for a second run, if any
+        finally:
+            consumer.stop()
+            await task
+    assert done.values == ["q-lost"]
+
+
+async def test_with_the_replica_paused_the_job_still_runs_and_the_resend_is_a_duplicate(
+    sentinel_set: SentinelSet, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The other half: the master does not fail. The job refused to Slack is in the
+    stream all the same, and Slack's resend of the event is acked as a duplicate."""
+    url = sentinel_set.url()
+    async with JobQueue(url, enqueue_timeout=3.0) as queue:
+        sentinel_set.replica.pause()
+        try:
+            with pytest.raises(QueueUnavailable):
+                await queue.enqueue(answer_job("q-kept"), dedupe_id="Ev-kept")
+        finally:
+            sentinel_set.replica.resume()
+        assert await queue.enqueue(answer_job("q-kept"), dedupe_id="Ev-kept") is False
+        assert (await queue.stats()).waiting == 1
+
+
+async def test_a_post_record_no_replica_has_is_logged(sentinel_set: SentinelSet, caplog: pytest.LogCaptureFixture) -> None:
+    ledger = PostLedger(sentinel_set.url())
+    try:
+        sentinel_set.replica.pause()
+        with caplog.at_level(logging.WARNING, logger="bot.store.ledger"):
+            await ledger.record_posted("q9", "C1", "9.9")
+        assert "no replica confirmed it" in caplog.text
+    finally:
+        sentinel_set.replica.resume()
+        await ledger.close()
+
+
+async def test_the_client_closes_its_sentinel_connections(sentinel_set: SentinelSet) -> None:
+    client = connect(sentinel_set.url(), timeout=2.0)
+    assert await client.ping()
+    await client.aclose()
+    for sentinel in client.sentinel_manager.sentinels:  # type: ignore[attr-defined]
+        assert not sentinel.connection_pool._in_use_connections
+
+
+async def _eventually(make: Any, timeout: float = 15.0) -> Any:
+    """The first answer of `make()` once the client has found the new master."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            return await make()
+        except QueueUnavailable:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.2)
