@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -36,16 +37,54 @@ def fault_redis(tmp_path_factory) -> Iterator[RedisServer]:
     server.stop()
 
 
+@dataclass
+class FaultStore:
+    """The Redis a drill runs on: its URL, how to empty it, and its name in the report."""
+
+    mode: str
+    url: str
+    flush: Callable[[], None]
+
+
+# The drills that do not take Redis itself down run on every kind of Redis citebot
+# supports (docs/DESIGN.md, "Redis modes"); Redis's own failures have their drills
+# in test_redis_ha_faults.py and test_redis_crashes_and_restarts_mid_run.
+@pytest.fixture(params=["single", "sentinel", "cluster"])
+def fault_store(request, fault_redis) -> FaultStore:
+    if request.param == "single":
+        return FaultStore("single", fault_redis.url, fault_redis.flush)
+    if request.param == "sentinel":
+        servers = request.getfixturevalue("sentinel_set")
+        return FaultStore("sentinel", servers.url(), servers.flush)
+    servers = request.getfixturevalue("redis_cluster")
+    return FaultStore("cluster", servers.url, servers.flush)
+
+
 @pytest.fixture
-def cluster(fault_redis, index_dir, tmp_path) -> Iterator:
-    """`cluster(worker_args=...)`: serve + two workers on the fault Redis, fakes as processes."""
+def single_store(fault_redis) -> FaultStore:
+    return FaultStore("single", fault_redis.url, fault_redis.flush)
+
+
+@pytest.fixture
+def cluster(fault_store, index_dir, tmp_path) -> Iterator:
+    """`cluster(worker_args=...)`: serve + two workers on the drill's Redis, fakes as processes."""
+    yield from _citebot_on(fault_store, index_dir, tmp_path)
+
+
+@pytest.fixture
+def single_cluster(single_store, index_dir, tmp_path) -> Iterator:
+    """`cluster` on the fault Redis alone: for the drill that kills it."""
+    yield from _citebot_on(single_store, index_dir, tmp_path)
+
+
+def _citebot_on(store: FaultStore, index_dir, tmp_path) -> Iterator:
     made: list[Citebot] = []
 
     def start(*, worker_args: tuple[str, ...] = ()) -> Citebot:
-        fault_redis.flush()
+        store.flush()
         bot = start_citebot(
             tmp_path / "logs",
-            redis_url=fault_redis.url,
+            redis_url=store.url,
             index_dir=index_dir,
             workers=2,
             worker_args=(*WORKER_ARGS, *worker_args),
@@ -54,12 +93,17 @@ def cluster(fault_redis, index_dir, tmp_path) -> Iterator:
         )
         made.append(bot)
         bot.llm.set_script([], default=GOOD)
+        DRILL_REDIS[bot.url] = store.mode
         return bot
 
     yield start
     for bot in made:
         bot.stop()
-    fault_redis.flush()
+    store.flush()
+
+
+# The Redis mode of each running citebot (by its URL), for the drill's row in the report.
+DRILL_REDIS: dict[str, str] = {}
 
 
 @pytest.fixture(scope="session")

@@ -156,13 +156,13 @@ class Tally:
     notes: str = ""
 
     def row(self) -> str:
-        return (f"| {self.scenario:<28} | {self.sent:>4} | {self.answered:>8} | {self.duplicated:>10} | "
+        return (f"| {self.scenario:<38} | {self.sent:>4} | {self.answered:>8} | {self.duplicated:>10} | "
                 f"{self.lost:>4} | {self.apologised:>10} | {self.seconds:>5.1f}s | {self.notes}")
 
 
 TABLE_HEAD = (
-    "| scenario                     | sent | answered | duplicated | lost | apologised |   time | notes\n"
-    "|------------------------------|------|----------|------------|------|------------|--------|------"
+    "| scenario                               | sent | answered | duplicated | lost | apologised |   time | notes\n"
+    "|----------------------------------------|------|----------|------------|------|------------|--------|------"
 )
 
 

@@ -1,5 +1,8 @@
 """Fault drills: 100 questions through web + 2 workers + Redis + fake Slack + fake LLM,
-every one a real process, with one kind of trouble injected per scenario.
+every one a real process, with one kind of trouble injected per scenario. The
+scenarios that leave Redis itself alone run on one Redis, a Sentinel set and a
+cluster (conftest.fault_store); Redis's own failures are drilled here (one Redis,
+killed and restarted) and in test_redis_ha_faults.py (failovers, resharding).
 
 Each scenario reports sent / answered / duplicated / lost / apologised and
 asserts that nothing was lost or posted twice. An apology (the LLM-down
@@ -23,7 +26,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.faults.conftest import LLM_TIMEOUT_S
+from tests.faults.conftest import DRILL_REDIS, LLM_TIMEOUT_S
 from tests.faults.drill import (
     GOOD,
     Sender,
@@ -73,6 +76,9 @@ class Timeline:
 
 def drill(bot: Citebot, name: str, report, *, timeline: Timeline | None = None, duplicate: bool = False,
           notes: str = "", llm_may_fail: bool = False):
+    mode = DRILL_REDIS.get(bot.url, "single")
+    if mode != "single":
+        name = f"{mode}: {name}"
     started = time.monotonic()
     sender = Sender(bot.url, duplicate=duplicate)
     try:
@@ -109,8 +115,8 @@ def _explain(bot: Citebot, result) -> str:
     return f"{result.row()}\n{tail}"
 
 
-def test_redis_crashes_and_restarts_mid_run(cluster, fault_redis, fault_report):
-    bot = cluster()
+def test_redis_crashes_and_restarts_mid_run(single_cluster, fault_redis, fault_report):
+    bot = single_cluster()
     bot.llm.set_script([], default={"text": GOOD, "delay": 1.0})
     down_s = 3.0
 
