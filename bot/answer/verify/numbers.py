@@ -19,6 +19,8 @@ recomputed (`derived_values`); anything else must be in the source.
 
 from __future__ import annotations
 
+import calendar
+import datetime as dt
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -408,8 +410,6 @@ def _decimals(raw: str) -> int:
 
 
 def _dates(numbers: list[Number]) -> list[tuple[int, str]]:
-    import datetime as dt
-
     out = []
     for n in numbers:
         for v in n.values:
@@ -431,28 +431,19 @@ def months_named(text: str) -> list[int]:
     return [_MONTH_NAMES[m.group(0).casefold()] for m in _MONTH_WORD.finditer(text) if m.group(0) != "may"]
 
 
-def _last_day(year: int, month: int) -> int:
-    import calendar
-
-    return calendar.monthrange(year, month)[1]
-
-
 def _months_later(day: int, months: int) -> set[int]:
     """A date (an ordinal) moved by `months` calendar months: the same day of that month (its last day,
     where the month is shorter), and that month's last day ("drei Kalendermonate nach Ablauf des Monats")."""
-    import datetime as dt
-
     start = dt.date.fromordinal(day)
     year, month = divmod(start.month - 1 + months, 12)
     year, month = start.year + year, month + 1
-    last = _last_day(year, month)
+    last = calendar.monthrange(year, month)[1]
     return {dt.date(year, month, min(start.day, last)).toordinal(), dt.date(year, month, last).toordinal()}
 
 
-def _month_start(month: int) -> int:
-    import datetime as dt
-
-    return dt.date(_YEAR_FOR_DAY_MONTH, month, 1).toordinal()
+def _month_end(month: int) -> int:
+    """The last day of a month the asker names without a year, counted in _YEAR_FOR_DAY_MONTH."""
+    return dt.date(_YEAR_FOR_DAY_MONTH, month, calendar.monthrange(_YEAR_FOR_DAY_MONTH, month)[1]).toordinal()
 
 
 def _days_between(dates: list[tuple[int, str]]) -> set[int]:
@@ -510,7 +501,7 @@ class WorkedOut:
         # asker names alone, which end on their last day ("für Juni, drei Kalendermonate nach Ablauf": 30. September).
         self.month_shifts = {int(v) for n in [*stated, *asked] if n.unit == "month"
                              for v in _plain_values([n]) if v == int(v) and 0 < v <= 24}
-        self.month_ends = [_months_later(_month_start(m), 0) for m in asked_months]
+        self.month_ends = [_month_end(m) for m in asked_months]
         self.asked_other = {v for n in asked for v in n.values if not _plain_values([Number(v, frozenset({v}))])}
 
     def known(self, number: Number) -> bool:
@@ -570,11 +561,9 @@ class WorkedOut:
         return bool(_plain_values([number]) & (self.operands | self.accepted))
 
     def _date(self, number: Number) -> bool:
-        import datetime as dt
-
         mine = _dates([number])
         starts = [asked for asked, _kind in self.asked_dates] + self.reached_dates
-        month_starts = starts + [max(ends) for ends in self.month_ends]
+        month_starts = starts + self.month_ends
         for day, kind in mine:
             # A day and month without a year may fall in the next year ("12 November + 8 weeks: 7 January").
             readings = (day, day + 365) if kind == "dm" else (day,)
