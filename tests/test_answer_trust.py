@@ -329,3 +329,55 @@ def test_a_day_and_month_moved_into_the_next_year_is_worked_out():
                  language="en", question=question).ok
     assert not check("If the baby arrives on 12 November, you have until 14 January [hb-parental-02].", leave,
                      language="en", question=question).ok
+
+
+REMOTE = block("hb-remote-01", "Employees may work from another EU country for up to 20 working days per calendar year.",
+               "en")
+
+
+def test_what_is_left_of_a_limit_after_the_askers_working_days_is_worked_out_in_their_unit():
+    question = "Ich war dieses Jahr schon 12 Arbeitstage remote aus Spanien. Darf ich noch 2 Wochen aus Italien arbeiten?"
+    right = ("Mit deinen 12 Tagen aus Spanien bleiben dir noch 8 Arbeitstage [hb-remote-01]. Zwei Wochen sind "
+             "10 Arbeitstage, das wären 2 Tage zu viel [hb-remote-01].")
+    assert check(right, REMOTE, question=question).ok
+    for wrong in (right.replace("noch 8", "noch 9"), right.replace("sind 10", "sind 12")):
+        assert "NUMBER_NOT_IN_SOURCE" in kinds(check(wrong, REMOTE, question=question)), wrong
+
+
+def test_a_day_of_the_month_the_asker_names_moved_by_the_blocks_weeks_is_worked_out():
+    pf = block("lb-pf-03", "Der Drittschuldner muss dem Gläubiger innerhalb von zwei Wochen nach Zustellung erklären, "
+                           "ob er die Forderung anerkennt.")
+    question = "Zwei Pfändungsbeschlüsse sind eingegangen, einer am 5. und einer am 12. Bis wann müssen wir antworten?"
+    right = "Bei Zustellung am 5. und am 12. also bis zum 19. bzw. 26. des Monats [lb-pf-03]."
+    assert check(right, pf, question=question).ok
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right.replace("19.", "21."), pf, question=question))
+
+
+def test_the_full_months_of_the_askers_year_and_a_twelfth_for_each_are_worked_out():
+    pto = block("hb-pto-03", "Employees who join during the year receive one twelfth of the annual entitlement of "
+                             "30 days for each full month of employment in that year.", "en")
+    question = "I start on 1 August. How much leave do I get this year?"
+    right = "Joining on 1 August gives 5 full months, so you get 30 × 5 ÷ 12 = 12.5 days [hb-pto-03]."
+    assert check(right, pto, language="en", question=question).ok
+    assert check("From 1 August you work 5 full months (August–December) this year, which gives 12.5 days "
+                 "[hb-pto-03].", pto, language="en", question=question).ok
+    for wrong in (right.replace("5 full", "6 full").replace("× 5", "× 6"), right.replace("12.5", "15")):
+        assert "NUMBER_NOT_IN_SOURCE" in kinds(check(wrong, pto, language="en", question=question)), wrong
+
+
+def test_a_verbs_separated_particle_is_no_order_word():
+    pf = block("lb-pf-04", "Liegen mehrere Pfändungen vor, werden sie in der Reihenfolge ihrer Zustellung bedient.")
+    question = "Wir haben eine Pfändung vom 5. und eine vom 12. Welche zuerst?"
+    right = "Mehrere Pfändungen werden in der Reihenfolge ihrer Zustellung bedient, zuerst die vom 5. und danach die vom 12."
+    assert "SCOPE_NOT_IN_SOURCE" not in kinds(verify_claims(
+        f'{{"claims": [{{"text": "{right}", "evidence_ids": ["E1"]}}]}}', build_evidence([pf]), "de",
+        question=question))
+
+
+def test_a_negation_in_the_conclusion_drawn_from_a_rule_passes_and_one_in_the_rule_fails():
+    exp = block("hb-exp-01", "Submit every expense claim within 30 days of the date of the expense; claims older than "
+                             "90 days are rejected.", "en")
+    right = "Only claims older than 90 days are rejected, so your claim is not rejected on that ground [hb-exp-01]."
+    assert check(right, exp, language="en").ok
+    wrong = "Claims older than 90 days are not rejected, so your claim is accepted [hb-exp-01]."
+    assert not check(wrong, exp, language="en").ok

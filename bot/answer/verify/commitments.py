@@ -215,6 +215,8 @@ def _find_cues(text: str, language: str) -> tuple[Cue, ...]:
                 continue
             if family in ("MORE", "LESS") and _phrasal_verb(plain, m.start()):
                 continue
+            if family in ("BEFORE", "AFTER") and language == "de" and _SEPARATED_PARTICLE.match(plain, m.end()):
+                continue  # "Liegen mehrere Pfändungen vor.": the particle of "vorliegen", no order
             if family in ("BEFORE", "AFTER") and _POINT_IN_TIME.match(plain, m.end()):
                 # "before 10:00", "vor dem 31. März": a deadline, not an offset ("acht Wochen vor")
                 family = "LATEST" if family == "BEFORE" else "EARLIEST"
@@ -264,6 +266,10 @@ _POINT_IN_TIME = re.compile(
     r"|jahre[n]?|stunden|minutes?|minuten)\b)(?=\W|$)",
     re.IGNORECASE,
 )
+
+
+# A German verb's separated particle ends its clause: "liegen … vor", "reicht … nach".
+_SEPARATED_PARTICLE = re.compile(r"\s*(?:[.,;:!?)]|$)")
 
 
 def _phrasal_verb(plain: str, start: int) -> bool:

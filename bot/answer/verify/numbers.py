@@ -131,6 +131,14 @@ _UNIT_OF = {word: unit for unit, words in _UNITS.items() for word in words.split
 _UNIT_AFTER = re.compile(r"\s*(?:(%|€|\$)|((?:calendar|working|business|per)\s+\w+)|([^\W\d_][\w-]*))")
 
 
+# Units that count the same thing: "12 Arbeitstage" the asker gives are the answer's "12 Tagen".
+_UNIT_FAMILY = {"calendarday": "day", "workday": "day"}
+
+
+def unit_family(unit: str) -> str:
+    return _UNIT_FAMILY.get(unit, unit)
+
+
 # Time units in days, so that "1 Monat" and "zwei Wochen" compare as durations.
 DAYS_PER_UNIT = {"day": 1, "calendarday": 1, "workday": 1, "week": 7, "month": 30, "year": 365}
 
@@ -348,6 +356,8 @@ def _one_step(a: Decimal, b: Decimal, b_percent: bool) -> list[Decimal]:
         out.append(a / b)
     if a:
         out.append(b / a)
+    # A share per month of a year ("ein Zwölftel für jeden vollen Monat": 30 Tage × 5 ÷ 12 = 12,5).
+    out += [a * b / c for c in CONSTANTS if c not in (a, b)]
     return out
 
 
@@ -470,7 +480,7 @@ class WorkedOut:
     """
 
     def __init__(self, asked: list[Number], stated: list[Number], shown: Sequence[Number] = (),
-                 asked_months: Sequence[int] = ()):
+                 asked_months: Sequence[int] = (), question: str = ""):
         # "7 am", "6 pm", "14 Uhr" are times too ("7:00", "18:00"); and the hours between two times the
         # asker gives ("from 10:00 to 16:00": 6) are theirs.
         asked = [*asked, *_clock_times(asked)]
@@ -502,6 +512,21 @@ class WorkedOut:
         self.month_shifts = {int(v) for n in [*stated, *asked] if n.unit == "month"
                              for v in _plain_values([n]) if v == int(v) and 0 < v <= 24}
         self.month_ends = [_month_end(m) for m in asked_months]
+        # The months of the asker's timeline ("ab 1. April", "für Juni"): the full months from one to
+        # the year's end, or between two, are theirs to count ("April–December: 9 full months").
+        self.asked_months = set(asked_months) | {dt.date.fromordinal(d).month for d, _ in self.asked_dates}
+        # Days of a month the asker names without a month ("einer am 5. und einer am 12."): moved by
+        # days or weeks a block states, still a day of the month ("zwei Wochen: bis zum 19.").
+        self.asked_days_of_month = {int(v) for n in asked if _day_of_month(question, n) for v in _plain_values([n])}
+        # Weeks the asker works ("2 Wochen von Italien aus") are working days too, five a week.
+        for n in asked:
+            if n.unit == "week":
+                for v in _plain_values([n]):
+                    self.roots.add(v * WORKDAYS_PER_WEEK)
+                    self.root_units.setdefault(v * WORKDAYS_PER_WEEK, set()).add("workday")
+        # Counts in a unit, for the small differences of a count of the asker's and a rule's limit.
+        self.counted = {(v, unit_family(n.unit)) for n in [*stated, *shown, *asked] if n.unit
+                        for v in _plain_values([n])}
         self.asked_other = {v for n in asked for v in n.values if not _plain_values([Number(v, frozenset({v}))])}
 
     def known(self, number: Number) -> bool:
@@ -510,8 +535,8 @@ class WorkedOut:
             return True
         for value in _plain_values([number]):
             if value in self.roots:
-                units = self.root_units.get(value, set())
-                if not number.unit or not units or "" in units or number.unit in units:
+                units = {unit_family(u) for u in self.root_units.get(value, set())}
+                if not number.unit or not units or "" in units or unit_family(number.unit) in units:
                     return True
             elif value in self.accepted:
                 return True
@@ -528,19 +553,61 @@ class WorkedOut:
         written = [n for n in find_numbers(sentence, language) if n.start != number.start]
         shown = _plain_values(written) | self.shown | set(CONSTANTS) | self.accepted
         shown_rates = self.rates
+        if self._months_counted(number, sentence, language) or self._day_of_month_moved(number, sentence) \
+                or self._left_of_limit(number, sentence, language) or _work_week(number, sentence):
+            self.accepted |= _plain_values([number])  # an operand of the next step ("9 Monate: 17 × 9 ÷ 12")
+            return True
+        if self.asked_days_of_month and _day_of_month(sentence, number):
+            return False  # a day of the month is a date: no amount of other steps makes it
         for value in _plain_values([number]):
             if value == int(value) and abs(value) < MIN_DERIVED:
                 continue
             if any(value in _rounded(a) for a in self.accepted if a != value):
                 self.accepted.add(value)  # "abgerundet auf volle 100 €": 38.750 € -> 38.700 €
                 return True
-            steps = [(b, False) for b in shown] + [(b, True) for b in shown_rates]
+            # The number itself is no operand of its own step ("2 × 150 ÷ 2").
+            steps = [(b, False) for b in shown if b != value] + [(b, True) for b in shown_rates]
             for a in self.accepted:
                 for b, percent in steps:
                     if any(_matches_result(value, number.raw, d, rounded) for d in _one_step(a, b, percent)):
                         self.accepted.add(value)
                         return True
         return False
+
+    def _months_counted(self, number: Number, sentence: str, language: str) -> bool:
+        """Is `number` a count of months of the asker's timeline, in a sentence that names its months:
+        from one to the year's end ("ab 1. April: 9 volle Monate"), or between two ("September bis
+        Dezember: vier"), both with and without the first month?"""
+        if number.unit not in ("", "month"):
+            return False
+        named = set(months_named(sentence)) | {dt.date.fromordinal(d).month
+                                               for d, _ in _dates(find_numbers(sentence, language))}
+        if not named:
+            return False
+        months = self.asked_months | named
+        counts = {c for m in self.asked_months for c in (13 - m, 12 - m)}
+        counts |= {c for a in months for b in months if b > a for c in (b - a, b - a + 1)}
+        return any(v in counts for v in _plain_values([number]) if v == int(v))
+
+    def _day_of_month_moved(self, number: Number, sentence: str) -> bool:
+        """Is `number` a day of the month the asker names, moved by days or weeks the blocks state?"""
+        if not self.asked_days_of_month or not _day_of_month(sentence, number):
+            return False
+        return any(int(v) - day in self.shifts for v in _plain_values([number]) if v == int(v)
+                   for day in self.asked_days_of_month)
+
+    def _left_of_limit(self, number: Number, sentence: str, language: str) -> bool:
+        """Is a small count the difference or the sum of a count of the asker's this sentence writes and
+        one in the same unit ("höchstens 20 Arbeitstage; mit 12 Tagen bleiben noch 8 Arbeitstage")? The
+        units must agree, since without them small counts meet by chance."""
+        family = unit_family(number.unit)
+        if not family:
+            return False
+        theirs = [v for n in find_numbers(sentence, language) if n.start != number.start and self.known(n)
+                  and unit_family(n.unit) in ("", family) for v in _plain_values([n])]
+        limits = [v for v, unit in self.counted if unit == family]
+        return any(value in (abs(a - b), a + b) for value in _plain_values([number]) for a in theirs for b in limits
+                   if value not in (a, b))
 
     def _shown(self, number: Number, sentence: str, language: str) -> bool:
         """Is `number` the result of arithmetic the sentence writes out ("125 % × 25 EUR × 6 h =
@@ -574,6 +641,28 @@ class WorkedOut:
                 return True
         return bool(mine) and any(d.isoformat()[5:] in v for v in number.values
                                   for d in [dt.date.fromordinal(a) for a, _ in self.asked_dates])
+
+
+# "bis zum 19.", "am 5. und am 12.", "by the 19th": a day of the month without its month.
+_DAY_OF_MONTH_BEFORE = re.compile(r"\b(?:am|zum|vom|dem|den|on the|by the|from the|until the|the)\s+$", re.IGNORECASE)
+
+
+def _day_of_month(text: str, number: Number) -> bool:
+    if number.unit == "dom":
+        return True
+    if number.start < 0 or not any(v.isdigit() and 1 <= int(v) <= 31 for v in number.values):
+        return False
+    return bool(_DAY_OF_MONTH_BEFORE.search(text[: number.start])) and bool(
+        re.match(r"(?:\.(?!\d)|st\b|nd\b|rd\b|th\b)", text[number.end:]))
+
+
+# A full-time week of work: "bei einer 5-Tage-Woche", "a five-day week".
+WORKDAYS_PER_WEEK = Decimal(5)
+_WORK_WEEK = re.compile(r"-?\s*(?:tage-?woche|day(?:s)?(?:\s+working)?[\s-]+week)", re.IGNORECASE)
+
+
+def _work_week(number: Number, sentence: str) -> bool:
+    return Decimal(5) in _plain_values([number]) and bool(_WORK_WEEK.match(sentence, number.end))
 
 
 # ------------------------------------------------------------------ arithmetic written out

@@ -125,8 +125,14 @@ class StatementContext:
         """What the answer may work out from the question; one for the whole answer, so its steps chain."""
         if self._worked is None:
             self._worked = WorkedOut(self.question_numbers, _numbers_of(self.passages),
-                                     find_numbers(self.answer, self.language), months_named(self.question))
+                                     find_numbers(_REFS.sub(" ", self.answer), self.language),
+                                     months_named(self.question),
+                                     self.question)
         return self._worked
+
+
+# "[hb-pto-03]": a citation's id holds no number the answer writes.
+_REFS = re.compile(r"\[[^\]\n]*\]")
 
 
 def _passage_text(p: Passage) -> str:
@@ -491,6 +497,25 @@ def _near_sentences(words: list[str], lang: str, alignment: Alignment, pool: Seq
     return [*alignment.sentences, *dict.fromkeys(s for s in near if s not in alignment.sentences)]
 
 
+# What introduces a conclusion the answer draws from what it has just restated.
+_CONCLUSION = {
+    "en": re.compile(r"(?:[,;]\s*|\s[–—-]\s*)(?:so|therefore|thus|hence|which means|that means|meaning)\b", re.IGNORECASE),
+    "de": re.compile(r"(?:[,;]\s*|\s[–—-]\s*)(?:also|daher|deshalb|deswegen|somit|folglich|das heißt|d\. h\.)\b",
+                     re.IGNORECASE),
+}
+
+
+def _concluded_negation(text: str, language: str) -> bool:
+    """Is every negation of the statement in a conclusion it draws from a premise that does not negate
+    ("Only claims older than 90 days are rejected, so this claim is not rejected")? The premise is the
+    rule, and held against the blocks by the other checks; the conclusion applies it."""
+    m = _CONCLUSION[language if language == "de" else "en"].search(text)
+    if m is None:
+        return False
+    premise = text[: m.start()]
+    return len(word_terms(premise, language)) >= MIN_CLAUSE_WORDS and not cm.negates(premise, language)
+
+
 def _negated_predicate(clause: str, language: str) -> set[str]:
     """The content words next to the clause's negations (the words it negates, in either word order)."""
     out: set[str] = set()
@@ -526,6 +551,8 @@ def check_negation(
             return []  # "kein Gehalt, sondern Krankengeld": what it affirms is the point
         if _asker_numbers(text, ctx):
             return []  # "die Obergrenze erreichst du damit nicht": a conclusion about the asker's case
+        if _concluded_negation(text, lang):
+            return []  # "…, so this claim is not rejected": the asker's case, drawn from the rule before it
         if _negation_backed(text, lang, candidates):
             return []
         # A statement of two clauses ("X covers Y, and then you do not have to Z") may rest on two
