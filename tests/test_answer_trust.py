@@ -381,3 +381,16 @@ def test_a_negation_in_the_conclusion_drawn_from_a_rule_passes_and_one_in_the_ru
     assert check(right, exp, language="en").ok
     wrong = "Claims older than 90 days are not rejected, so your claim is accepted [hb-exp-01]."
     assert not check(wrong, exp, language="en").ok
+
+
+def test_a_claim_applying_the_rule_to_the_askers_dates_needs_no_word_support_but_its_numbers_are_checked():
+    question = "Unser Kind kam am 2. Mai zur Welt, errechnet war der 23. Mai. Wann endet die Schutzfrist?"
+    claim = ("Acht Wochen ab dem 2. Mai reichen bis zum 27. Juni; dazu kommen die 21 Tage vom 2. bis 23. Mai, "
+             "sodass die Schutzfrist am 18. Juli endet.")
+
+    def claims(text: str):
+        return verify_claims(f'{{"claims": [{{"text": "{text}", "evidence_ids": ["E1"]}}]}}', build_evidence([MU]),
+                             "de", question=question)
+
+    assert claims(claim).ok
+    assert "NUMBER_NOT_IN_SOURCE" in {v.kind for v in claims(claim.replace("18. Juli", "25. Juli")).violations}
