@@ -394,3 +394,32 @@ def test_a_claim_applying_the_rule_to_the_askers_dates_needs_no_word_support_but
 
     assert claims(claim).ok
     assert "NUMBER_NOT_IN_SOURCE" in {v.kind for v in claims(claim.replace("18. Juli", "25. Juli")).violations}
+
+
+def test_a_multiple_in_words_backs_the_same_multiple_across_languages_and_no_other_count(meaning):
+    atz = block("lb-atz-03", "Übersteigt das Wertguthaben das Dreifache des Regelarbeitsentgelts, muss der Arbeitgeber "
+                             "es gegen Insolvenz absichern und die Sicherung einmal im Jahr nachweisen.")
+    right = "The employer must protect the value credit against insolvency once it exceeds three times the regular pay."
+    assert check(f"{right} [lb-atz-03]", atz, language="en", aligner=meaning).ok
+    wrong = ("Übersteigt das Wertguthaben das Dreifache des Regelarbeitsentgelts, muss der Arbeitgeber es absichern "
+             "und die Sicherung alle drei Monate nachweisen [lb-atz-03].")
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(wrong, atz))
+
+
+def test_an_operand_of_arithmetic_written_out_may_come_from_another_sentence_of_the_block():
+    kg = block("lb-efz-02", "Das Krankengeld beträgt 70 % des Bruttoentgelts, höchstens 90 % des Nettoentgelts. "
+                            "Berücksichtigt wird das Bruttoentgelt bis zur Beitragsbemessungsgrenze von 5.812,50 € im "
+                            "Monat. Ein Monat zählt mit 30 Tagen.")
+    question = "Ich verdiene 8.000 € brutto. Wie viel Krankengeld bekomme ich am Tag?"
+    right = "Das sind 70 % von 5.812,50 € ÷ 30 = 135,63 € am Tag [lb-efz-02]."
+    assert check(right, kg, question=question).ok
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right.replace("135,63", "145,63"), kg, question=question))
+
+
+def test_an_order_word_on_the_askers_date_is_their_case_and_one_on_the_rules_number_is_checked():
+    exp = block("hb-exp-02", "Submit every expense claim within 30 days of the date of the expense.", "en")
+    question = "I paid for a hotel on 2 March and submitted the claim on 15 April. Is that too late?"
+    right = "You submitted on 15 April, 44 days after 2 March, so you missed the 30-day deadline [hb-exp-02]."
+    assert check(right, exp, language="en", question=question).ok
+    wrong = "Submit every expense claim at the earliest 30 days after the date of the expense [hb-exp-02]."
+    assert "SCOPE_NOT_IN_SOURCE" in kinds(check(wrong, exp, language="en", question=question))

@@ -64,6 +64,7 @@ _WORDS = {
         "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
         "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
         "ninth": 9, "tenth": 10, "twelfth": 12, "once": 1, "twice": 2, "double": 2, "half": 0.5,
+        "triple": 3, "threefold": 3, "fourfold": 4, "tenfold": 10,
     },
     "de": {
         "null": 0, "eins": 1, "zwei": 2, "drei": 3, "vier": 4, "fünf": 5, "sechs": 6, "sieben": 7, "acht": 8,
@@ -72,9 +73,13 @@ _WORDS = {
         "ersten": 1, "erste": 1, "erster": 1, "zweiten": 2, "zweite": 2, "dritten": 3, "dritte": 3,
         "vierten": 4, "vierte": 4, "fünften": 5, "sechsten": 6, "siebten": 7, "achten": 8, "zehnten": 10,
         "zwölften": 12, "einmal": 1, "zweimal": 2, "doppelt": 2, "doppelte": 2, "doppelten": 2, "halbe": 0.5,
-        "hälfte": 0.5,
+        "hälfte": 0.5, "dreifach": 3, "dreifache": 3, "dreifachen": 3, "vierfach": 4, "vierfache": 4,
+        "vierfachen": 4, "fünffache": 5, "fünffachen": 5, "zehnfache": 10, "zehnfachen": 10,
     },
 }
+# Multiples ("das Dreifache", "threefold") count times: their 3 is no "drei Monate".
+_MULTIPLES = frozenset({"triple", "threefold", "fourfold", "tenfold", "dreifach", "dreifache", "dreifachen", "vierfach",
+                        "vierfache", "vierfachen", "fünffache", "fünffachen", "zehnfache", "zehnfachen"})
 # Ordinals are numbers in a source ("the third birthday" states 3), not in an answer,
 # which uses them to count its own steps ("in der vierten Woche" of a period).
 _ORDINALS = {"first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "twelfth",
@@ -122,6 +127,7 @@ _UNITS = {
     "eur": "€ eur euro euros",
     "pct": "% prozent percent per-cent",
     "char": "zeichen characters character",
+    "times": "times mal",
     # A time of day written as a number: "7 am", "6pm", "um 14 Uhr".
     "am": "am a.m.",
     "pm": "pm p.m.",
@@ -279,7 +285,8 @@ def _word_numbers(text: str, language: str, source: bool) -> list[Number]:
             values = {_canon(str(words[word]))}
             if source and word in _ORDINAL_FRACTIONS:  # "one twelfth" is the fraction a German "Zwölftel" reads as
                 values.add(f"1/{_ORDINAL_FRACTIONS[word]}")
-            found.append(Number(m.group(0), frozenset(values), m.start(), m.end(), unit_at(text, m.end(), language)))
+            unit = "times" if word in _MULTIPLES else unit_at(text, m.end(), language)
+            found.append(Number(m.group(0), frozenset(values), m.start(), m.end(), unit))
         elif (denominator := _FRACTIONS.get(language, {}).get(word)) is not None:
             readings = {f"1/{denominator}"} | ({str(denominator)} if source else set())
             found.append(Number(m.group(0), frozenset(readings), m.start(), m.end(), ""))
@@ -542,6 +549,10 @@ class WorkedOut:
                 return True
         return False
 
+    def asked_date(self, number: Number) -> bool:
+        """Is it a date or a time the question gives?"""
+        return bool(number.values & self.asked_other)
+
     def accepts(self, number: Number, sentence: str = "", language: str = "en") -> bool:
         if self.known(number) or self._date(number):
             return True
@@ -667,7 +678,8 @@ def _work_week(number: Number, sentence: str) -> bool:
 
 # ------------------------------------------------------------------ arithmetic written out
 
-_OPERATOR = re.compile(r"\s*(×|x|\*|·|÷|/|:|\+|−|–|-)\s*")
+# "70 % von 5.812,50 €", "70 % of 5,812.50 EUR": a share of, a product.
+_OPERATOR = re.compile(r"\s*(×|x|\*|·|÷|/|:|\+|−|–|-|von\b|of\b)\s*")
 _EQUALS = re.compile(r"\s*(?:=|≈|ergibt|makes|is|sind|macht)\s*")
 _UNIT_WORDS = re.compile(r"\s*(?:%|€|eur\b|euro\b|h\b|std\.?|stunden\b|hours?\b|tage?\b|days?\b|km\b|"
                          r"kilometres?\b|kilometers?\b|wochen\b|weeks?\b|monate?\b|months?\b|arbeitstage\b|"
@@ -734,7 +746,7 @@ def _evaluate_one(values: tuple[Decimal, ...], operators: list[str]) -> Decimal 
     signs: list[int] = []
     current, sign = values[0], 1
     for op, operand in zip(operators, values[1:], strict=True):
-        if op in "×x*·":
+        if op in "×x*·" or op in ("von", "of"):
             current *= operand
         elif op in "÷/:":
             if operand == 0:

@@ -49,7 +49,7 @@ from bot.answer.verify.align import (
     source_sentences,
     word_terms,
 )
-from bot.answer.verify.numbers import DAYS_PER_UNIT, Number, WorkedOut, find_numbers, months_named
+from bot.answer.verify.numbers import DAYS_PER_UNIT, Number, WorkedOut, arithmetic, find_numbers, months_named
 from bot.answer.verify.support import (
     _NEGATIVE_RESULT,
     NEGATION_NEAR_SHARE,
@@ -225,6 +225,9 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
     said = find_numbers(text, ctx.language)
     # A statement that works with the asker's numbers combines what several sentences state.
     computing = _asker_numbers(text, ctx)
+    # "70 % of 5,812.50 € ÷ 30 = 135.63 €": the operands of arithmetic written out may come from any
+    # sentence of the cited blocks; the result is recomputed.
+    operands = {o.start for chain, _result in arithmetic(text, ctx.language) for o, _percent in chain[::2]}
     for n in said:
         if n.values & stated_values:
             # Across languages the alignment is by meaning and less sure; a slot is then compared only
@@ -241,7 +244,7 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
                 problems.append(Problem("NUMBER_NOT_IN_SOURCE", f"{n.raw} {n.unit}: the cited blocks state {n.raw} "
                                                                  f"{unit}, not {n.unit}"))
             elif STRICT_NUMBERS and _distinctive(n) and not _stated_in(n, aligned + near, aligned_values - _values(aligned)) \
-                    and not computing:
+                    and not computing and n.start not in operands:
                 problems.append(Problem("NUMBER_NOT_IN_SOURCE", f"{n.raw!r} is in the cited blocks, but not in the "
                                                                  f"sentences that state the rest: {' / '.join(alignment.texts)}"))
             continue
@@ -312,6 +315,9 @@ _ASKER = {
 }
 
 
+_ORDER = frozenset({"BEFORE", "AFTER", "EARLIEST", "LATEST"})
+
+
 def check_commitments(
     text: str, alignment: Alignment, ctx: StatementContext, pool: Sequence[SourceSentence] = ()
 ) -> list[Problem]:
@@ -333,8 +339,12 @@ def check_commitments(
     source = " / ".join(alignment.texts)
     problems = []
     context = {c.family for c in cm.find_cues(text, lang)} & stated
+    # "44 days after 2 March": an order word on a date of the asker's places their case, no rule's bound.
+    numbers = find_numbers(text, lang)
+    theirs = {f for k, fams in attached_families(text, lang, numbers).items() if ctx.worked.asked_date(numbers[k])
+              for f in fams} & _ORDER
     for family in dict.fromkeys(c.family for c in said):
-        if cm.backers(family, context) & (stated | near):
+        if cm.backers(family, context) & (stated | near) or family in theirs:
             continue
         if comparing and family in cm.COMPARISONS:
             continue
