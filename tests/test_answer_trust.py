@@ -423,3 +423,11 @@ def test_an_order_word_on_the_askers_date_is_their_case_and_one_on_the_rules_num
     assert check(right, exp, language="en", question=question).ok
     wrong = "Submit every expense claim at the earliest 30 days after the date of the expense [hb-exp-02]."
     assert "SCOPE_NOT_IN_SOURCE" in kinds(check(wrong, exp, language="en", question=question))
+
+
+def test_the_asker_counted_with_their_guests_is_worked_out():
+    exp = block("hb-exp-03", "Client entertainment is reimbursed up to 70 EUR per person including tip.", "en")
+    question = "took 3 clients out for dinner yesterday, bill was 310. how much can I claim back?"
+    right = "With you and 3 clients that's 4 × 70 EUR = 280 EUR at most [hb-exp-03]."
+    assert check(right, exp, language="en", question=question).ok
+    assert not check(right.replace("4 ×", "5 ×").replace("280", "350"), exp, language="en", question=question).ok

@@ -565,6 +565,7 @@ class WorkedOut:
         shown = _plain_values(written) | self.shown | set(CONSTANTS) | self.accepted
         shown_rates = self.rates
         if self._months_counted(number, sentence, language) or self._day_of_month_moved(number, sentence) \
+                or self._with_the_asker(number, sentence, language) \
                 or self._left_of_limit(number, sentence, language) or _work_week(number, sentence):
             self.accepted |= _plain_values([number])  # an operand of the next step ("9 Monate: 17 × 9 ÷ 12")
             return True
@@ -599,6 +600,12 @@ class WorkedOut:
         counts = {c for m in self.asked_months for c in (13 - m, 12 - m)}
         counts |= {c for a in months for b in months if b > a for c in (b - a, b - a + 1)}
         return any(v in counts for v in _plain_values([number]) if v == int(v))
+
+    def _with_the_asker(self, number: Number, sentence: str, language: str) -> bool:
+        """Is `number` the people of the asker's count and the asker ("you and 3 clients": 4)?"""
+        counts = {v + 1 for n in find_numbers(sentence, language) if n.start >= 0 and self.known(n)
+                  and _AND_THE_ASKER.search(sentence[: n.start]) for v in _plain_values([n])}
+        return bool(_plain_values([number]) & counts)
 
     def _day_of_month_moved(self, number: Number, sentence: str) -> bool:
         """Is `number` a day of the month the asker names, moved by days or weeks the blocks state?"""
@@ -665,6 +672,10 @@ def _day_of_month(text: str, number: Number) -> bool:
         return False
     return bool(_DAY_OF_MONTH_BEFORE.search(text[: number.start])) and bool(
         re.match(r"(?:\.(?!\d)|st\b|nd\b|rd\b|th\b)", text[number.end:]))
+
+
+# "you and 3 clients", "du und 2 Kolleg:innen": the asker counts too.
+_AND_THE_ASKER = re.compile(r"\b(?:you|I|me|myself|du|dich|dir|Sie|ich|mich|mir)\s+(?:and|und|plus|\+)\s+$", re.IGNORECASE)
 
 
 # A full-time week of work: "bei einer 5-Tage-Woche", "a five-day week".
