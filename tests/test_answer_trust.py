@@ -431,3 +431,11 @@ def test_the_asker_counted_with_their_guests_is_worked_out():
     right = "With you and 3 clients that's 4 × 70 EUR = 280 EUR at most [hb-exp-03]."
     assert check(right, exp, language="en", question=question).ok
     assert not check(right.replace("4 ×", "5 ×").replace("280", "350"), exp, language="en", question=question).ok
+
+
+def test_a_number_joined_to_its_unit_by_a_hyphen_keeps_its_unit():
+    pto = block("hb-pto-04", "Leave may be taken during the six-month probation period. A three-day week gives 17 days "
+                             "of annual leave.", "en")
+    right = "You may take leave during the six-month probation period [hb-pto-04]."
+    assert check(right, pto, language="en").ok
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right.replace("six-month", "three-month"), pto, language="en"))

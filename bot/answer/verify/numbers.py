@@ -134,7 +134,8 @@ _UNITS = {
     "oclock": "uhr o'clock",
 }
 _UNIT_OF = {word: unit for unit, words in _UNITS.items() for word in words.split()}
-_UNIT_AFTER = re.compile(r"\s*(?:(%|€|\$)|((?:calendar|working|business|per)\s+\w+)|([^\W\d_][\w-]*))")
+# "six-month probation", "a 30-day deadline": a unit joined by a hyphen too.
+_UNIT_AFTER = re.compile(r"\s*(?:(%|€|\$)|((?:calendar|working|business|per)\s+\w+)|-?([^\W\d_][\w-]*))")
 
 
 # Units that count the same thing: "12 Arbeitstage" the asker gives are the answer's "12 Tagen".
