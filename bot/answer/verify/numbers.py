@@ -14,7 +14,7 @@ block (statement.py).
 
 A number the asker gave may be repeated ("bei 50.000 Euro Listenpreis"), and
 one worked out from it with a number of the source (1 % of it: 500 Euro) is
-recomputed (`derived_values`); anything else must be in the source.
+recomputed (`WorkedOut`); anything else must be in the source.
 """
 
 from __future__ import annotations
@@ -485,6 +485,10 @@ class WorkedOut:
     operands the sentence shows count: with every number of the blocks as an
     operand, some step hits nearly any value by chance. Results under
     MIN_DERIVED are never accepted by one step: small counts match too easily.
+    Small counts of the asker's timeline and case are, each by a rule of its own
+    that asks more than a value: the full months from a month of theirs, a day of
+    the month they name moved by a block's weeks, what a limit leaves of a count
+    of theirs in the same unit, the asker with their guests.
     """
 
     def __init__(self, asked: list[Number], stated: list[Number], shown: Sequence[Number] = (),
