@@ -565,10 +565,6 @@ class WorkedOut:
             return False
         if self._shown(number, sentence, language):
             return True
-        rounded = bool(_ROUNDED.search(sentence[: number.start])) if number.start >= 0 else False
-        written = [n for n in find_numbers(sentence, language) if n.start != number.start]
-        shown = _plain_values(written) | self.shown | set(CONSTANTS) | self.accepted
-        shown_rates = self.rates
         if self._months_counted(number, sentence, language) or self._day_of_month_moved(number, sentence) \
                 or self._with_the_asker(number, sentence, language) \
                 or self._left_of_limit(number, sentence, language) or _work_week(number, sentence):
@@ -576,6 +572,10 @@ class WorkedOut:
             return True
         if self.asked_days_of_month and _day_of_month(sentence, number):
             return False  # a day of the month is a date: no amount of other steps makes it
+        rounded = bool(_ROUNDED.search(sentence[: number.start])) if number.start >= 0 else False
+        written = [n for n in find_numbers(sentence, language) if n.start != number.start]
+        shown = _plain_values(written) | self.shown | set(CONSTANTS) | self.accepted
+        shown_rates = self.rates
         for value in _plain_values([number]):
             if value == int(value) and abs(value) < MIN_DERIVED:
                 continue

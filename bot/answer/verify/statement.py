@@ -509,7 +509,8 @@ def _near_sentences(words: list[str], lang: str, alignment: Alignment, pool: Seq
 
 # What introduces a conclusion the answer draws from what it has just restated.
 _CONCLUSION = {
-    "en": re.compile(r"(?:[,;]\s*|\s[–—-]\s*)(?:so|therefore|thus|hence|which means|that means|meaning)\b", re.IGNORECASE),
+    "en": re.compile(r"(?:[,;]\s*|\s[–—-]\s*)(?:so(?!\s+that)|therefore|thus|hence|which means|that means|meaning)\b",
+                     re.IGNORECASE),  # "so that" is a purpose, part of the rule
     "de": re.compile(r"(?:[,;]\s*|\s[–—-]\s*)(?:also|daher|deshalb|deswegen|somit|folglich|das heißt|d\. h\.)\b",
                      re.IGNORECASE),
 }
