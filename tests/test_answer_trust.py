@@ -64,6 +64,13 @@ def kinds(verdict) -> set[str]:
     return {v.kind for v in verdict.violations}
 
 
+def assert_worked_out(right: str, wrongs: tuple[str, ...], *blocks: ChunkResult, question: str, language: str = "de"):
+    """The right answer passes; each wrong one, a number worked out otherwise, fails on that number."""
+    assert check(right, *blocks, language=language, question=question).ok
+    for wrong in wrongs:
+        assert "NUMBER_NOT_IN_SOURCE" in kinds(check(wrong, *blocks, language=language, question=question)), wrong
+
+
 @pytest.fixture(scope="module")
 def meaning() -> Aligner:
     """Alignment by words and by meaning: the in-process multilingual embedder."""
@@ -302,9 +309,8 @@ def test_days_between_the_askers_dates_and_a_date_moved_twice_are_worked_out():
     question = "Unser Kind kam am 2. Mai zur Welt, errechnet war der 23. Mai. Wann endet die Schutzfrist?"
     right = ("Acht Wochen ab dem 2. Mai reichen bis zum 27. Juni; dazu kommen die 21 Tage vom 2. bis 23. Mai, "
              "sodass die Schutzfrist am 18. Juli endet [lb-mu-02].")
-    assert check(right, MU, question=question).ok
-    for wrong in (right.replace("18. Juli", "25. Juli"), right.replace("27. Juni", "30. Juni")):
-        assert "NUMBER_NOT_IN_SOURCE" in kinds(check(wrong, MU, question=question)), wrong
+    assert_worked_out(right, (right.replace("18. Juli", "25. Juli"), right.replace("27. Juni", "30. Juni")), MU,
+                      question=question)
 
 
 def test_a_date_moved_by_calendar_months_of_the_block_from_the_askers_date_or_month_is_worked_out():
@@ -339,9 +345,8 @@ def test_what_is_left_of_a_limit_after_the_askers_working_days_is_worked_out_in_
     question = "Ich war dieses Jahr schon 12 Arbeitstage remote aus Spanien. Darf ich noch 2 Wochen aus Italien arbeiten?"
     right = ("Mit deinen 12 Tagen aus Spanien bleiben dir noch 8 Arbeitstage [hb-remote-01]. Zwei Wochen sind "
              "10 Arbeitstage, das wären 2 Tage zu viel [hb-remote-01].")
-    assert check(right, REMOTE, question=question).ok
-    for wrong in (right.replace("noch 8", "noch 9"), right.replace("sind 10", "sind 12")):
-        assert "NUMBER_NOT_IN_SOURCE" in kinds(check(wrong, REMOTE, question=question)), wrong
+    assert_worked_out(right, (right.replace("noch 8", "noch 9"), right.replace("sind 10", "sind 12")), REMOTE,
+                      question=question)
 
 
 def test_a_day_of_the_month_the_asker_names_moved_by_the_blocks_weeks_is_worked_out():
@@ -349,8 +354,7 @@ def test_a_day_of_the_month_the_asker_names_moved_by_the_blocks_weeks_is_worked_
                            "ob er die Forderung anerkennt.")
     question = "Zwei Pfändungsbeschlüsse sind eingegangen, einer am 5. und einer am 12. Bis wann müssen wir antworten?"
     right = "Bei Zustellung am 5. und am 12. also bis zum 19. bzw. 26. des Monats [lb-pf-03]."
-    assert check(right, pf, question=question).ok
-    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right.replace("19.", "21."), pf, question=question))
+    assert_worked_out(right, (right.replace("19.", "21."),), pf, question=question)
 
 
 def test_the_full_months_of_the_askers_year_and_a_twelfth_for_each_are_worked_out():
@@ -358,11 +362,10 @@ def test_the_full_months_of_the_askers_year_and_a_twelfth_for_each_are_worked_ou
                              "30 days for each full month of employment in that year.", "en")
     question = "I start on 1 August. How much leave do I get this year?"
     right = "Joining on 1 August gives 5 full months, so you get 30 × 5 ÷ 12 = 12.5 days [hb-pto-03]."
-    assert check(right, pto, language="en", question=question).ok
     assert check("From 1 August you work 5 full months (August–December) this year, which gives 12.5 days "
                  "[hb-pto-03].", pto, language="en", question=question).ok
-    for wrong in (right.replace("5 full", "6 full").replace("× 5", "× 6"), right.replace("12.5", "15")):
-        assert "NUMBER_NOT_IN_SOURCE" in kinds(check(wrong, pto, language="en", question=question)), wrong
+    assert_worked_out(right, (right.replace("5 full", "6 full").replace("× 5", "× 6"), right.replace("12.5", "15")),
+                      pto, question=question, language="en")
 
 
 def test_a_verbs_separated_particle_is_no_order_word():
