@@ -442,3 +442,52 @@ def test_a_number_joined_to_its_unit_by_a_hyphen_keeps_its_unit():
     right = "You may take leave during the six-month probation period [hb-pto-04]."
     assert check(right, pto, language="en").ok
     assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right.replace("six-month", "three-month"), pto, language="en"))
+
+
+# ------------------------------------------------------------------ the judge and the answer's own arithmetic
+
+
+TRAVEL = block("hb-travel-02", "In Paris, hotels are reimbursed up to 200 EUR per night.", "en")
+TAXI = block("hb-exp-04", "For expenses of 25 EUR or less, a short description is accepted if the receipt was lost.",
+             "en")
+SUM_QUESTION = "I stayed 2 nights in Paris at 230 EUR a night and lost my 19 EUR taxi receipt. What do I get back?"
+SUM_DRAFT = ("For 2 nights that means 400 EUR back for the hotel [hb-travel-02]. The 19 EUR taxi is accepted with a "
+             "short description [hb-exp-04].\n\nIn total you can expect 419 EUR (400 EUR hotel + 19 EUR taxi).")
+
+
+def asked_texts(draft: str, *blocks: ChunkResult, question: str) -> list[str]:
+    evidence = build_evidence(list(blocks))
+    verdict = verify_citations(draft, evidence, "en", question=question)
+    assert verdict.ok, verdict.violations
+    return [s.text for s in statements(draft, verdict, evidence, AnswerMode.CITATIONS, "en", question)]
+
+
+def test_a_sum_of_the_answers_own_numbers_is_recomputed_not_sent_to_the_judge():
+    asked_ = asked_texts(SUM_DRAFT, TRAVEL, TAXI, question=SUM_QUESTION)
+    assert asked_ == ["For 2 nights that means 400 EUR back for the hotel.",
+                      "The 19 EUR taxi is accepted with a short description."]
+    wrong = SUM_DRAFT.replace("419 EUR", "429 EUR")
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(wrong, TRAVEL, TAXI, language="en", question=SUM_QUESTION))
+
+
+@pytest.mark.parametrize("line", [
+    "In total 419 EUR (400 EUR hotel + 19 EUR taxi), so the whole trip is reimbursed.",  # a conclusion of its own
+    "In total 419 EUR (400 EUR hotel + 19 EUR taxi), which finance pays out within a week.",  # words of its own
+    "The hotel is not paid in full: 400 EUR + 19 EUR = 419 EUR.",  # a negation
+])
+def test_a_line_of_arithmetic_that_says_more_is_still_judged(line):
+    draft = SUM_DRAFT.replace("In total you can expect 419 EUR (400 EUR hotel + 19 EUR taxi).", line)
+    evidence = build_evidence([TRAVEL, TAXI])
+    verdict = verify_citations(draft, evidence, "en", question=SUM_QUESTION)
+    asked_ = [s.text for s in statements(draft, verdict, evidence, AnswerMode.CITATIONS, "en", SUM_QUESTION)]
+    assert line in asked_
+
+
+def test_the_company_by_its_name_is_the_employer_and_no_actor_a_statement_must_repeat():
+    sick = block("hb-sick-02", "After six weeks, the health insurer pays sickness benefit of 70 % of the gross salary. "
+                               "All Acme Labs business trips need your manager's approval; book them through the "
+                               "travel desk.", "en")
+    wrong = "After six weeks, Acme Labs pays sickness benefit of 70 % of the gross salary [hb-sick-02]."
+    assert "WORDS_NOT_IN_SOURCE" in kinds(check(wrong, sick, language="en"))
+    right = "Business trips need your manager's approval; book them through the travel desk [hb-sick-02]."
+    assert check(right, sick, language="en").ok

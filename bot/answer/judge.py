@@ -116,7 +116,7 @@ class Judge:
         question: str = "",
     ) -> Verdict:
         """The deterministic verdict on `draft`, with the judge's verdicts applied and recorded."""
-        asked = statements(draft, verdict, evidence, mode, language)
+        asked = statements(draft, verdict, evidence, mode, language, question)
         if not asked:
             return verdict
         judgement = await self.judge(asked, mode, language, question)

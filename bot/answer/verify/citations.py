@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bot.answer.verify.align import Aligner, Passage
+from bot.answer.verify.calculation import ARITHMETIC
 from bot.answer.verify.links import find_links, missing_links
 from bot.answer.verify.not_covered import says_not_covered
 from bot.answer.verify.numbers import find_numbers
@@ -138,9 +139,6 @@ _STAND_NOTE = re.compile(r"^\W*(?:stand|as of|valid as of|gültig ab|based on th
 _STAND_ONLY = re.compile(r"^\W*(?:stand|as of|valid as of|gültig ab|based on the stand)\W*[\d\-./ ]+\W*$", re.IGNORECASE)
 
 
-_ARITHMETIC = re.compile(r"\d\s*(?:[×x*÷/+=]|−|–\s*\d)|=\s*\d")
-
-
 def _stand_note(body: str, ctx: StatementContext) -> bool:
     """An uncited line that only names the Stand of a block of the prompt."""
     stands = {v for p in ctx.passages for e in p.header_extra if e.startswith("Stand:")
@@ -154,7 +152,7 @@ def _uncited(s: _Sentence, body: str, quotes: list[str], unquoted: str, ctx: Sta
     repeat the question's numbers or work with them, or name the Stand; no more."""
     asked = {v for q in ctx.question_numbers for v in q.values}
     # A line of arithmetic ("5.200 € × 3 ÷ 65 = 240 €") shows its work: numbers of any block may stand in it.
-    given = asked | (_prompt_values(ctx) if _ARITHMETIC.search(unquoted) else set())
+    given = asked | (_prompt_values(ctx) if ARITHMETIC.search(unquoted) else set())
     numbers = [n for n in find_numbers(unquoted, ctx.language)
                if not n.values & given and not ctx.worked.accepts(n, unquoted, ctx.language)]
     if quotes or find_links(body) or (numbers and not _stand_note(body, ctx)):

@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from bot.answer.verify.calculation import is_calculation
 from bot.answer.verify.citations import cited_sentences
 from bot.answer.verify.claims import EvidenceIndex, audit_mode, evidence_text, verified_citations
 from bot.answer.verify.lenient_json import parse_lenient_json
@@ -118,22 +119,30 @@ def _says_something(text: str, language: str) -> bool:
     return not lead_in(text, language)
 
 
-def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str) -> list[Statement]:
-    """What would be posted, or is held back only by soft findings, statement by statement, each with its blocks."""
+def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str,
+               question: str = "") -> list[Statement]:
+    """What would be posted, or is held back only by soft findings, statement by statement, each with its
+    blocks; not a line of the answer's own arithmetic that the checks passed (calculation.py)."""
     if mode is AnswerMode.CLAIMS:
         by_pointer = {ev.pointer_id: ev for ev in evidence}
-        return [
+        found = [
             Statement(i, claim.text, tuple(claim.evidence_ids), tuple(by_pointer[p] for p in claim.evidence_ids))
             for i, claim in enumerate(verdict.claims)
             # judgeable claims cite resolved pointer ids only: an unknown id is a hard violation
             if _judgeable(i, claim, verdict) and all(p in by_pointer for p in claim.evidence_ids)
             and _says_something(claim.text, language)
         ]
-    return [
-        Statement(s.index, s.text, s.cited, tuple(ev for ev in evidence if ev.entry_id in s.cited))
-        for s in cited_sentences(draft, evidence, language)
-        if _says_something(s.text, language)
-    ]
+        answer = "\n".join(c.text for c in verdict.claims)
+    else:
+        found = [
+            Statement(s.index, s.text, s.cited, tuple(ev for ev in evidence if ev.entry_id in s.cited))
+            for s in cited_sentences(draft, evidence, language)
+            if _says_something(s.text, language)
+        ]
+        answer = draft
+    held = {v.claim for v in verdict.violations}
+    return [s for s in found
+            if s.item in held or not is_calculation(s.text, language, question=question, answer=answer)]
 
 
 # ------------------------------------------------------------------ reading the reply

@@ -620,6 +620,11 @@ def _dropped(best: tuple[str, str] | None, words: list[str], lang: str) -> Probl
 # ------------------------------------------------------------------ words
 
 
+# A company by its name: the employer a company's KB speaks of ("Northwind Labs", "Muster GmbH").
+_COMPANY = r"(?-i:[A-Z][\w&-]+ (?:GmbH|AG|SE|KG|Inc|Ltd|LLC|Labs|Group|Gruppe))"
+_COMPANY_NAME = re.compile(_COMPANY)
+
+
 # Who does something: an office, a team, a fund, a role, a portal. A statement that names another
 # one than the sentence it rests on has the wrong actor ("bei der Elterngeldstelle" for "beim
 # Arbeitgeber"); other nouns are paraphrased too often ("Mutterschutz" for "Schutzfrist") to tell.
@@ -629,12 +634,12 @@ _ACTOR = {
         r"|versicherung|versicherer|träger|portal|desk|beauftragte\w*)|arbeitgeber\w*|arbeitnehmer\w*"
         r"|führungskraft|führungskräfte|vorgesetzte\w*|betriebsrat|personalabteilung|krankenkasse\w*"
         r"|minijob-zentrale|finanzamt|hr|cfo|ceo|it|bundesamt\w*|bundeszentralamt\w*|arzt|ärztin|gläubiger\w*"
-        r"|drittschuldner\w*|elterngeldstelle|northwind \w+)\b",
+        r"|drittschuldner\w*|elterngeldstelle|unternehmen|firma|" + _COMPANY + r")\b",
         re.IGNORECASE,
     ),
     "en": re.compile(
         r"\b(?:(?:\w+ )?(?:team|desk|department|office|portal|insurer|authority|agency|fund|court|manager|head"
-        r"|reception|hr|cfo|ceo|payroll|doctor|physician|employer|employee|creditor|northwind \w+))\b",
+        r"|reception|hr|cfo|ceo|payroll|doctor|physician|employer|employee|creditor|company)|" + _COMPANY + r")\b",
         re.IGNORECASE,
     ),
 }
@@ -642,19 +647,29 @@ _ACTOR = {
 
 # One actor by several names: in a company's KB its HR department speaks for the employer.
 _SAME_ACTOR = {
-    "employer": {"arbeitgeb", "hr", "personalabteil", "employ", "northwind lab", "northwind", "compani", "firma"},
+    "employer": {"arbeitgeb", "hr", "personalabteil", "employ", "compani", "unternehm", "firma"},
     "insurer": {"krankenkass", "health insur", "insur", "krankenversicher"},
 }
 
 
-# "Northwind Labs offices", "the HR portal's login": an actor's name as a modifier names a thing, not who acts.
+# "the company offices", "the HR portal's login": an actor's name as a modifier names a thing, not who acts.
 _MODIFIED = re.compile(r"\s+(?:offices?|laptops?|accounts?|systems?|buildings?|sites?|locations?|policy|policies|"
                        r"standorte?|büros?|konten?|systeme?|gebäude)\b", re.IGNORECASE)
 
 
-def _actors(text: str, language: str) -> set[str]:
-    found = {" ".join(word_terms(m.group(0), language)) for m in _ACTOR.get(language, _ACTOR["en"]).finditer(text)
-             if not _MODIFIED.match(text, m.end())}
+def _actors(text: str, language: str, *, names: bool = True) -> set[str]:
+    """Who acts in `text`; with `names` False, not the company by its name: a company's KB names itself in
+    sentence after sentence ("All Northwind Labs business trips need…"), and a statement that leaves
+    the name out has lost no actor."""
+    found = set()
+    for m in _ACTOR.get(language, _ACTOR["en"]).finditer(text):
+        if _MODIFIED.match(text, m.end()):
+            continue
+        if _COMPANY_NAME.fullmatch(m.group(0)):
+            if names:
+                found.add("employer")
+        else:
+            found.add(" ".join(word_terms(m.group(0), language)))
     # A compound names its actor inside it: "Arbeitgeberzuschuss" is the employer's.
     return {next((name for name, names in _SAME_ACTOR.items() if any(n in a for n in names)), a) for a in found} - {""}
 
@@ -682,7 +697,7 @@ def check_words(
     asked = _actors(ctx.question, lang) if ctx.question else set()
     swapped_in = sorted(a for a in said if a not in own_actors and a not in asked
                         and not any(a in o or o in a for o in own_actors))
-    swapped_out = sorted(a for s in own_sentences if s.language == lang for a in _actors(s.text, lang)
+    swapped_out = sorted(a for s in own_sentences if s.language == lang for a in _actors(s.text, lang, names=False)
                          if a not in said and a not in asked and not any(a in o or o in a for o in said))
     if not swapped_in or not swapped_out:
         return []
