@@ -119,7 +119,7 @@ def _all_statements(case, evidence, draft=None):
         verdict = verdict.model_copy(update={"claims": claims})
     else:
         verdict = Verdict(ok=True)
-    return statements(draft, verdict, evidence, mode, case.language)
+    return statements(draft, verdict, evidence, mode, case.language, case.question)
 
 
 async def _asked(index_dir: Path, root: Path):

@@ -491,3 +491,24 @@ def test_the_company_by_its_name_is_the_employer_and_no_actor_a_statement_must_r
     assert "WORDS_NOT_IN_SOURCE" in kinds(check(wrong, sick, language="en"))
     right = "Business trips need your manager's approval; book them through the travel desk [hb-sick-02]."
     assert check(right, sick, language="en").ok
+
+
+def test_a_short_answer_ahead_of_its_details_rests_on_what_the_details_cite():
+    draft = ("**Short answer:** 400 EUR for the hotel.\n\n"
+             "Hotels in Paris are reimbursed up to 200 EUR per night, so for 2 nights that is 400 EUR [hb-travel-02].")
+    question = "I stayed 2 nights in Paris at 230 EUR a night. What do I get back for the hotel?"
+    assert check(draft, TRAVEL, language="en", question=question).ok
+    assert asked_texts(draft, TRAVEL, question=question)[0] == "**Short answer:** 400 EUR for the hotel."
+    made_up = draft.replace("**Short answer:** 400 EUR", "**Short answer:** 380 EUR")
+    assert "UNCITED_SENTENCE" in kinds(check(made_up, TRAVEL, language="en", question=question))
+
+
+def test_a_link_of_another_block_the_answer_cites_is_no_made_up_link():
+    travel = block("hb-travel-03", "All business trips need your manager's approval before anything is booked.", "en")
+    portal = block("hb-travel-04", "Book trains and hotels through the travel portal at https://travel.example.com.",
+                   "en")
+    draft = ("Get your manager's approval first, then book at https://travel.example.com [hb-travel-03]. "
+             "Trains and hotels are booked through the travel portal [hb-travel-04].")
+    assert check(draft, travel, portal, language="en").ok
+    made_up = draft.replace("travel.example.com", "trips.example.com")
+    assert "LINK_NOT_IN_SOURCE" in kinds(check(made_up, travel, portal, language="en"))

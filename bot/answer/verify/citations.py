@@ -6,7 +6,8 @@ Rules (docs/DESIGN.md 3.6), each a violation kind:
   sentence and nothing else, see text.is_refusal).
 - QUOTE_NOT_IN_SOURCE: a double-quoted passage is not verbatim in a cited block.
 - LINK_NOT_IN_SOURCE: a URL, e-mail address, phone number or Slack link of a
-  sentence is not in the blocks it cites (links.py).
+  sentence is not in the blocks it cites, nor in any other block the answer
+  cites (links.py).
 - the checks of one statement against the sentences of its blocks that state it
   (statement.py): NUMBER_NOT_IN_SOURCE, SCOPE_NOT_IN_SOURCE, NEGATION_NOT_IN_SOURCE,
   NEGATION_DROPPED, WORDS_NOT_IN_SOURCE.
@@ -22,7 +23,9 @@ next sentence of the same paragraph that has some (models often cite once at
 the end of a passage); at the end of a paragraph, those of the sentence before
 (a trailing "(Stand 2026-01)" belongs to what precedes it); a paragraph without
 any, right after one with some, those of the paragraph before ("Zusammen
-180,90 €"). Sentences without numbers or quotations and without any citation
+180,90 €"); a sentence still without any whose every number a cited sentence
+states too (a short answer ahead of its details), those of the sentences that
+state them. Sentences without numbers or quotations and without any citation
 (a heading, "Kurz gesagt:") are allowed: there is nothing in them to check.
 """
 
@@ -115,11 +118,12 @@ def _inherit(group: list[_Sentence]) -> None:
         s.cited = source.own_ids if source else ()
 
 
-def _assign_citations(groups: list[list[_Sentence]]) -> list[list[_Sentence]]:
+def _assign_citations(groups: list[list[_Sentence]], language: str) -> list[list[_Sentence]]:
     """Fill `cited` of every sentence: what its paragraph cites (_inherit), and a paragraph
     without any citation right after a cited one sums that one up ("Together 180,90 €", the
-    lines of a worked example): it rests on what the paragraph before cites. One rule for the
-    checks and for what the judge is asked, so nothing checked goes unjudged."""
+    lines of a worked example): it rests on what the paragraph before cites; a sentence still
+    without any that repeats numbers cited sentences state rests on what they cite (_restating).
+    One rule for the checks and for what the judge is asked, so nothing checked goes unjudged."""
     previous: list[_Sentence] = []
     for group in groups:
         _inherit(group)
@@ -127,7 +131,25 @@ def _assign_citations(groups: list[list[_Sentence]]) -> list[list[_Sentence]]:
             for s in group:
                 s.cited = previous[-1].cited
         previous = group
+    _restating([s for group in groups for s in group], language)
     return groups
+
+
+def _restating(flat: list[_Sentence], language: str) -> None:
+    """A sentence nothing cites whose every number a cited sentence of the answer states too (the short
+    answer ahead of its details: "Kurz: 419 € bekommst du zurück.") rests on what those sentences cite."""
+    stating: dict[str, list[str]] = {}
+    for s in flat:
+        for n in find_numbers(strip_refs(s.text, s.refs), language) if s.cited else ():
+            for value in n.values:
+                stating.setdefault(value, []).extend(s.cited)
+    for s in flat:
+        if s.cited or s.has_refs:
+            continue
+        numbers = find_numbers(strip_refs(s.text, s.refs), language)
+        if numbers and all(n.values & stating.keys() for n in numbers):
+            ids = [i for n in numbers for v in sorted(n.values & stating.keys()) for i in stating[v]]
+            s.cited = tuple(dict.fromkeys(ids))
 
 
 # "Stand: 2026-01", "(Stand 2026-01)", "as of 2026-01": the date the answer rests on, as rule 6 asks.
@@ -161,8 +183,10 @@ def _uncited(s: _Sentence, body: str, quotes: list[str], unquoted: str, ctx: Sta
 
 
 def _check_sentence(
-    s: _Sentence, blocks: dict[str, list[str]], passages: dict[str, list[Passage]], ctx: StatementContext
+    s: _Sentence, blocks: dict[str, list[str]], passages: dict[str, list[Passage]], ctx: StatementContext,
+    answer_sources: list[str],
 ) -> list[Violation]:
+    """The checks of one sentence; `answer_sources` are the texts of every block the answer cites."""
     body = strip_refs(s.text, s.refs)
     quotes = quoted_passages(body)
     unquoted = body
@@ -187,6 +211,8 @@ def _check_sentence(
     violations += [
         Violation(kind="LINK_NOT_IN_SOURCE", detail=f"{link!r} is not in {where}", claim=s.index)
         for link in missing_links(body, sources)
+        # a link of another block the answer cites is no made-up one, only cited a sentence too early or late
+        if link in missing_links(body, answer_sources)
     ]
     # The refusal sentence next to an answer ("... [id]. The KB does not cover the
     # rest.") says what the KB lacks, which no block can state.
@@ -214,7 +240,7 @@ def cited_sentences(draft_text: str, evidence: list[Evidence], language: str = "
     out: it says what the KB lacks, which no block can state."""
     known = IdSet([ev.entry_id for ev in evidence])
     out = []
-    for group in _assign_citations(_sentences(strip_think(draft_text), known, language)):
+    for group in _assign_citations(_sentences(strip_think(draft_text), known, language), language):
         for s in group:
             body = _SPACE_BEFORE_STOP.sub(r"\1", " ".join(strip_refs(s.text, s.refs).split()))
             if s.cited and any(ch.isalnum() for ch in body) and not is_refusal(body) and not says_not_covered(body) \
@@ -279,11 +305,12 @@ def verify_citations(
         passages.setdefault(ev.entry_id, []).append(passage(ev))
     ctx = StatementContext(language, aligner or Aligner(weight), question, question_language,
                            [passage(ev) for ev in evidence], answer=text)
-    _assign_citations(groups)
+    _assign_citations(groups, language)
+    answer_sources = [t for kb_id in dict.fromkeys(i for s in flat for i in s.cited) for t in blocks.get(kb_id, [])]
     for s in flat:
         if says_not_covered(strip_refs(s.text, s.refs)) and not _new_numbers(s, ctx):
             continue  # a partial refusal: nothing in it a block could state (not_covered.py)
-        violations += _check_sentence(s, blocks, passages, ctx)
+        violations += _check_sentence(s, blocks, passages, ctx, answer_sources)
     return Verdict(ok=not violations, violations=violations, citations=citations, not_covered=gaps)
 
 
