@@ -104,6 +104,7 @@ class _Capture:
 
 def _all_statements(case, evidence, draft=None):
     """Every statement of the draft, as the judge would be asked about it (bot.answer.verify.judgement)."""
+    from bot.answer.verify.citations import verify_citations
     from bot.answer.verify.claims import verify_claims
     from bot.answer.verify.judgement import statements
     from bot.answer.verify.not_covered import says_not_covered
@@ -118,7 +119,9 @@ def _all_statements(case, evidence, draft=None):
                                        and not says_not_covered(c.text)}) for c in verdict.claims]
         verdict = verdict.model_copy(update={"claims": claims})
     else:
-        verdict = Verdict(ok=True)
+        # Every cited sentence, and the uncited ones the judge is asked about with all the answer's blocks.
+        checked = verify_citations(draft, evidence, case.language, question=case.question)
+        verdict = Verdict(ok=True, violations=[v for v in checked.violations if v.kind == "UNCITED_SENTENCE" and v.soft])
     return statements(draft, verdict, evidence, mode, case.language, case.question)
 
 

@@ -223,3 +223,31 @@ def test_claims_mode_nothing_left_is_ungrounded():
     judgement = read_judgement(reply(("S1", "contradicts", "")), asked_, "en")
     judged = apply_judgement(verdict, judgement, EVIDENCE, AnswerMode.CLAIMS)
     assert (judged.ok, judged.audit_mode, judged.citations) == (False, AuditMode.UNGROUNDED, [])
+
+
+# ------------------------------------------------------------------ a sentence nothing cites
+
+
+UNCITED = "**In short:** you can carry over 5 days until 31 March.\n\nYou get 28 days of paid leave a year [hb-pto-01]."
+
+
+def test_an_uncited_sentence_with_numbers_is_asked_about_with_every_block_the_answer_cites():
+    verdict = verify_citations(UNCITED, EVIDENCE)
+    assert [(v.kind, v.soft) for v in verdict.violations] == [("UNCITED_SENTENCE", True)]
+    asked_ = statements(UNCITED, verdict, EVIDENCE, AnswerMode.CITATIONS, "en")
+    assert [(s.item, s.cites, s.pointers) for s in asked_] == [
+        (0, ("hb-pto-01",), ["E1", "E3"]), (1, ("hb-pto-01",), ["E1", "E3"])]
+    supported = read_judgement(reply(("S1", "supports", "carry over up to 5 unused vacation days until 31 March"),
+                                     ("S2", "supports", "28 days")), asked_, "en")
+    assert apply_judgement(verdict, supported, EVIDENCE, AnswerMode.CITATIONS).ok
+    not_stated = read_judgement(reply(("S1", "not_stated", ""), ("S2", "supports", "28 days")), asked_, "en")
+    judged = apply_judgement(verdict, not_stated, EVIDENCE, AnswerMode.CITATIONS)
+    assert not judged.ok and {v.kind for v in judged.violations} == {"UNCITED_SENTENCE", JUDGE_NOT_STATED}
+
+
+def test_an_uncited_quotation_or_link_is_no_judges_question():
+    for draft in ('**In short:** "carry over up to 5 unused vacation days".\n\nYou get 28 days a year [hb-pto-01].',
+                  "**In short:** see https://leave.example.com.\n\nYou get 28 days a year [hb-pto-01]."):
+        verdict = verify_citations(draft, EVIDENCE)
+        assert [(v.kind, v.soft) for v in verdict.violations] == [("UNCITED_SENTENCE", False)], draft
+        assert not wants_judgement(verdict)

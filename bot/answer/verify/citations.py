@@ -13,7 +13,9 @@ Rules (docs/DESIGN.md 3.6), each a violation kind:
   NEGATION_DROPPED, WORDS_NOT_IN_SOURCE.
 - UNCITED_SENTENCE: a sentence states a number (not the question's, not a Stand,
   not a written-out sum), a quotation or a link, but neither it nor any sentence
-  of its paragraph cites a block, so nothing can back it.
+  of its paragraph cites a block, so nothing can back it. For numbers alone the
+  finding is soft: the judge is asked about the sentence with every block the
+  answer cites.
 
 A sentence that says what the KB does not cover (not_covered.py) is a partial
 refusal: not checked, listed in Verdict.not_covered.
@@ -32,7 +34,7 @@ state them. Sentences without numbers or quotations and without any citation
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from bot.answer.verify.align import Aligner, Passage
@@ -177,8 +179,12 @@ def _uncited(s: _Sentence, body: str, quotes: list[str], unquoted: str, ctx: Sta
     given = asked | (_prompt_values(ctx) if ARITHMETIC.search(unquoted) else set())
     numbers = [n for n in find_numbers(unquoted, ctx.language)
                if not n.values & given and not ctx.worked.accepts(n, unquoted, ctx.language)]
-    if quotes or find_links(body) or (numbers and not _stand_note(body, ctx)):
+    if quotes or find_links(body):
         return [Violation(kind="UNCITED_SENTENCE", detail=f"no citation for: {s.text}", claim=s.index)]
+    if numbers and not _stand_note(body, ctx):
+        # Soft: its numbers may be stated in a block the answer cites elsewhere, which the judge, shown
+        # all of those blocks, can find (judgement.statements); a quotation or a link cannot wait for it.
+        return [Violation(kind="UNCITED_SENTENCE", detail=f"no citation for: {s.text}", claim=s.index, soft=True)]
     return []
 
 
@@ -234,18 +240,23 @@ class CitedSentence:
     cited: tuple[str, ...]  # the KB-IDs it relies on (module docstring: its own, or its paragraph's)
 
 
-def cited_sentences(draft_text: str, evidence: list[Evidence], language: str = "en") -> list[CitedSentence]:
+def cited_sentences(
+    draft_text: str, evidence: list[Evidence], language: str = "en", *, uncited: Collection[int] = ()
+) -> list[CitedSentence]:
     """The sentences of a draft that rest on blocks, with the KB-IDs each rests on: what
     the entailment judge is asked about. The refusal sentence beside an answer is left
-    out: it says what the KB lacks, which no block can state."""
+    out: it says what the KB lacks, which no block can state. A sentence of `uncited`
+    (held back by a soft UNCITED_SENTENCE) rests on every block the answer cites."""
     known = IdSet([ev.entry_id for ev in evidence])
+    groups = _assign_citations(_sentences(strip_think(draft_text), known, language), language)
+    everything = tuple(dict.fromkeys(i for group in groups for s in group for i in s.cited))
     out = []
-    for group in _assign_citations(_sentences(strip_think(draft_text), known, language), language):
-        for s in group:
-            body = _SPACE_BEFORE_STOP.sub(r"\1", " ".join(strip_refs(s.text, s.refs).split()))
-            if s.cited and any(ch.isalnum() for ch in body) and not is_refusal(body) and not says_not_covered(body) \
-                    and not _STAND_ONLY.match(body):
-                out.append(CitedSentence(s.index, body, s.cited))
+    for s in (s for group in groups for s in group):
+        cited = s.cited or (everything if s.index in uncited else ())
+        body = _SPACE_BEFORE_STOP.sub(r"\1", " ".join(strip_refs(s.text, s.refs).split()))
+        if cited and any(ch.isalnum() for ch in body) and not is_refusal(body) and not says_not_covered(body) \
+                and not _STAND_ONLY.match(body):
+            out.append(CitedSentence(s.index, body, cited))
     return out
 
 

@@ -134,9 +134,10 @@ def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: Ans
         ]
         answer = "\n".join(c.text for c in verdict.claims)
     else:
+        uncited = {v.claim for v in verdict.violations if v.kind == "UNCITED_SENTENCE" and v.soft and v.claim is not None}
         found = [
             Statement(s.index, s.text, s.cited, tuple(ev for ev in evidence if ev.entry_id in s.cited))
-            for s in cited_sentences(draft, evidence, language)
+            for s in cited_sentences(draft, evidence, language, uncited=uncited)
             if _says_something(s.text, language)
         ]
         answer = draft
