@@ -512,3 +512,11 @@ def test_a_link_of_another_block_the_answer_cites_is_no_made_up_link():
     assert check(draft, travel, portal, language="en").ok
     made_up = draft.replace("travel.example.com", "trips.example.com")
     assert "LINK_NOT_IN_SOURCE" in kinds(check(made_up, travel, portal, language="en"))
+
+
+def test_the_employee_is_not_the_employer():
+    levy = block("hb-pay-02", "The employer pays the flat-rate levy for every mini-job, and HR reports it each month.",
+                 "en")
+    wrong = "The employee pays the flat-rate levy for every mini-job [hb-pay-02]."
+    assert "WORDS_NOT_IN_SOURCE" in kinds(check(wrong, levy, language="en"))
+    assert check("Your employer pays the flat-rate levy for every mini-job [hb-pay-02].", levy, language="en").ok

@@ -652,6 +652,10 @@ _SAME_ACTOR = {
 }
 
 
+# Names that hold one of _SAME_ACTOR's and are someone else: the employee ("employe") is not the employer ("employ").
+_OTHER_ACTOR = ("employe", "arbeitnehm")
+
+
 # "the company offices", "the HR portal's login": an actor's name as a modifier names a thing, not who acts.
 _MODIFIED = re.compile(r"\s+(?:offices?|laptops?|accounts?|systems?|buildings?|sites?|locations?|policy|policies|"
                        r"standorte?|büros?|konten?|systeme?|gebäude)\b", re.IGNORECASE)
@@ -671,7 +675,14 @@ def _actors(text: str, language: str, *, names: bool = True) -> set[str]:
         else:
             found.add(" ".join(word_terms(m.group(0), language)))
     # A compound names its actor inside it: "Arbeitgeberzuschuss" is the employer's.
-    return {next((name for name, names in _SAME_ACTOR.items() if any(n in a for n in names)), a) for a in found} - {""}
+    return {next((name for name, names in _SAME_ACTOR.items() if any(n in a for n in names)
+                  and not any(o in a for o in _OTHER_ACTOR)), a) for a in found} - {""}
+
+
+def _same_actor(a: str, b: str) -> bool:
+    """One names the other, or more of it: "team" and "security team"; not "employe" and "employer"."""
+    words_a, words_b = set(a.split()), set(b.split())
+    return words_a <= words_b or words_b <= words_a
 
 
 def check_words(
@@ -696,9 +707,9 @@ def check_words(
     own_actors = {a for s in own_sentences for a in _actors(s.text, lang)}
     asked = _actors(ctx.question, lang) if ctx.question else set()
     swapped_in = sorted(a for a in said if a not in own_actors and a not in asked
-                        and not any(a in o or o in a for o in own_actors))
+                        and not any(_same_actor(a, o) for o in own_actors))
     swapped_out = sorted(a for s in own_sentences if s.language == lang for a in _actors(s.text, lang, names=False)
-                         if a not in said and a not in asked and not any(a in o or o in a for o in said))
+                         if a not in said and a not in asked and not any(_same_actor(a, o) for o in said))
     if not swapped_in or not swapped_out:
         return []
     return _swapped(text, alignment, ctx, swapped_in, swapped_out)
