@@ -472,13 +472,14 @@ def test_a_sum_of_the_answers_own_numbers_is_recomputed_not_sent_to_the_judge():
 
 @pytest.mark.parametrize("line", [
     "In total 419 EUR (400 EUR hotel + 19 EUR taxi), so the whole trip is reimbursed.",  # a conclusion of its own
-    "In total 419 EUR (400 EUR hotel + 19 EUR taxi), which finance pays out within a week.",  # words of its own
+    "Finance transfers 419 EUR (400 EUR hotel + 19 EUR taxi) to your salary account.",  # words of its own
     "The hotel is not paid in full: 400 EUR + 19 EUR = 419 EUR.",  # a negation
 ])
 def test_a_line_of_arithmetic_that_says_more_is_still_judged(line):
     draft = SUM_DRAFT.replace("In total you can expect 419 EUR (400 EUR hotel + 19 EUR taxi).", line)
     evidence = build_evidence([TRAVEL, TAXI])
     verdict = verify_citations(draft, evidence, "en", question=SUM_QUESTION)
+    assert verdict.ok, verdict.violations  # nothing but the judge holds it back
     asked_ = [s.text for s in statements(draft, verdict, evidence, AnswerMode.CITATIONS, "en", SUM_QUESTION)]
     assert line in asked_
 

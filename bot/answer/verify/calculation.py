@@ -42,13 +42,11 @@ _CONCLUSION = re.compile(
 )
 
 
-def is_calculation(text: str, language: str, *, question: str = "", question_language: str = "",
-                   answer: str = "") -> bool:
+def is_calculation(text: str, language: str, *, question: str = "", answer: str = "") -> bool:
     """Is `text` a line of arithmetic on what the question and the rest of `answer` say (module docstring)?"""
     if not (_OPERATOR.search(text) or _OPERATION.search(text)) or _CONCLUSION.search(text) or cm.negates(text, language):
         return False
-    rest = answer.replace(text, " ") if text else answer
-    known = set(terms(rest, language)) | set(terms(question, question_language or language)) \
+    known = set(terms(answer.replace(text, " "), language)) | set(terms(question, language)) \
         | set(terms(_RESULT_WORDS, language))
     own = [t for t in terms(text, language) if not any(ch.isdigit() for ch in t) and t not in known]
     return len(set(own)) <= NEW_WORDS

@@ -661,8 +661,8 @@ _MODIFIED = re.compile(r"\s+(?:offices?|laptops?|accounts?|systems?|buildings?|s
                        r"standorte?|büros?|konten?|systeme?|gebäude)\b", re.IGNORECASE)
 
 
-def _actors(text: str, language: str, *, names: bool = True) -> set[str]:
-    """Who acts in `text`; with `names` False, not the company by its name: a company's KB names itself in
+def _actors(text: str, language: str, *, company: bool = True) -> set[str]:
+    """Who acts in `text`; with `company` False, not the company by its name: a company's KB names itself in
     sentence after sentence ("All Northwind Labs business trips need…"), and a statement that leaves
     the name out has lost no actor."""
     found = set()
@@ -670,7 +670,7 @@ def _actors(text: str, language: str, *, names: bool = True) -> set[str]:
         if _MODIFIED.match(text, m.end()):
             continue
         if _COMPANY_NAME.fullmatch(m.group(0)):
-            if names:
+            if company:
                 found.add("employer")
         else:
             found.add(" ".join(word_terms(m.group(0), language)))
@@ -708,7 +708,7 @@ def check_words(
     asked = _actors(ctx.question, lang) if ctx.question else set()
     swapped_in = sorted(a for a in said if a not in own_actors and a not in asked
                         and not any(_same_actor(a, o) for o in own_actors))
-    swapped_out = sorted(a for s in own_sentences if s.language == lang for a in _actors(s.text, lang, names=False)
+    swapped_out = sorted(a for s in own_sentences if s.language == lang for a in _actors(s.text, lang, company=False)
                          if a not in said and a not in asked and not any(_same_actor(a, o) for o in said))
     if not swapped_in or not swapped_out:
         return []
