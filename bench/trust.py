@@ -73,6 +73,7 @@ KINDS = ("number_changed", "number_word_changed", "negation_flipped", "condition
          "fact_added")
 GOALS = {"right_flagged": 0.05, "wrong_posted": 0.25, "per_kind": 1 / 6, "judge_wrong": 0.03, "judge_right": 0.03}
 CHARS_PER_TOKEN = 4
+SET_NAMES = {"holdout": "held-out", "main": "main", "fresh": "fresh"}
 
 
 @dataclass(frozen=True)
@@ -407,8 +408,9 @@ def markdown_kb(tmp: Path) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", dest="which", choices=("holdout", "main"), default="holdout",
-                        help="holdout: the set drawn after tuning on the first (the default); main: the first set")
+    parser.add_argument("--set", dest="which", choices=("holdout", "main", "fresh"), default="holdout",
+                        help="holdout: the set drawn after tuning on the first (the default); main: the first set; "
+                             "fresh: right drafts to new questions, drawn to tune on when the others were spent")
     parser.add_argument("--half", choices=("test", "tune", "all"), default="all",
                         help="the set's halves (the main set's were both tuned on in the end; the held-out set's tune half "
                              "after its first measurement)")
@@ -424,7 +426,7 @@ def main() -> int:
                              "the set's judge_v1/), not those to the prompt citebot builds now")
     args = parser.parse_args()
 
-    root = HERE / "holdout" if args.which == "holdout" else HERE
+    root = HERE if args.which == "main" else HERE / args.which
     cases = [c for c in load_cases(root) if args.half == "all" or c.half == args.half]
     judge = RecordedJudge.load(root / "judge_v1" if args.judge_v1 else root)
     started = time.perf_counter()
@@ -437,7 +439,7 @@ def main() -> int:
             kind = "minicheck" if args.minicheck else "llm"
             on = None if args.no_judge or not judge.verdicts else asyncio.run(run(cases, retriever, judge, judged=kind))
     counts = Counter(c.kind for c in cases)
-    which = f"the {'held-out' if args.which == 'holdout' else 'main'} set, {args.half}"
+    which = f"the {SET_NAMES[args.which]} set, {args.half}"
     print(f"bench/trust: {len(cases)} drafts of {which} ({counts['right']} right, "
           f"{len(cases) - counts['right']} wrong), {time.perf_counter() - started:.0f} s")
     drift = sum(r.prompt_drift for r in off)

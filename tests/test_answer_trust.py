@@ -192,6 +192,19 @@ def test_a_sentence_on_what_the_kb_does_not_cover_is_a_partial_refusal():
     assert [s.text for s in asked] == ["Bestimmte Bezüge sind ganz oder teilweise unpfändbar."]  # never judged
 
 
+def test_a_partial_refusal_may_name_the_numbers_of_what_is_missing_but_not_a_link():
+    """The asker's date, or a figure worked out from their case, inside what the KB does not say: no block
+    states it, rightly, and the judge is never asked, so a check on it could only hold a right answer back."""
+    question = "Bekomme ich für die Schicht am 25. Dezember und die 350 € Differenz etwas?"
+    draft = ("Bestimmte Bezüge sind ganz oder teilweise unpfändbar [lb-pf-01]. "
+             "Ob der 26. Dezember dazu zählt und wer die 700 € Differenz trägt, sagt die Wissensbasis nicht.")
+    verdict = check(draft, PF, question=question)
+    assert verdict.ok, verdict.violations
+    assert verdict.not_covered == [draft.split("]. ")[1]]
+    with_link = draft.replace("sagt die Wissensbasis nicht.", "sagt die Wissensbasis nicht, siehe https://example.org/x.")
+    assert "LINK_NOT_IN_SOURCE" in kinds(check(with_link, PF, question=question))
+
+
 def test_a_claim_on_what_the_kb_does_not_cover_is_not_checked_as_a_claim():
     draft = ('{"claims": [{"text": "Bestimmte Bezüge sind ganz oder teilweise unpfändbar.", "evidence_ids": ["E1"]}, '
              '{"text": "Ob auch das Konto gepfändet werden kann, sagt die Wissensbasis nicht.", "evidence_ids": ["E1"]}]}')

@@ -319,8 +319,8 @@ def verify_citations(
     _assign_citations(groups, language)
     answer_sources = [t for kb_id in dict.fromkeys(i for s in flat for i in s.cited) for t in blocks.get(kb_id, [])]
     for s in flat:
-        if says_not_covered(strip_refs(s.text, s.refs)) and not _new_numbers(s, ctx):
-            continue  # a partial refusal: nothing in it a block could state (not_covered.py)
+        if _partial_refusal(s):
+            continue  # nothing in it a block could state (not_covered.py)
         violations += _check_sentence(s, blocks, passages, ctx, answer_sources)
     return Verdict(ok=not violations, violations=violations, citations=citations, not_covered=gaps)
 
@@ -329,7 +329,11 @@ def _prompt_values(ctx: StatementContext) -> set[str]:
     return {v for p in ctx.passages for n in find_numbers(p.text, p.language, source=True) for v in n.values}
 
 
-def _new_numbers(s: _Sentence, ctx: StatementContext) -> bool:
-    """Does a sentence state numbers that neither the question nor any block gives? Then it says more than what is missing."""
-    given = {v for q in ctx.question_numbers for v in q.values} | _prompt_values(ctx)
-    return any(not n.values & given for n in find_numbers(strip_refs(s.text, s.refs), ctx.language))
+def _partial_refusal(s: _Sentence) -> bool:
+    """A sentence that says only what the KB does not cover, and gives no link. The numbers it names
+    are those of what is missing ("whether 25 December is one", "whether the 350 EUR difference is
+    yours to pay"): worked out from the asker's case, often, and stated by no block, rightly. They are
+    not checked, and the judge is not asked: it could only call what is missing not stated. A link is
+    something to follow, so a sentence with one is checked as any."""
+    body = strip_refs(s.text, s.refs)
+    return says_not_covered(body) and not find_links(body)

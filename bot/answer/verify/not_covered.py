@@ -13,8 +13,10 @@ that is the knowledge base or its blocks, sources, documents or information
 ("the knowledge base", "the provided sources", "die Blöcke", "dazu"), a verb of
 saying or containing, and a negation ("does not say", "enthält keine
 Angaben", "lässt sich nicht entnehmen"), or "there is no information on ...",
-"keine Angaben zu ...". A sentence that also states a number none of its
-context gives, or a link, is not taken as one: it says more than what is missing.
+"keine Angaben zu ...". A clause that goes on to state something ("…, but you
+get 30 days") makes the sentence a statement to check; so does a link in it
+(bot.answer.verify.citations). The numbers it names are those of what is
+missing ("whether 25 December is one"): they are not checked.
 """
 
 from __future__ import annotations
