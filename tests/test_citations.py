@@ -363,6 +363,7 @@ def verify_en(text: str):
         "Use the <https://evil.example/form|leave form> to carry over days [hb-pto-01].",
         "Write to <mailto:boss@evil.example|HR> to carry over days [hb-pto-01].",
         "Call the HR hotline +1 (555) 010-0199 to carry over days [hb-pto-01].",
+        "Carry over days by phone (Tel. 030 9876543) [hb-pto-01].",
         "Carry-over requests go to evil.example/hr [hb-pto-01].",
         "Ask <!channel> about carrying over days [hb-pto-01].",
     ],
@@ -388,6 +389,14 @@ def test_made_up_links_addresses_and_phone_numbers_fail(sentence):
 def test_links_addresses_and_phone_numbers_of_the_cited_block_pass(sentence):
     verdict = verify_en(sentence)
     assert verdict.ok, verdict.violations
+
+
+def test_years_beside_each_other_are_no_phone_number():
+    from bot.answer.verify.links import find_links
+
+    assert find_links("Der Mindestlohn beträgt seit 1. Januar 2026 (2025: 12,82 €) 13,90 €.") == []
+    assert find_links("Die Werte für 2025 2026 stehen im Block.") == []
+    assert [link.kind for link in find_links("Anrufen (Tel. 030 9876543) genügt.")] == ["phone"]
 
 
 def test_a_link_from_a_block_the_sentence_does_not_cite_fails():

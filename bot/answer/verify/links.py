@@ -39,6 +39,7 @@ _BARE_HOST = re.compile(rf"(?<![\w.@/-]){_HOST}(?:{_COMMON_TLDS})(?![\w.-]*\w)")
 # Digit groups with separators; the filters in _phone() decide what is a phone number.
 _PHONE = re.compile(r"(?<![\w.,/+-])(?:\+|\(\+?)?\d[\d \t()./-]*\d\)?(?![\w,]|[.,/-]\d)")
 _TRAILING = ".,;:!?'\")]}>*_"
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
 
 _DATE_OR_RANGE = re.compile(
     r"^(?:\d{4}-\d{2}-\d{2}|\d{1,2}\.\d{1,2}\.\d{2,4}|\d{4}\s*[-/]\s*\d{4}|\d{1,2}:\d{2})$"
@@ -68,6 +69,8 @@ def _url_key(url: str) -> str:
 
 def _phone(raw: str) -> Link | None:
     raw = raw.strip().rstrip(".-/")
+    if raw.endswith(")") and raw.count(")") > raw.count("("):
+        raw = raw[:-1]  # "(Tel. 030 1234567)": the bracket around it
     digits = re.sub(r"\D", "", raw)
     if not 7 <= len(digits) <= 15 or _DATE_OR_RANGE.match(raw):
         return None
@@ -75,6 +78,8 @@ def _phone(raw: str) -> Link | None:
         return None  # one run of digits is a number; the number rule checks it
     if _THOUSANDS.match(raw):
         return None  # "1.000.000", "10 000 000": an amount
+    if raw.count("(") != raw.count(")") or all(_YEAR.match(g) for g in re.findall(r"\d+", raw)):
+        return None  # "seit 2026 (2025: 12,82 €)", "2025 2026": years beside each other
     return Link(raw, PHONE, digits)
 
 
