@@ -534,3 +534,54 @@ def test_the_employee_is_not_the_employer():
     wrong = "The employee pays the flat-rate levy for every mini-job [hb-pay-02]."
     assert "WORDS_NOT_IN_SOURCE" in kinds(check(wrong, levy, language="en"))
     assert check("Your employer pays the flat-rate levy for every mini-job [hb-pay-02].", levy, language="en").ok
+
+
+# ------------------------------------------------------------------ the asker's case worked out
+
+LEAVE = block("hb-pto-01", "Employees on a five-day week receive 28 working days of paid annual leave per calendar "
+                           "year. Young people under 17 get 27 Werktage; leave in Werktage is converted by multiplying "
+                           "by the working days per week and dividing by 6.", "en")
+PAYOUT = block("hb-pto-02", "Leave that cannot be taken before the last working day is paid out with the final "
+                            "salary. One day of leave is worth monthly gross salary × 3 ÷ 65.", "en")
+PROBATION = block("hb-onb-01", "The probation period lasts 6 months. During probation, either side can end the "
+                               "employment with 2 weeks' notice.", "en")
+
+
+def en(text: str, *blocks: ChunkResult, question: str):
+    return check(text, *blocks, language="en", question=question)
+
+
+def test_a_small_count_one_step_from_the_askers_number_in_the_same_sentence_passes():
+    question = "I've taken 17 days of leave so far this year. How many are left?"
+    right = "With 17 days taken, 11 of the 28 days are left [hb-pto-01]."
+    assert en(right, LEAVE, question=question).ok
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(en(right.replace("11 of", "12 of"), LEAVE, question=question))
+
+
+def test_a_formula_of_the_blocks_applied_to_the_askers_salary_is_recomputed():
+    question = "I earn 4,550 a month and leave with 11 days I can't take. What are they worth?"
+    right = "At 4,550 EUR a month, one day of leave is worth 210 EUR [hb-pto-02]."
+    assert en(right, PAYOUT, question=question).ok
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(en(right.replace("210 EUR", "220 EUR"), PAYOUT, question=question))
+
+
+def test_a_result_stated_ahead_of_its_working_passes():
+    question = "I've taken 17 days of leave so far this year. How many are left?"
+    right = "You have 11 days left [hb-pto-01]. With 17 days taken, 11 of the 28 days are left [hb-pto-01]."
+    assert en(right, LEAVE, question=question).ok
+    wrong = right.replace("You have 11 days", "You have 12 days")
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(en(wrong, LEAVE, question=question))
+
+
+def test_a_period_of_months_ends_the_day_before_the_same_date():
+    question = "I start on 1 March. When does my probation end?"
+    right = "Probation lasts 6 months, so starting on 1 March it ends on 31 August [hb-onb-01]."
+    assert en(right, PROBATION, question=question).ok
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(en(right.replace("31 August", "30 August"), PROBATION, question=question))
+
+
+def test_a_result_after_its_bracketed_working_is_recomputed():
+    question = "My apprentice is 16 and works a 5-day week. How much leave does he get?"
+    right = "On a 5-day week (27 × 5 ÷ 6), that's 22.5 working days [hb-pto-01]."
+    assert en(right, LEAVE, question=question).ok
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(en(right.replace("22.5", "23.5"), LEAVE, question=question))

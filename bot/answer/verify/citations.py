@@ -318,9 +318,12 @@ def verify_citations(
                            [passage(ev) for ev in evidence], answer=text)
     _assign_citations(groups, language)
     answer_sources = [t for kb_id in dict.fromkeys(i for s in flat for i in s.cited) for t in blocks.get(kb_id, [])]
-    for s in flat:
-        if _partial_refusal(s):
-            continue  # nothing in it a block could state (not_covered.py)
+    checked = [s for s in flat if not _partial_refusal(s)]  # nothing in one a block could state (not_covered.py)
+    # Read once before checking: what the answer works out (ctx.worked) is known then wherever it is
+    # stated, so a result ahead of its working ("11 days left, worth 2,310 EUR", then the steps) passes.
+    for s in checked:
+        _check_sentence(s, blocks, passages, ctx, answer_sources)
+    for s in checked:
         violations += _check_sentence(s, blocks, passages, ctx, answer_sources)
     return Verdict(ok=not violations, violations=violations, citations=citations, not_covered=gaps)
 

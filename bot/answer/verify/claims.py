@@ -217,6 +217,10 @@ def verify_claims(
     ctx = StatementContext(language, aligner or Aligner(weight), question, question_language,
                            [passage(ev) for ev in evidence], answer=" ".join(c.text for c in claims))
     checked, violations = [], []
+    # Read once before checking, as citations.verify_citations does: a result ahead of its working passes.
+    for i, claim in enumerate(claims):
+        if claim.text not in gaps:
+            _check_claim(i, claim, index, frozenset(allowed_roles), ctx)
     for i, claim in enumerate(claims):
         if claim.text in gaps:
             # A partial refusal: not posted as a fact, not checked (not_covered.py).

@@ -451,12 +451,14 @@ def months_named(text: str) -> list[int]:
 
 def _months_later(day: int, months: int) -> set[int]:
     """A date (an ordinal) moved by `months` calendar months: the same day of that month (its last day,
-    where the month is shorter), and that month's last day ("drei Kalendermonate nach Ablauf des Monats")."""
+    where the month is shorter), the day before it (a period of months from 1 March ends on 31 August),
+    and that month's last day ("drei Kalendermonate nach Ablauf des Monats")."""
     start = dt.date.fromordinal(day)
     year, month = divmod(start.month - 1 + months, 12)
     year, month = start.year + year, month + 1
     last = calendar.monthrange(year, month)[1]
-    return {dt.date(year, month, min(start.day, last)).toordinal(), dt.date(year, month, last).toordinal()}
+    same_day = dt.date(year, month, min(start.day, last)).toordinal()
+    return {same_day, same_day - 1, dt.date(year, month, last).toordinal()}
 
 
 def _month_end(month: int) -> int:
@@ -492,7 +494,7 @@ class WorkedOut:
     """
 
     def __init__(self, asked: list[Number], stated: list[Number], shown: Sequence[Number] = (),
-                 asked_months: Sequence[int] = (), question: str = ""):
+                 asked_months: Sequence[int] = (), question: str = "", formulas: Sequence[Formula] = ()):
         # "7 am", "6 pm", "14 Uhr" are times too ("7:00", "18:00"); and the hours between two times the
         # asker gives ("from 10:00 to 16:00": 6) are theirs.
         asked = [*asked, *_clock_times(asked)]
@@ -540,6 +542,7 @@ class WorkedOut:
         self.counted = {(v, unit_family(n.unit)) for n in [*stated, *shown, *asked] if n.unit
                         for v in _plain_values([n])}
         self.asked_other = {v for n in asked for v in n.values if not _plain_values([Number(v, frozenset({v}))])}
+        self.formulas = list(formulas)
 
     def known(self, number: Number) -> bool:
         """Is it the asker's (in a unit of theirs), or worked out from theirs already?"""
@@ -572,6 +575,9 @@ class WorkedOut:
             return True
         if self.asked_days_of_month and _day_of_month(sentence, number):
             return False  # a day of the month is a date: no amount of other steps makes it
+        if self._asker_step(number, sentence, language) or self._formula_applied(number, sentence):
+            self.accepted |= _plain_values([number])
+            return True
         rounded = bool(_ROUNDED.search(sentence[: number.start])) if number.start >= 0 else False
         written = [n for n in find_numbers(sentence, language) if n.start != number.start]
         shown = _plain_values(written) | self.shown | set(CONSTANTS) | self.accepted
@@ -588,6 +594,33 @@ class WorkedOut:
                 for b, percent in steps:
                     if any(_matches_result(value, number.raw, d, rounded) for d in _one_step(a, b, percent)):
                         self.accepted.add(value)
+                        return True
+        return False
+
+    def _asker_step(self, number: Number, sentence: str, language: str) -> bool:
+        """Is `number` one step from a number of the asker's and another number, both written in the same
+        sentence ("With 17 days taken, 11 of the 28 days are left")? Small counts too: with both operands
+        in the sentence, and one of them the asker's, a chance hit is rare."""
+        written = [n for n in find_numbers(sentence, language) if n.start != number.start]
+        theirs = _plain_values([n for n in written if self.known(n)])
+        others = _plain_values(written)
+        for value in _plain_values([number]):
+            for a in theirs:
+                for b in others - {a, value}:
+                    if any(_matches_result(value, number.raw, d, False) for d in (a + b, a - b, b - a, a * b)
+                           + ((a / b,) if b else ()) + ((b / a,) if a else ())):
+                        return True
+        return False
+
+    def _formula_applied(self, number: Number, sentence: str) -> bool:
+        """Is `number` a formula the answer or a block writes ("Bruttomonatsgehalt × 3 ÷ 65") applied to
+        a number of the asker's, or to one worked out from theirs (4.550 € × 3 ÷ 65 = 210 €)?"""
+        rounded = bool(_ROUNDED.search(sentence[: number.start])) if number.start >= 0 else False
+        for value in _plain_values([number]):
+            for a in self.accepted:
+                for steps in self.formulas:
+                    result = _apply(a, steps)
+                    if result is not None and result != a and _matches_result(value, number.raw, result, rounded):
                         return True
         return False
 
@@ -696,7 +729,9 @@ def _work_week(number: Number, sentence: str) -> bool:
 
 # "70 % von 5.812,50 €", "70 % of 5,812.50 EUR": a share of, a product.
 _OPERATOR = re.compile(r"\s*(×|x|\*|·|÷|/|:|\+|−|–|-|von\b|of\b)\s*")
-_EQUALS = re.compile(r"\s*(?:=|≈|ergibt|makes|is|sind|macht)\s*")
+# "= 240 €", "ergibt 240 €", and a result after the bracketed working: "(27 × 5 ÷ 6), that's 22.5 days".
+_EQUALS = re.compile(r"\s*\)?,?\s*(?:=|≈|ergibt|ergeben|makes|gives|is|sind|macht|that's|that is|das sind|also)\s*",
+                     re.IGNORECASE)
 _UNIT_WORDS = re.compile(r"\s*(?:%|€|eur\b|euro\b|h\b|std\.?|stunden\b|hours?\b|tage?\b|days?\b|km\b|"
                          r"kilometres?\b|kilometers?\b|wochen\b|weeks?\b|monate?\b|months?\b|arbeitstage\b|"
                          r"working days\b|per hour\b|pro stunde\b|brutto\b|gross\b|netto\b|net\b)", re.IGNORECASE)
@@ -725,6 +760,35 @@ def arithmetic(sentence: str, language: str) -> list[tuple[list, Number]]:
                 out.append((chain, numbers[j + 1]))
             break
     return out
+
+
+# A rule's formula over a quantity it names in words: "Bruttomonatsgehalt × 3 ÷ 65", "monthly gross × 3 / 65".
+Formula = tuple[tuple[str, Decimal], ...]
+# ("x" and "/" only between spaces: "max 3", "km/30" are no formula)
+_STEP = r"(?:[×*÷]|(?<=\s)[x/](?=\s))\s*\d+(?:[.,]\d+)?"
+_FORMULA = re.compile(rf"(?<=[^\W\d])\s*((?:{_STEP}\s*)+)(?![\d.,]*\s*(?:=|≈))", re.IGNORECASE)
+_FORMULA_STEP = re.compile(r"([×*÷x/])\s*(\d+(?:[.,]\d+)?)", re.IGNORECASE)
+
+
+def formulas(text: str) -> list[Formula]:
+    """The formulas a text writes over a quantity named in words, each as its steps (operator, operand)."""
+    out = []
+    for m in _FORMULA.finditer(text):
+        steps = tuple((op.lower(), Decimal(num.replace(",", "."))) for op, num in _FORMULA_STEP.findall(m.group(1)))
+        if steps and any(v != 0 for _op, v in steps):
+            out.append(steps)
+    return out
+
+
+def _apply(value: Decimal, steps: Formula) -> Decimal | None:
+    for op, operand in steps:
+        if op in "÷/":
+            if not operand:
+                return None
+            value = value / operand
+        else:
+            value = value * operand
+    return value
 
 
 def _skip_units(sentence: str, position: int) -> int:

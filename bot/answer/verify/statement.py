@@ -49,7 +49,15 @@ from bot.answer.verify.align import (
     source_sentences,
     word_terms,
 )
-from bot.answer.verify.numbers import DAYS_PER_UNIT, Number, WorkedOut, arithmetic, find_numbers, months_named
+from bot.answer.verify.numbers import (
+    DAYS_PER_UNIT,
+    Number,
+    WorkedOut,
+    arithmetic,
+    find_numbers,
+    formulas,
+    months_named,
+)
 from bot.answer.verify.support import (
     _NEGATIVE_RESULT,
     NEGATION_NEAR_SHARE,
@@ -127,7 +135,8 @@ class StatementContext:
             self._worked = WorkedOut(self.question_numbers, _numbers_of(self.passages),
                                      find_numbers(_REFS.sub(" ", self.answer), self.language),
                                      months_named(self.question),
-                                     self.question)
+                                     self.question,
+                                     formulas(" ".join([self.answer, *map(_passage_text, self.passages)])))
         return self._worked
 
 
