@@ -585,3 +585,21 @@ def test_a_result_after_its_bracketed_working_is_recomputed():
     right = "On a 5-day week (27 × 5 ÷ 6), that's 22.5 working days [hb-pto-01]."
     assert en(right, LEAVE, question=question).ok
     assert "NUMBER_NOT_IN_SOURCE" in kinds(en(right.replace("22.5", "23.5"), LEAVE, question=question))
+
+
+FLIGHTS = block("hb-travel-01", "Flüge sind mindestens 14 Tage vor Abflug zu buchen.")
+HOLIDAY = block("lb-ueb-02", "Für Arbeit an einem Feiertag sind Zuschläge von 125 % des Grundlohns steuerfrei.")
+
+
+def test_an_order_word_of_the_source_said_too_is_no_opposite_of_another_use_of_its_counterpart():
+    assert check("Flüge nach Möglichkeit mindestens 14 Tage vor Abflug buchen [hb-travel-01].", FLIGHTS).ok
+    assert "SCOPE_NOT_IN_SOURCE" in kinds(check("Flüge mindestens 14 Tage nach Abflug buchen [hb-travel-01].", FLIGHTS))
+
+
+def test_a_bound_on_a_result_worked_out_from_the_askers_case_is_not_a_bound_the_rule_must_state():
+    question = "Ich arbeite 8 Stunden am Feiertag, mein Grundlohn ist 24 € pro Stunde. Was ist steuerfrei?"
+    right = ("Steuerfrei sind 125 % des Grundlohns: 8 h × 24 € × 125 % = 240 € [lb-ueb-02]. "
+             "Insgesamt sind damit bis zu 240 € steuerfrei [lb-ueb-02].")
+    assert check(right, HOLIDAY, question=question).ok
+    wrong = right.replace("Steuerfrei sind 125 %", "Steuerfrei sind bis zu 125 %")
+    assert "SCOPE_NOT_IN_SOURCE" in kinds(check(wrong, HOLIDAY, question=question))

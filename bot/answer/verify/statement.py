@@ -350,15 +350,22 @@ def check_commitments(
     context = {c.family for c in cm.find_cues(text, lang)} & stated
     # "44 days after 2 March": an order word on a date of the asker's places their case, no rule's bound.
     numbers = find_numbers(text, lang)
-    theirs = {f for k, fams in attached_families(text, lang, numbers).items() if ctx.worked.asked_date(numbers[k])
-              for f in fams} & _ORDER
+    attached = attached_families(text, lang, numbers)
+    theirs = {f for k, fams in attached.items() if ctx.worked.asked_date(numbers[k]) for f in fams} & _ORDER
+    # "Insgesamt bis zu 252 € steuerfrei": a bound on a result the answer worked out from the asker's case
+    # is the answer's reading of the rule, which the numbers check has already recomputed.
+    stated_values = {v for s in alignment.sentences for v in s.values} | _values(_numbers_of(ctx.passages))
+    results = {f for k, fams in attached.items()
+               if not numbers[k].values & stated_values and ctx.worked.known(numbers[k]) for f in fams}
+    mine = {c.family for c in said}
     for family in dict.fromkeys(c.family for c in said):
-        if cm.backers(family, context) & (stated | near) or family in theirs:
+        if cm.backers(family, context) & (stated | near) or family in theirs or family in results:
             continue
         if comparing and family in cm.COMPARISONS:
             continue
-        # A bound by name ("allowance", "Grenze") backs, but is no opposite of anything.
-        opposite = cm.OPPOSITE.get(family, frozenset()) & _aligned_families(alignment.sentences, nouns=False)
+        # A bound by name ("allowance", "Grenze") backs, but is no opposite of anything; nor is an order word
+        # of the source that the statement says too ("nach Möglichkeit 14 Tage vor Abflug" for "14 days before").
+        opposite = cm.OPPOSITE.get(family, frozenset()) & _aligned_families(alignment.sentences, nouns=False) - mine
         word = _family_label(family, text, lang)
         if opposite:
             problems.append(Problem("SCOPE_NOT_IN_SOURCE", f"{word} where the matching sentence says the opposite: {source}"))
