@@ -139,7 +139,8 @@ _UNIT_AFTER = re.compile(r"\s*(?:(%|€|\$)|((?:calendar|working|business|per)\s
 
 
 # Units that count the same thing: "12 Arbeitstage" the asker gives are the answer's "12 Tagen".
-_UNIT_FAMILY = {"calendarday": "day", "workday": "day"}
+# "um 11" is "11 Uhr": the hour of a clock either way.
+_UNIT_FAMILY = {"calendarday": "day", "workday": "day", "at": "oclock"}
 
 
 def unit_family(unit: str) -> str:
@@ -341,6 +342,11 @@ CONSTANTS = (Decimal(2), Decimal(12))
 _DAYS = {"day": 1, "calendarday": 1, "week": 7}
 _DATE = re.compile(r"^(?:(\d{4})|-)-(\d{2})-(\d{2})$")
 _YEAR_FOR_DAY_MONTH = 2026  # a date given without a year is counted in a common year
+
+
+def is_constant(number: Number) -> bool:
+    """Is it one of the factors an answer may use without a source (CONSTANTS)?"""
+    return bool(_plain_values([number]) & set(CONSTANTS))
 
 
 def _plain_values(numbers: list[Number]) -> set[Decimal]:
@@ -551,8 +557,10 @@ class WorkedOut:
         for value in _plain_values([number]):
             if value in self.roots:
                 units = {unit_family(u) for u in self.root_units.get(value, set())}
-                if not number.unit or not units or "" in units or unit_family(number.unit) in units:
+                if not number.unit or not units or unit_family(number.unit) in units:
                     return True
+                if "" in units and abs(value) >= MIN_DERIVED:
+                    return True  # a small count of theirs without a unit ("2 x 185 EUR") is no "two weeks"
             elif value in self.accepted:
                 return True
         return False
@@ -728,7 +736,10 @@ def _work_week(number: Number, sentence: str) -> bool:
 # ------------------------------------------------------------------ arithmetic written out
 
 # "70 % von 5.812,50 €", "70 % of 5,812.50 EUR": a share of, a product.
-_OPERATOR = re.compile(r"\s*(×|x|\*|·|÷|/|:|\+|−|–|-|von\b|of\b)\s*")
+_OPERATOR = re.compile(r"\s*(×|x|\*|·|÷|/|:|\+|−|–|-|von\b|of\b|plus\b|minus\b|mal\b|times\b|geteilt durch\b"
+                       r"|divided by\b)\s*", re.IGNORECASE)
+# Operators written as words ("2 x 185 EUR plus 18 EUR is 388 EUR"), as their signs.
+_OPERATOR_WORDS = {"plus": "+", "minus": "−", "mal": "×", "times": "×", "geteilt durch": "÷", "divided by": "÷"}
 # "= 240 €", "ergibt 240 €", and a result after the bracketed working: "(27 × 5 ÷ 6), that's 22.5 days".
 _EQUALS = re.compile(r"\s*\)?,?\s*(?:=|≈|ergibt|ergeben|makes|gives|is|sind|macht|that's|that is|das sind|also)\s*",
                      re.IGNORECASE)
@@ -751,7 +762,9 @@ def arithmetic(sentence: str, language: str) -> list[tuple[list, Number]]:
             tail = _skip_units(sentence, position)
             op = _OPERATOR.match(sentence, tail)
             if op and op.end() == numbers[j + 1].start:
-                chain += [op.group(1), (numbers[j + 1], _percent_after(sentence, numbers[j + 1].end))]
+                word = op.group(1).casefold()
+                sign = _OPERATOR_WORDS.get(word, word)
+                chain += [sign, (numbers[j + 1], _percent_after(sentence, numbers[j + 1].end))]
                 j += 1
                 position = numbers[j].end
                 continue

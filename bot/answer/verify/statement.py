@@ -56,6 +56,7 @@ from bot.answer.verify.numbers import (
     arithmetic,
     find_numbers,
     formulas,
+    is_constant,
     months_named,
 )
 from bot.answer.verify.support import (
@@ -257,8 +258,8 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
                 problems.append(Problem("NUMBER_NOT_IN_SOURCE", f"{n.raw!r} is in the cited blocks, but not in the "
                                                                  f"sentences that state the rest: {' / '.join(alignment.texts)}"))
             continue
-        if ctx.worked.accepts(n, text, ctx.language):
-            continue
+        if ctx.worked.accepts(n, text, ctx.language) or (n.start in operands and is_constant(n)):
+            continue  # worked out, or a factor of arithmetic written out ("28 × 5/12": a twelfth a month)
         # Stated nowhere: a fact added, or a result of steps WorkedOut does not follow (the days to
         # a deadline of the asker's dates, a sum of sums), which the judge recomputes with the question.
         problems.append(Problem("NUMBER_NOT_IN_SOURCE", f"{n.raw!r} is not stated in the cited blocks, nor worked out "
