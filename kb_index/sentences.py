@@ -33,7 +33,7 @@ QUOTED = re.compile(
 _ABBREVIATIONS = frozenset(
     """
     abs abschn anm art bspw bzgl bzw ca dr etc evtl ff fr gem ggf ggü hr inkl jh lit lt max
-    min mind mio mrd nr prof sog str tel tsd usw vgl ziff zzgl
+    min mind mio mrd mtl nr prof sog std stk str tel tsd usw vgl ziff zzgl
     al approx cf co corp dept eq est fig inc jr ltd mr mrs ms no nos pp resp sec sr st vs
     """.split()
 )

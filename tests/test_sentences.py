@@ -28,6 +28,8 @@ from kb_index.sentences import sentences
         ("Siehe §§ 3 ff. EStG für die Details.", "de"),
         ("Bitte Hr. Meier fragen.", "de"),
         ("Es gilt i.V.m. Satz 2 EStG.", "de"),
+        ("Bei 24 €/Std. sind das 30 € Zuschlag pro Stunde.", "de"),
+        ("Das sind 3 Stk. pro Person und 40 € mtl. Zuschuss.", "de"),
     ],
 )
 def test_does_not_split_inside_a_sentence(text, language):
