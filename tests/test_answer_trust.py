@@ -375,8 +375,6 @@ def test_the_full_months_of_the_askers_year_and_a_twelfth_for_each_are_worked_ou
                              "30 days for each full month of employment in that year.", "en")
     question = "I start on 1 August. How much leave do I get this year?"
     right = "Joining on 1 August gives 5 full months, so you get 30 × 5 ÷ 12 = 12.5 days [hb-pto-03]."
-    assert check("From 1 August you work 5 full months (August–December) this year, which gives 12.5 days "
-                 "[hb-pto-03].", pto, language="en", question=question).ok
     assert_worked_out(right, (right.replace("5 full", "6 full").replace("× 5", "× 6"), right.replace("12.5", "15")),
                       pto, question=question, language="en")
 
@@ -603,3 +601,77 @@ def test_a_bound_on_a_result_worked_out_from_the_askers_case_is_not_a_bound_the_
     assert check(right, HOLIDAY, question=question).ok
     wrong = right.replace("Steuerfrei sind 125 %", "Steuerfrei sind bis zu 125 %")
     assert "SCOPE_NOT_IN_SOURCE" in kinds(check(wrong, HOLIDAY, question=question))
+
+
+MEALS = block("hb-travel-02", "If meals are provided, for example breakfast included in the hotel rate, the per diem is "
+                              "reduced by 5.60 EUR for breakfast.", "en")
+ORDER = block("lb-ueb-01", "Überstunden sind zu vergüten, wenn der Arbeitgeber sie angeordnet, gebilligt oder geduldet "
+                           "hat. Geduldet sind sie, wenn der Arbeitgeber von ihnen weiß und sie hinnimmt.")
+ATZ = block("lb-atz-01", "Angerechnet werden nur versicherungspflichtige Beschäftigung und Zeiten mit Arbeitslosengeld.")
+MU_PAY = block("lb-mu-02", "Der Mutterschutzlohn entspricht dem durchschnittlichen Arbeitsentgelt der letzten drei "
+                       "abgerechneten Kalendermonate vor Eintritt der Schwangerschaft.")
+NIGHT = block("lb-ueb-03", "Für Nachtarbeit sind Zuschläge von 25 % des Grundlohns steuerfrei.")
+
+
+def test_a_negation_in_a_conclusion_about_the_askers_case_passes_and_one_in_the_rule_fails():
+    assert check("No breakfast was included, so there is no reduction [hb-travel-02].", MEALS, language="en").ok
+    assert check("Wusste dein Chef davon und hat es hingenommen, sind sie geduldet [lb-ueb-01]. Eine ausdrückliche "
+                 "Anordnung ist also nicht nötig [lb-ueb-01].", ORDER).ok
+    assert check("Die Selbstständigkeit zählt nicht mit, weil nur versicherungspflichtige Beschäftigung und Zeiten mit "
+                 "Arbeitslosengeld angerechnet werden [lb-atz-01].", ATZ).ok
+    assert "NEGATION_NOT_IN_SOURCE" in kinds(check("Überstunden sind nicht zu vergüten, wenn der Arbeitgeber sie "
+                                                   "geduldet hat [lb-ueb-01].", ORDER))
+
+
+def test_what_an_amount_is_based_on_is_no_order_in_time():
+    right = ("Berechnet wird er nicht nach einem einzelnen Monat, sondern nach dem durchschnittlichen Arbeitsentgelt "
+             "der letzten drei abgerechneten Kalendermonate vor Eintritt der Schwangerschaft [lb-mu-02].")
+    assert check(right, MU_PAY).ok
+    wrong = "Der Mutterschutzlohn richtet sich nach den drei Kalendermonaten nach Eintritt der Schwangerschaft [lb-mu-02]."
+    assert "SCOPE_NOT_IN_SOURCE" in kinds(check(wrong, MU_PAY))
+
+
+def test_a_small_amount_of_money_worked_out_is_recomputed_like_any_other():
+    question = "Ich arbeite 2 Stunden nachts, Grundlohn 24 € die Stunde. Was ist steuerfrei?"
+    right = ("Für Nachtarbeit sind 25 % steuerfrei, also 6 € pro Stunde [lb-ueb-03]. "
+             "Für 2 Stunden sind das zusammen 12 € [lb-ueb-03].")
+    assert check(right, NIGHT, question=question).ok
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right.replace("12 €", "11 €"), NIGHT, question=question))
+
+
+TOPUP = block("hb-sick-03", "Tell your manager on the first day of illness. For employees with at least 2 years of service, Northwind Labs tops up the sickness benefit "
+                            "to 100 % of the net salary until the end of the 12th week of illness.", "en")
+ATZ_TOPUP = block("lb-atz-02", "Der Arbeitgeber stockt das Entgelt für die Altersteilzeitarbeit um mindestens 20 % auf.")
+LEAVE_DAYS = block("lb-url-05", "Wer fünf Tage die Woche arbeitet, erhält 28 Arbeitstage Urlaub im Jahr.")
+REQUEST = block("hb-pto-05", "Requests for 5 or more consecutive working days must be submitted at least 4 weeks in "
+                             "advance.", "en")
+
+
+def test_a_rule_number_changed_in_a_sentence_about_the_askers_case_fails():
+    # (The block says "1" too, as "the first day": the number is stated, just not in this sentence.)
+    question = "I'll be off sick for 9 weeks in total. Do I get more than sickness benefit in the last weeks?"
+    right = ("If you have at least 2 years of service, all 9 weeks are within the top-up to 100 % of your net "
+             "salary until the end of the 12th week [hb-sick-03].")
+    assert check(right, TOPUP, language="en", question=question).ok
+    wrong = right.replace("at least 2 years", "at least 1 year")
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(wrong, TOPUP, language="en", question=question))
+
+
+def test_a_span_counted_out_from_the_askers_dates_is_theirs():
+    question = "Today is 10 June and I want to take 20 July to 31 July off. Am I in time?"
+    right = ("20 July is 5 weeks and 5 days away, more than the 4 weeks in advance that requests for 5 or more "
+             "consecutive working days need, so you are in time [hb-pto-05].")
+    assert check(right, REQUEST, language="en", question=question).ok
+
+
+def test_no_chance_arithmetic_on_the_askers_numbers_vouches_for_a_rate_or_a_rule():
+    question = "Ich bin 58 und arbeite seit 33 Jahren Vollzeit. Was zahlt der Arbeitgeber in der Altersteilzeit?"
+    right = "Der Arbeitgeber stockt Ihr Entgelt um mindestens 20 % auf [lb-atz-02]."
+    assert check(right, ATZ_TOPUP, question=question).ok
+    # 58 - 33 = 25: years make no rate.
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right.replace("20 %", "25 %"), ATZ_TOPUP, question=question))
+    question = "Ich arbeite 5 Tage die Woche und bin seit 12 Monaten dabei. Wie viel Urlaub habe ich?"
+    right = "Bei fünf Arbeitstagen pro Woche haben Sie 28 Arbeitstage Urlaub im Jahr [lb-url-05]."
+    assert check(right, LEAVE_DAYS, question=question).ok
+    # 5 × 12 ÷ 2 = 30: half of a product is no step of the rule.
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right.replace("28", "30"), LEAVE_DAYS, question=question))

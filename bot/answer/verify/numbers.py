@@ -328,7 +328,7 @@ def missing_numbers(text: str, sources: list[str], language: str = "en") -> list
 # ------------------------------------------------------------------ worked out from the question
 
 # A result this small is a count ("2 Minijobs", "drei Tage") that arithmetic on
-# two numbers hits by chance far too often to vouch for.
+# two numbers hits by chance far too often to vouch for (not an amount of money).
 MIN_DERIVED = 13
 # A recomputed value must be the result as far as the answer spells it ("84,00 €": to the
 # cent); a whole number only when exact, unless the answer says it rounds ("rund 43 Stunden",
@@ -338,6 +338,7 @@ _ROUNDED = re.compile(r"(?:\b(?:rund|ca|etwa|ungefähr|circa|knapp|gut|about|aro
                       re.IGNORECASE)
 # Factors an answer may use without a source stating them: half, double, a month's twelfth of a year.
 CONSTANTS = (Decimal(2), Decimal(12))
+MONTHS_PER_YEAR = Decimal(12)
 # Units a date can be moved by ("sechs Wochen vor dem 3. September": 23. Juli), in days.
 _DAYS = {"day": 1, "calendarday": 1, "week": 7}
 _DATE = re.compile(r"^(?:(\d{4})|-)-(\d{2})-(\d{2})$")
@@ -371,7 +372,9 @@ def _one_step(a: Decimal, b: Decimal, b_percent: bool) -> list[Decimal]:
     if a:
         out.append(b / a)
     # A share per month of a year ("ein Zwölftel für jeden vollen Monat": 30 Tage × 5 ÷ 12 = 12,5).
-    out += [a * b / c for c in CONSTANTS if c not in (a, b)]
+    # (Not halved: half of a product is a chance hit far more often than a rule's step.)
+    if MONTHS_PER_YEAR not in (a, b):
+        out.append(a * b / MONTHS_PER_YEAR)
     return out
 
 
@@ -591,14 +594,19 @@ class WorkedOut:
         shown = _plain_values(written) | self.shown | set(CONSTANTS) | self.accepted
         shown_rates = self.rates
         for value in _plain_values([number]):
-            if value == int(value) and abs(value) < MIN_DERIVED:
-                continue
+            if value == int(value) and abs(value) < MIN_DERIVED and number.unit != "eur":
+                continue  # a count; an amount of money ("zusammen 12 €") is none
             if any(value in _rounded(a) for a in self.accepted if a != value):
                 self.accepted.add(value)  # "abgerundet auf volle 100 €": 38.750 € -> 38.700 €
                 return True
             # The number itself is no operand of its own step ("2 × 150 ÷ 2").
             steps = [(b, False) for b in shown if b != value] + [(b, True) for b in shown_rates]
-            for a in self.accepted:
+            operands = self.accepted
+            if number.unit == "pct":
+                # A rate is worked out from rates ("25 % + 50 %"); 55 years less 30 years is no 25 %.
+                steps = [(b, False) for b in shown_rates if b != value]
+                operands = self.accepted & shown_rates
+            for a in operands:
                 for b, percent in steps:
                     if any(_matches_result(value, number.raw, d, rounded) for d in _one_step(a, b, percent)):
                         self.accepted.add(value)

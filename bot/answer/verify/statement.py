@@ -33,6 +33,7 @@ its test half; SciFact (bench/verifier_scifact.py) is measured in the same run.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -224,6 +225,27 @@ def _other_unit(n: Number, stated: list[Number]) -> str | None:
     return sorted(units)[0]
 
 
+# "5 weeks and 5 days", "3 Monate und 2 Tage": one span of time in two units.
+_JOINED = re.compile(r"^\s*(?:and|und|,)\s*$")
+
+
+def _compound_durations(text: str, said: Sequence[Number]) -> set[int]:
+    """The positions in `said` of durations written as a compound: a span counted out (from the
+    asker's dates, say), which no rule states so."""
+    out = set()
+    for i, (a, b) in enumerate(itertools.pairwise(said)):
+        if a.unit in DAYS_PER_UNIT and b.unit in DAYS_PER_UNIT and a.unit != b.unit \
+                and _JOINED.match(_between_units(text, a, b)):
+            out |= {i, i + 1}
+    return out
+
+
+def _between_units(text: str, a: Number, b: Number) -> str:
+    """What stands between the unit word after `a` and the number `b` ("5 weeks and 5": " and ")."""
+    gap = text[a.end : b.start]
+    return re.sub(r"^\s*\w+", "", gap, count=1)
+
+
 def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx: StatementContext) -> list[Problem]:
     stated = _numbers_of(cited)
     stated_values = _values(stated)
@@ -238,13 +260,15 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
     # "70 % of 5,812.50 € ÷ 30 = 135.63 €": the operands of arithmetic written out may come from any
     # sentence of the cited blocks; the result is recomputed.
     operands = {o.start for chain, _result in arithmetic(text, ctx.language) for o, _percent in chain[::2]}
-    for n in said:
+    compound = _compound_durations(text, said)
+    for i, n in enumerate(said):
         if n.values & stated_values:
             # Across languages the alignment is by meaning and less sure; a slot is then compared only
             # when the statement has this one number.
             single = not alignment.cross_language or len(said) == 1
-            # A statement about the asker's case ("2 days late") measures their case, not the rule's.
-            if single and not computing and _other_number(n, aligned, aligned_values) \
+            # A statement about the asker's case measures it with the rule's numbers and theirs, and
+            # with what it works out from theirs ("5 weeks and 5 days before"); any other is the rule's.
+            if single and not (computing and i in compound) and _other_number(n, aligned, aligned_values) \
                     and not ctx.worked.accepts(n, text, ctx.language):
                 other = next(m.raw for m in aligned if _slot(m) == _slot(n))
                 problems.append(Problem("NUMBER_NOT_IN_SOURCE", f"{n.raw!r}: the matching sentence says {other!r}"))
@@ -526,22 +550,42 @@ def _near_sentences(words: list[str], lang: str, alignment: Alignment, pool: Seq
 
 # What introduces a conclusion the answer draws from what it has just restated.
 _CONCLUSION = {
-    "en": re.compile(r"(?:[,;]\s*|\s[–—-]\s*)(?:so(?!\s+that)|therefore|thus|hence|which means|that means|meaning)\b",
-                     re.IGNORECASE),  # "so that" is a purpose, part of the rule
-    "de": re.compile(r"(?:[,;]\s*|\s[–—-]\s*)(?:also|daher|deshalb|deswegen|somit|folglich|das heißt|d\. h\.)\b",
-                     re.IGNORECASE),
+    "en": re.compile(r"(?:[,;]\s*|\s[–—-]\s*)(?:so(?!\s+that)|therefore|thus|hence|which means|that means|meaning)\b"
+                     r"|\b(?:therefore|thus|hence)\b", re.IGNORECASE),  # "so that" is a purpose, part of the rule
+    # German marks a conclusion inside its clause too: "Eine Anordnung ist also nicht nötig".
+    "de": re.compile(r"\b(?:also|daher|deshalb|deswegen|somit|folglich|demnach|das heißt|d\. h\.)\b", re.IGNORECASE),
+}
+# "zählt nicht mit, weil nur … angerechnet wird", "is not covered, because only …": the negation is what
+# the rule's "only" leaves out.
+_ONLY_REASON = {
+    "en": re.compile(r"\b(?:because|since|as)\s+only\b", re.IGNORECASE),
+    "de": re.compile(r"\b(?:weil|da|denn)\s+(?:\w+\s+)?nur\b", re.IGNORECASE),
+}
+# A rule stated with its condition: "If meals are provided, the per diem is reduced".
+_CONDITIONAL = {
+    "en": re.compile(r"\b(?:if|when|where|unless|provided|as long as)\b", re.IGNORECASE),
+    "de": re.compile(r"\b(?:wenn|falls|sofern|soweit|solange|bei)\b", re.IGNORECASE),
 }
 
 
-def _concluded_negation(text: str, language: str) -> bool:
-    """Is every negation of the statement in a conclusion it draws from a premise that does not negate
-    ("Only claims older than 90 days are rejected, so this claim is not rejected")? The premise is the
-    rule, and held against the blocks by the other checks; the conclusion applies it."""
-    m = _CONCLUSION[language if language == "de" else "en"].search(text)
+def _concluded_negation(text: str, language: str, aligned: Sequence[SourceSentence] = ()) -> bool:
+    """Is every negation of the statement in a conclusion it draws ("Only claims older than 90 days are
+    rejected, so this claim is not rejected"; "Die Anordnung ist also nicht nötig", from the sentence
+    before)? The premise is the rule, held against the blocks by the other checks; the conclusion
+    applies it. A premise that negates too ("No breakfast was included, so there is no reduction") says
+    that the condition of a rule stated with one is not met."""
+    lang = language if language == "de" else "en"
+    if _ONLY_REASON[lang].search(text):
+        return True
+    m = _CONCLUSION[lang].search(text)
     if m is None:
         return False
     premise = text[: m.start()]
-    return len(word_terms(premise, language)) >= MIN_CLAUSE_WORDS and not cm.negates(premise, language)
+    if len(word_terms(premise, language)) < MIN_CLAUSE_WORDS and not find_numbers(premise, language):
+        return True  # the premise is the sentence before: checked on its own
+    if not cm.negates(premise, language):
+        return True
+    return any(_CONDITIONAL.get(s.language, _CONDITIONAL["en"]).search(s.text) for s in aligned)
 
 
 def _negated_predicate(clause: str, language: str) -> set[str]:
@@ -579,7 +623,7 @@ def check_negation(
             return []  # "kein Gehalt, sondern Krankengeld": what it affirms is the point
         if _asker_numbers(text, ctx):
             return []  # "die Obergrenze erreichst du damit nicht": a conclusion about the asker's case
-        if _concluded_negation(text, lang):
+        if _concluded_negation(text, lang, alignment.sentences):
             return []  # "…, so this claim is not rejected": the asker's case, drawn from the rule before it
         if _negation_backed(text, lang, candidates):
             return []
