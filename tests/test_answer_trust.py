@@ -675,3 +675,28 @@ def test_no_chance_arithmetic_on_the_askers_numbers_vouches_for_a_rate_or_a_rule
     assert check(right, LEAVE_DAYS, question=question).ok
     # 5 × 12 ÷ 2 = 30: half of a product is no step of the rule.
     assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right.replace("28", "30"), LEAVE_DAYS, question=question))
+
+
+HOURS = block("hb-hours-03", "You may not work more than 10 hours on any working day.", "en")
+PTO_TWELFTH = block("lb-url-06", "Für jeden vollen Monat der Elternzeit wird der Urlaub um ein Zwölftel gekürzt.")
+
+
+def test_a_span_of_the_askers_times_in_hours_and_minutes_is_worked_out():
+    question = "I start at 7:00, leave at 16:30 and take a 20 min lunch. Is that fine?"
+    right = ("From 7:00 to 16:30 minus a 20-minute lunch is 9 hours 10 minutes of work, under the 10 hours you "
+             "may work on any working day [hb-hours-03].")
+    assert_worked_out(right, (right.replace("9 hours 10", "9 hours 40"),), HOURS, question=question, language="en")
+
+
+def test_days_listed_within_the_askers_dates_are_theirs():
+    question = "I want to take Tue 12 May to Fri 15 May off; 14 May is a holiday here. How many days is that?"
+    right = "That is 3 vacation days: 12, 13 and 15 May; requests for 3 or more days need 2 weeks' notice [hb-pto-05]."
+    pto = block("hb-pto-05", "Requests for 3 or more consecutive working days must be submitted at least 2 weeks in "
+                             "advance.", "en")
+    assert_worked_out(right, (right.replace("12, 13", "11, 13"),), pto, question=question, language="en")
+
+
+def test_a_result_in_bold_ends_its_arithmetic():
+    question = "Ich bin vom 1. Januar bis 31. Juli in Elternzeit, normal habe ich 28 Tage Urlaub. Wie viel bleibt?"
+    right = "Für August bis Dezember bleiben 28 × 5/12 ≈ **11,67 Urlaubstage** [lb-url-06]."
+    assert_worked_out(right, (right.replace("11,67", "12,67"),), PTO_TWELFTH, question=question)

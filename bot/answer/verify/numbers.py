@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from itertools import product
+from itertools import pairwise, product
 
 _MONTH_NAMES = {
     "januar": 1, "jänner": 1, "februar": 2, "märz": 3, "maerz": 3, "april": 4, "mai": 5, "juni": 6, "juli": 7,
@@ -431,6 +431,14 @@ def _hours_between(numbers: list[Number]) -> set[Decimal]:
     return {abs(a - b) for a in times for b in times if a != b}
 
 
+# "9 hours 10 minutes", "9 Stunden und 10 Minuten": at most this many words between the parts.
+_SPAN_GAP_WORDS = 2
+_HALF_MINUTE = Decimal(1) / 120
+# "12, 13 and 15 May", "12., 13. und 15. Mai": days of one month, listed.
+_DAY_LIST = re.compile(rf"\d{{1,2}}\.?(?:\s*(?:,|and|und|&)\s*\d{{1,2}}\.?)+\s+(?P<month>{'|'.join(sorted(_MONTH_NAMES, key=len, reverse=True))})\b",
+                       re.IGNORECASE)
+
+
 def _decimals(raw: str) -> int:
     tail = re.split(r"[.,]", raw)[-1] if re.search(r"[.,]\d{1,2}$", raw) else ""
     return len(tail)
@@ -507,7 +515,8 @@ class WorkedOut:
         # "7 am", "6 pm", "14 Uhr" are times too ("7:00", "18:00"); and the hours between two times the
         # asker gives ("from 10:00 to 16:00": 6) are theirs.
         asked = [*asked, *_clock_times(asked)]
-        self.roots = _plain_values(asked) | _hours_between(asked)
+        self.asked_hours = _hours_between(asked)
+        self.roots = _plain_values(asked) | self.asked_hours
         # A value of the question is the asker's only in its own unit: their "6 hours" is no "6 months".
         self.root_units = _units_of([*asked, *(Number(format(h, "f"), frozenset({format(h.normalize(), "f")}), unit="hour")
                                               for h in _hours_between(asked))])
@@ -586,7 +595,11 @@ class WorkedOut:
             return True
         if self.asked_days_of_month and _day_of_month(sentence, number):
             return False  # a day of the month is a date: no amount of other steps makes it
-        if self._asker_step(number, sentence, language) or self._formula_applied(number, sentence):
+        listed = self._day_in_asked_span(number, sentence)
+        if listed is not None:
+            return listed  # a day of the month, which no step of arithmetic makes
+        if self._asker_step(number, sentence, language) or self._formula_applied(number, sentence) \
+                or self._clock_span(number, sentence, language):
             self.accepted |= _plain_values([number])
             return True
         rounded = bool(_ROUNDED.search(sentence[: number.start])) if number.start >= 0 else False
@@ -667,6 +680,37 @@ class WorkedOut:
             return False
         return any(int(v) - day in self.shifts for v in _plain_values([number]) if v == int(v)
                    for day in self.asked_days_of_month)
+
+    def _clock_span(self, number: Number, sentence: str, language: str) -> bool:
+        """Is it part of a span written in hours and minutes ("9 hours 10 minutes", "9 Std. 10 Min.") that
+        is the hours between two times of the asker's, less or plus minutes of theirs (a 20-minute lunch)?"""
+        written = [n for n in find_numbers(sentence, language) if n.start >= 0]
+        for hours, minutes in pairwise(written):
+            if number not in (hours, minutes) or hours.unit != "hour" or minutes.unit != "minute" \
+                    or len(sentence[hours.end : minutes.start].split()) > _SPAN_GAP_WORDS:
+                continue
+            span = sum(_plain_values([hours]), Decimal(0)) + sum(_plain_values([minutes]), Decimal(0)) / 60
+            theirs = {v / 60 for v in self.roots if "minute" in self.root_units.get(v, set())} | {Decimal(0)}
+            return any(abs(span - (h - m)) < _HALF_MINUTE or abs(span - (h + m)) < _HALF_MINUTE
+                       for h in self.asked_hours for m in theirs)
+        return False
+
+    def _day_in_asked_span(self, number: Number, sentence: str) -> bool | None:
+        """For a day of a list that ends in a month ("12, 13 and 15 May"): are the days within the asker's
+        own dates ("from 12 May to 15 May")? None for any other number."""
+        m = _DAY_LIST.match(sentence, number.start) if number.start >= 0 and not number.unit else None
+        if m is None:
+            return None
+        if len(self.asked_dates) < 2:
+            return False
+        month = _MONTH_NAMES.get(m.group("month").casefold().rstrip("."))
+        days = {int(d) for d in re.findall(r"\d{1,2}", m.group(0))}
+        first, last = min(d for d, _ in self.asked_dates), max(d for d, _ in self.asked_dates)
+        try:
+            dates = {dt.date(_YEAR_FOR_DAY_MONTH, month, d).toordinal() for d in days} if month else set()
+        except ValueError:
+            return False
+        return bool(dates) and all(first <= d <= last for d in dates)
 
     def _left_of_limit(self, number: Number, sentence: str, language: str) -> bool:
         """Is a small count the difference or the sum of a count of the asker's this sentence writes and
@@ -749,8 +793,9 @@ _OPERATOR = re.compile(r"\s*(×|x|\*|·|÷|/|:|\+|−|–|-|von\b|of\b|plus\b|mi
 # Operators written as words ("2 x 185 EUR plus 18 EUR is 388 EUR"), as their signs.
 _OPERATOR_WORDS = {"plus": "+", "minus": "−", "mal": "×", "times": "×", "geteilt durch": "÷", "divided by": "÷"}
 # "= 240 €", "ergibt 240 €", and a result after the bracketed working: "(27 × 5 ÷ 6), that's 22.5 days".
-_EQUALS = re.compile(r"\s*\)?,?\s*(?:=|≈|ergibt|ergeben|makes|gives|is|sind|macht|that's|that is|das sind|also)\s*",
-                     re.IGNORECASE)
+# (A result set in bold stays one: "≈ **11,67 Tage**".)
+_EQUALS = re.compile(r"\s*\)?,?\s*(?:=|≈|ergibt|ergeben|makes|gives|is|sind|macht|that's|that is|das sind|also)\s*"
+                     r"(?:\*\*|__)?", re.IGNORECASE)
 _UNIT_WORDS = re.compile(r"\s*(?:%|€|eur\b|euro\b|h\b|std\.?|stunden\b|hours?\b|tage?\b|days?\b|km\b|"
                          r"kilometres?\b|kilometers?\b|wochen\b|weeks?\b|monate?\b|months?\b|arbeitstage\b|"
                          r"working days\b|per hour\b|pro stunde\b|brutto\b|gross\b|netto\b|net\b)", re.IGNORECASE)
