@@ -700,3 +700,14 @@ def test_a_result_in_bold_ends_its_arithmetic():
     question = "Ich bin vom 1. Januar bis 31. Juli in Elternzeit, normal habe ich 28 Tage Urlaub. Wie viel bleibt?"
     right = "Für August bis Dezember bleiben 28 × 5/12 ≈ **11,67 Urlaubstage** [lb-url-06]."
     assert_worked_out(right, (right.replace("11,67", "12,67"),), PTO_TWELFTH, question=question)
+
+
+ATZ_TERM = block("lb-atz-04", "Die Vereinbarung muss mindestens bis zu dem Zeitpunkt reichen, ab dem eine Altersrente "
+                              "beansprucht werden kann.")
+
+
+def test_at_least_until_is_a_bound_below_though_it_says_up_to():
+    right = "Die Vereinbarung muss mindestens bis zu dem Zeitpunkt reichen, ab dem Sie eine Altersrente beanspruchen können [lb-atz-04]."
+    assert check(right, ATZ_TERM).ok
+    wrong = right.replace("muss mindestens", "darf höchstens")
+    assert "SCOPE_NOT_IN_SOURCE" in kinds(check(wrong, ATZ_TERM))

@@ -140,6 +140,9 @@ _DE: _Lexicon = [
     # bound an answer states ("höchstens 603 €" for "die Minijob-Grenze von 603 €"), never demand one.
     (r"höchst\w+(?<!höchstens)|[\w-]*grenze\w*|[\w-]*budgets?|limit\w*|[\w-]*freibetrag\w*|deckel\w*", "UPPER", None),
     (r"mindest\w+(?<!mindestens)", "LOWER", None),
+    # "mindestens bis zu dem Zeitpunkt": at least until, a bound below, though it says "bis zu".
+    (r"(?:mindestens|wenigstens) bis(?: zu| zum| zur)?", "LOWER", True),
+    (r"(?:höchstens|längstens|maximal) bis(?: zu| zum| zur)?", "UPPER", True),
     (r"nicht (?:mehr|länger|höher|größer) als|nicht über" + _NUM, "UPPER", True),
     (r"(?:nicht|nie) (?:zu )?(?:übersteig|überschreit)\w*|(?:übersteig|überschreit)\w* (?:\w+ )?nicht", "UPPER", True),
     (r"höchstens|maximal|max\.(?=\s)|bis zu|bis maximal|oder weniger|begrenzt auf", "UPPER", True),
