@@ -711,3 +711,17 @@ def test_at_least_until_is_a_bound_below_though_it_says_up_to():
     assert check(right, ATZ_TERM).ok
     wrong = right.replace("muss mindestens", "darf höchstens")
     assert "SCOPE_NOT_IN_SOURCE" in kinds(check(wrong, ATZ_TERM))
+
+
+ATZ_DEAL = block("lb-atz-05", "Einen gesetzlichen Anspruch auf Altersteilzeit gibt es nicht: Altersteilzeit setzt immer "
+                              "eine schriftliche Vereinbarung mit dem Arbeitgeber voraus, die häufig auf einem "
+                              "Tarifvertrag oder einer Betriebsvereinbarung beruht.")
+
+
+def test_a_claim_in_the_other_language_may_restate_one_clause_of_a_long_sentence(meaning):
+    def claims(text: str):
+        return verify_claims(f'{{"claims": [{{"text": "{text}", "evidence_ids": ["E1"]}}]}}', build_evidence([ATZ_DEAL]),
+                             "en", aligner=meaning)
+
+    assert claims("This agreement is often based on a collective agreement or a works agreement.").ok
+    assert not claims("The agreement is usually concluded by phone with the pension office.").ok

@@ -165,6 +165,10 @@ class VectorCache:
         return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
 
 
+# A clause this short says too little to stand for a claim on its own.
+CLAUSE_MIN_WORDS = 4
+
+
 @dataclass
 class Aligner:
     """Aligns statements to source sentences; `vectors` is None without an embedder (words only)."""
@@ -177,6 +181,16 @@ class Aligner:
         """The best cosine of the statement with `sentences`; None without an embedder."""
         cos = self.cosines(statement, sentences)
         return float(cos.max()) if cos is not None and len(cos) else None
+
+    def closeness_to_clauses(self, statement: str, sentences: Sequence[SourceSentence]) -> float | None:
+        """The best cosine of the statement with a clause of `sentences` (one of CLAUSE_MIN_WORDS words or
+        more): a claim may restate one clause of a long sentence ("…, die häufig auf einem Tarifvertrag
+        beruht"), which the whole sentence's vector blurs. None without an embedder."""
+        parts = [c for s in sentences for c in clauses(s.text, commas=True) if len(c.split()) >= CLAUSE_MIN_WORDS]
+        if self.vectors is None or not parts:
+            return None
+        matrix = self.vectors.vectors([statement, *parts])
+        return float(np.max(matrix[1:] @ matrix[0]))
 
     def cosines(self, statement: str, pool: Sequence[SourceSentence]) -> np.ndarray | None:
         if self.vectors is None or not pool:

@@ -809,6 +809,9 @@ def check_support(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
         return []
     if alignment.cross_language:
         ok = alignment.cosine is not None and alignment.cosine >= CROSS_LANGUAGE_COSINE
+        if not ok and alignment.cosine is not None:
+            clause = ctx.aligner.closeness_to_clauses(text, alignment.sentences)
+            ok = clause is not None and clause >= CROSS_LANGUAGE_COSINE
         return [] if ok else [Problem("UNSUPPORTED_CLAIM", "the cited evidence does not state this (not close enough "
                                                            "in meaning to any of its sentences)")]
     passages = [t for p in cited for t in (p.title, p.text) if t]
