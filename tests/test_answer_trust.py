@@ -725,3 +725,16 @@ def test_a_claim_in_the_other_language_may_restate_one_clause_of_a_long_sentence
 
     assert claims("This agreement is often based on a collective agreement or a works agreement.").ok
     assert not claims("The agreement is usually concluded by phone with the pension office.").ok
+
+
+SPECIAL = block("hb-pto-06", "In addition to annual leave, Northwind Labs grants paid special leave for certain personal "
+                             "events: 2 days when you get married and 1 day for your own graduation ceremony.", "en")
+
+
+def test_a_short_answer_before_a_colon_may_say_no_and_the_statement_after_it_is_checked():
+    question = "My graduation ceremony is on a Friday. Do I have to burn a vacation day for it?"
+    right = ("**Graduation:** No need to use a vacation day: Northwind Labs grants 1 day of paid special leave for "
+             "your own graduation ceremony, in addition to annual leave [hb-pto-06].")
+    assert check(right, SPECIAL, language="en", question=question).ok
+    wrong = right.replace("Northwind Labs grants", "Northwind Labs does not grant")
+    assert "NEGATION_NOT_IN_SOURCE" in kinds(check(wrong, SPECIAL, language="en", question=question))

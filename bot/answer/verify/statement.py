@@ -608,6 +608,19 @@ def _negation_backed(text: str, lang: str, candidates: Sequence[SourceSentence])
                or (s.language == lang and cm.flipped_words(text, s.text, lang)) for s in candidates)
 
 
+# "No need to use a vacation day: Northwind Labs grants …", "Nein: …": a short answer to the asker's
+# question before a colon, the statement that gives its reason after it.
+SHORT_ANSWER_WORDS = 8
+_SHORT_ANSWER = re.compile(r"^\W*([^:]{1,80}):\s+(\S.*)$", re.DOTALL)
+
+
+def _after_short_answer(text: str) -> str | None:
+    m = _SHORT_ANSWER.match(_LABEL.sub("", text.strip()))  # after a bold label ("**Graduation:**")
+    if m is None or len(m.group(1).split()) > SHORT_ANSWER_WORDS or re.search(r"\d", m.group(1)):
+        return None
+    return m.group(2)
+
+
 def check_negation(
     text: str, alignment: Alignment, ctx: StatementContext, pool: Sequence[SourceSentence] = ()
 ) -> list[Problem]:
@@ -617,6 +630,8 @@ def check_negation(
     source = " / ".join(alignment.texts)
     said = cm.families(text, lang)
     words = list(dict.fromkeys(word_terms(text, lang)))
+    if "NEG" in said and (rest := _after_short_answer(text)) is not None and "NEG" not in cm.families(rest, lang):
+        return check_negation(rest, alignment, ctx, pool)  # "No need to use a vacation day: … grants 1 day"
     if "NEG" in said:
         candidates = _near_sentences(words, lang, alignment, pool)
         if _CONTRAST[lang if lang == "de" else "en"].search(text):
