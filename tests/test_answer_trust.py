@@ -615,6 +615,10 @@ NIGHT = block("lb-ueb-03", "Für Nachtarbeit sind Zuschläge von 25 % des Grundl
 
 def test_a_negation_in_a_conclusion_about_the_askers_case_passes_and_one_in_the_rule_fails():
     assert check("No breakfast was included, so there is no reduction [hb-travel-02].", MEALS, language="en").ok
+    assert check("Without breakfast in the hotel rate, the per diem is not reduced [hb-travel-02].", MEALS,
+                 language="en").ok
+    assert "NEGATION_NOT_IN_SOURCE" in kinds(check("With breakfast in the hotel rate, the per diem is not reduced "
+                                                   "[hb-travel-02].", MEALS, language="en"))
     assert check("Wusste dein Chef davon und hat es hingenommen, sind sie geduldet [lb-ueb-01]. Eine ausdrückliche "
                  "Anordnung ist also nicht nötig [lb-ueb-01].", ORDER).ok
     assert check("Die Selbstständigkeit zählt nicht mit, weil nur versicherungspflichtige Beschäftigung und Zeiten mit "

@@ -561,6 +561,13 @@ _ONLY_REASON = {
     "en": re.compile(r"\b(?:because|since|as)\s+only\b", re.IGNORECASE),
     "de": re.compile(r"\b(?:weil|da|denn)\s+(?:\w+\s+)?nur\b", re.IGNORECASE),
 }
+# A statement that opens with the condition of a rule not met: "Without breakfast in the hotel rate, …",
+# "If no meals are provided, …", "Ohne Frühstück …", "Wenn kein Frühstück enthalten ist, …".
+_NEGATED_CONDITION = {
+    "en": re.compile(r"^\W*(?:without\b|(?:if|when|where|as long as)\s+(?:no|there is no|there are no)\b)",
+                     re.IGNORECASE),
+    "de": re.compile(r"^\W*(?:ohne\b|(?:wenn|falls|sofern|solange)\s+(?:\w+\s+)?kein\w*\b)", re.IGNORECASE),
+}
 # A rule stated with its condition: "If meals are provided, the per diem is reduced".
 _CONDITIONAL = {
     "en": re.compile(r"\b(?:if|when|where|unless|provided|as long as)\b", re.IGNORECASE),
@@ -577,6 +584,10 @@ def _concluded_negation(text: str, language: str, aligned: Sequence[SourceSenten
     lang = language if language == "de" else "en"
     if _ONLY_REASON[lang].search(text):
         return True
+    if _NEGATED_CONDITION[lang].match(text) and any(
+            _CONDITIONAL.get(s.language, _CONDITIONAL["en"]).search(s.text) and not cm.negates(s.text, s.language)
+            for s in aligned):
+        return True  # "Without breakfast, the per diem is not reduced": the rule's condition not met
     m = _CONCLUSION[lang].search(text)
     if m is None:
         return False
