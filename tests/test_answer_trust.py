@@ -742,3 +742,16 @@ def test_a_short_answer_before_a_colon_may_say_no_and_the_statement_after_it_is_
     assert check(right, SPECIAL, language="en", question=question).ok
     wrong = right.replace("Northwind Labs grants", "Northwind Labs does not grant")
     assert "NEGATION_NOT_IN_SOURCE" in kinds(check(wrong, SPECIAL, language="en", question=question))
+
+
+MU_BAN = block("lb-mu-03", "Darf eine Schwangere außerhalb der Schutzfristen wegen eines ärztlichen Beschäftigungsverbots "
+                           "ganz oder teilweise nicht arbeiten, zahlt der Arbeitgeber Mutterschutzlohn.")
+
+
+def test_a_negation_in_a_rules_condition_is_not_dropped_by_a_statement_that_names_the_condition_otherwise():
+    right = ("Bei einem ärztlichen Beschäftigungsverbot außerhalb der Schutzfristen zahlt der Arbeitgeber "
+             "Mutterschutzlohn [lb-mu-03].")
+    assert check(right, MU_BAN).ok
+    wrong = ("Eine Schwangere darf außerhalb der Schutzfristen trotz eines ärztlichen Beschäftigungsverbots "
+             "arbeiten [lb-mu-03].")
+    assert "NEGATION_DROPPED" in kinds(check(wrong, MU_BAN))

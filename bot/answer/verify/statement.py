@@ -62,6 +62,7 @@ from bot.answer.verify.numbers import (
 )
 from bot.answer.verify.support import (
     _NEGATIVE_RESULT,
+    MIN_PARTIAL_STEM,
     NEGATION_NEAR_SHARE,
     anchor_found,
     anchors,
@@ -606,8 +607,12 @@ def _negated_predicate(clause: str, language: str) -> set[str]:
     spans += [m.span() for m in _NEGATIVE_RESULT.get(language, _NEGATIVE_RESULT["en"]).finditer(clause)]
     for start, end in spans:
         # English negates what follows ("not allowed"); German also what precedes ("gibt es nicht").
-        before = word_terms(clause[:start], language)[-PREDICATE_REACH:] if language == "de" else []
-        after = word_terms(clause[end:], language)[:PREDICATE_REACH]
+        # (within its clause: "nicht arbeiten, zahlt der Arbeitgeber" does not negate the paying)
+        tail = clauses(clause[end:], commas=True)
+        after = word_terms(tail[0], language)[:PREDICATE_REACH] if tail else []
+        # German also negates what precedes ("gibt es nicht", "den Urlaub nicht"), when nothing follows
+        # in its clause; "wegen eines Verbots ganz oder teilweise nicht arbeiten" negates the working.
+        before = word_terms(clause[:start], language)[-PREDICATE_REACH:] if language == "de" and not after else []
         out |= set(before) | set(after)
     return out
 
@@ -691,6 +696,15 @@ def check_negation(
 MIN_CLAUSE_WORDS = 3
 
 
+def _same_head(term: str, words: set[str], language: str) -> bool:
+    """`match_term`, but a German compound only by its head, its last part: "ausgezahlt" is "gezahlt",
+    "Arbeitgeber" is no "arbeiten"."""
+    if language != "de":
+        return match_term(term, words, language)
+    return any(term == w or (min(len(term), len(w)) >= MIN_PARTIAL_STEM and (term.endswith(w) or w.endswith(term)))
+               for w in words)
+
+
 def _dropped(best: tuple[str, str] | None, words: list[str], lang: str) -> Problem | None:
     """NEGATION_DROPPED when the source clause `best` negates what the statement (its `words`) affirms."""
     if best is None or not (cm.negates_what_it_says(*best)
@@ -699,7 +713,7 @@ def _dropped(best: tuple[str, str] | None, words: list[str], lang: str) -> Probl
     # What the clause negates must be what the statement affirms: "unused leave that could not be
     # taken" negates "taken", which a statement about paying for unused leave does not say.
     predicate = _negated_predicate(*best)
-    if best[1] == lang and not any(match_term(t, predicate, lang) for t in words):
+    if best[1] == lang and not any(_same_head(t, predicate, lang) for t in words):
         return None
     return Problem("NEGATION_DROPPED", f"the matching sentence negates, the statement does not: {best[0]}")
 
