@@ -519,7 +519,7 @@ class WorkedOut:
         self.roots = _plain_values(asked) | self.asked_hours
         # A value of the question is the asker's only in its own unit: their "6 hours" is no "6 months".
         self.root_units = _units_of([*asked, *(Number(format(h, "f"), frozenset({format(h.normalize(), "f")}), unit="hour")
-                                              for h in _hours_between(asked))])
+                                              for h in self.asked_hours)])
         # Numbers the whole answer writes: an operand shown in one sentence serves the next.
         self.shown = _plain_values(list(shown))
         self.operands = _plain_values(stated) | self.roots | set(CONSTANTS)  # for arithmetic written out

@@ -33,10 +33,10 @@ its test half; SciFact (bench/verifier_scifact.py) is measured in the same run.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from whoosh.lang.stopwords import stoplists
 
@@ -234,7 +234,7 @@ def _compound_durations(text: str, said: Sequence[Number]) -> set[int]:
     """The positions in `said` of durations written as a compound: a span counted out (from the
     asker's dates, say), which no rule states so."""
     out = set()
-    for i, (a, b) in enumerate(itertools.pairwise(said)):
+    for i, (a, b) in enumerate(pairwise(said)):
         if a.unit in DAYS_PER_UNIT and b.unit in DAYS_PER_UNIT and a.unit != b.unit \
                 and _JOINED.match(_between_units(text, a, b)):
             out |= {i, i + 1}
