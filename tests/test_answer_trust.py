@@ -71,6 +71,13 @@ def assert_worked_out(right: str, wrongs: tuple[str, ...], *blocks: ChunkResult,
         assert "NUMBER_NOT_IN_SOURCE" in kinds(check(wrong, *blocks, language=language, question=question)), wrong
 
 
+def assert_caught(right: str, wrong: str, kind: str, *blocks: ChunkResult, question: str = "", language: str = "de"):
+    """The right statement passes; the wrong one fails with `kind`."""
+    verdict = check(right, *blocks, language=language, question=question)
+    assert verdict.ok, verdict.violations
+    assert kind in kinds(check(wrong, *blocks, language=language, question=question)), wrong
+
+
 @pytest.fixture(scope="module")
 def meaning() -> Aligner:
     """Alignment by words and by meaning: the in-process multilingual embedder."""
@@ -630,25 +637,24 @@ def test_a_negation_in_a_conclusion_about_the_askers_case_passes_and_one_in_the_
 def test_what_an_amount_is_based_on_is_no_order_in_time():
     right = ("Berechnet wird er nicht nach einem einzelnen Monat, sondern nach dem durchschnittlichen Arbeitsentgelt "
              "der letzten drei abgerechneten Kalendermonate vor Eintritt der Schwangerschaft [lb-mu-02].")
-    assert check(right, MU_PAY).ok
     wrong = "Der Mutterschutzlohn richtet sich nach den drei Kalendermonaten nach Eintritt der Schwangerschaft [lb-mu-02]."
-    assert "SCOPE_NOT_IN_SOURCE" in kinds(check(wrong, MU_PAY))
+    assert_caught(right, wrong, "SCOPE_NOT_IN_SOURCE", MU_PAY)
 
 
 def test_a_small_amount_of_money_worked_out_is_recomputed_like_any_other():
     question = "Ich arbeite 2 Stunden nachts, Grundlohn 24 € die Stunde. Was ist steuerfrei?"
     right = ("Für Nachtarbeit sind 25 % steuerfrei, also 6 € pro Stunde [lb-ueb-03]. "
              "Für 2 Stunden sind das zusammen 12 € [lb-ueb-03].")
-    assert check(right, NIGHT, question=question).ok
-    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(right.replace("12 €", "11 €"), NIGHT, question=question))
+    assert_worked_out(right, (right.replace("12 €", "11 €"),), NIGHT, question=question)
 
 
-TOPUP = block("hb-sick-03", "Tell your manager on the first day of illness. For employees with at least 2 years of service, Northwind Labs tops up the sickness benefit "
-                            "to 100 % of the net salary until the end of the 12th week of illness.", "en")
+TOPUP = block("hb-sick-03", "Tell your manager on the first day of illness. For employees with at least 2 years of "
+                            "service, Northwind Labs tops up the sickness benefit to 100 % of the net salary until the "
+                            "end of the 12th week of illness.", "en")
 ATZ_TOPUP = block("lb-atz-02", "Der Arbeitgeber stockt das Entgelt für die Altersteilzeitarbeit um mindestens 20 % auf.")
 LEAVE_DAYS = block("lb-url-05", "Wer fünf Tage die Woche arbeitet, erhält 28 Arbeitstage Urlaub im Jahr.")
-REQUEST = block("hb-pto-05", "Requests for 5 or more consecutive working days must be submitted at least 4 weeks in "
-                             "advance.", "en")
+REQUEST = block("hb-pto-requests", "Requests for 10 or more consecutive working days must be submitted at least 4 weeks in "
+                             "advance. Your manager answers within 5 working days.", "en")
 
 
 def test_a_rule_number_changed_in_a_sentence_about_the_askers_case_fails():
@@ -656,16 +662,18 @@ def test_a_rule_number_changed_in_a_sentence_about_the_askers_case_fails():
     question = "I'll be off sick for 9 weeks in total. Do I get more than sickness benefit in the last weeks?"
     right = ("If you have at least 2 years of service, all 9 weeks are within the top-up to 100 % of your net "
              "salary until the end of the 12th week [hb-sick-03].")
-    assert check(right, TOPUP, language="en", question=question).ok
-    wrong = right.replace("at least 2 years", "at least 1 year")
-    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(wrong, TOPUP, language="en", question=question))
+    assert_caught(right, right.replace("at least 2 years", "at least 1 year"), "NUMBER_NOT_IN_SOURCE", TOPUP,
+                  question=question, language="en")
 
 
 def test_a_span_counted_out_from_the_askers_dates_is_theirs():
     question = "Today is 10 June and I want to take 20 July to 31 July off. Am I in time?"
-    right = ("20 July is 5 weeks and 5 days away, more than the 4 weeks in advance that requests for 5 or more "
-             "consecutive working days need, so you are in time [hb-pto-05].")
-    assert check(right, REQUEST, language="en", question=question).ok
+    right = ("20 July is 5 weeks and 5 days away, more than the 4 weeks in advance that requests for 10 or more "
+             "consecutive working days need, so you are in time [hb-pto-requests].")
+    # (The block states a 5 elsewhere: the span's numbers are stated, just not as the rule's.) The rule's own
+    # number in the same sentence is still the rule's.
+    assert_caught(right, right.replace("the 4 weeks", "the 3 weeks"), "NUMBER_NOT_IN_SOURCE", REQUEST,
+                  question=question, language="en")
 
 
 def test_no_chance_arithmetic_on_the_askers_numbers_vouches_for_a_rate_or_a_rule():
@@ -712,9 +720,7 @@ ATZ_TERM = block("lb-atz-04", "Die Vereinbarung muss mindestens bis zu dem Zeitp
 
 def test_at_least_until_is_a_bound_below_though_it_says_up_to():
     right = "Die Vereinbarung muss mindestens bis zu dem Zeitpunkt reichen, ab dem Sie eine Altersrente beanspruchen können [lb-atz-04]."
-    assert check(right, ATZ_TERM).ok
-    wrong = right.replace("muss mindestens", "darf höchstens")
-    assert "SCOPE_NOT_IN_SOURCE" in kinds(check(wrong, ATZ_TERM))
+    assert_caught(right, right.replace("muss mindestens", "darf höchstens"), "SCOPE_NOT_IN_SOURCE", ATZ_TERM)
 
 
 ATZ_DEAL = block("lb-atz-05", "Einen gesetzlichen Anspruch auf Altersteilzeit gibt es nicht: Altersteilzeit setzt immer "
@@ -739,9 +745,8 @@ def test_a_short_answer_before_a_colon_may_say_no_and_the_statement_after_it_is_
     question = "My graduation ceremony is on a Friday. Do I have to burn a vacation day for it?"
     right = ("**Graduation:** No need to use a vacation day: Northwind Labs grants 1 day of paid special leave for "
              "your own graduation ceremony, in addition to annual leave [hb-pto-06].")
-    assert check(right, SPECIAL, language="en", question=question).ok
-    wrong = right.replace("Northwind Labs grants", "Northwind Labs does not grant")
-    assert "NEGATION_NOT_IN_SOURCE" in kinds(check(wrong, SPECIAL, language="en", question=question))
+    assert_caught(right, right.replace("Northwind Labs grants", "Northwind Labs does not grant"),
+                  "NEGATION_NOT_IN_SOURCE", SPECIAL, question=question, language="en")
 
 
 MU_BAN = block("lb-mu-03", "Darf eine Schwangere außerhalb der Schutzfristen wegen eines ärztlichen Beschäftigungsverbots "
@@ -751,7 +756,6 @@ MU_BAN = block("lb-mu-03", "Darf eine Schwangere außerhalb der Schutzfristen we
 def test_a_negation_in_a_rules_condition_is_not_dropped_by_a_statement_that_names_the_condition_otherwise():
     right = ("Bei einem ärztlichen Beschäftigungsverbot außerhalb der Schutzfristen zahlt der Arbeitgeber "
              "Mutterschutzlohn [lb-mu-03].")
-    assert check(right, MU_BAN).ok
     wrong = ("Eine Schwangere darf außerhalb der Schutzfristen trotz eines ärztlichen Beschäftigungsverbots "
              "arbeiten [lb-mu-03].")
-    assert "NEGATION_DROPPED" in kinds(check(wrong, MU_BAN))
+    assert_caught(right, wrong, "NEGATION_DROPPED", MU_BAN)

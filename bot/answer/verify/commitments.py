@@ -134,6 +134,9 @@ _EN: _Lexicon = [
      "NEG", True),
 ]
 
+# "[nicht] nach X, sondern nach Y": what an amount is based on, no order in time.
+_BASED_ON = r"[^.;]*\bsondern\s+nach\b"
+
 _DE: _Lexicon = [
     (r"nicht nur", None, True),
     # Mindestlohn, Höchstbetrag, Minijob-Grenze, Budget: names of amounts that are bounds; they back a
@@ -149,15 +152,14 @@ _DE: _Lexicon = [
     (r"nicht (?:weniger|kürzer|niedriger|geringer) als|nicht unter" + _NUM, "LOWER", True),
     (r"mindestens|wenigstens|mind\.(?=\s)|oder mehr|oder länger", "LOWER", True),
     (r"frühestens|nicht (?:vor|früher als)|erst (?:ab|nach|wenn)", "EARLIEST", True),
-    (r"spätestens|nicht (?:später als|nach(?![^.;]*\bsondern\s+nach\b))|bis spätestens", "LATEST", True),
+    (r"spätestens|nicht (?:später als|nach(?!" + _BASED_ON + r"))|bis spätestens", "LATEST", True),
     (r"(?:mehr|länger|höher|größer) als|oberhalb|übersteig\w*|überschreit\w*|über" + _NUM, "MORE", True),
     (r"(?:weniger|kürzer|niedriger|geringer) als|unterhalb|unterschreit\w*|unter" + _NUM, "LESS", True),
     (r"zwischen", "RANGE", False),
     (r"bis|innerhalb|binnen", "UPPER", False),
     (r"ab|seit", "LOWER", False),
     (r"vor(?!\s*(?:allem|ort)\b)|vorher|bevor|im voraus|vorab|zuvor|rechtzeitig", "BEFORE", True),
-    # (not "[nicht] nach X, sondern nach Y": what an amount is based on, not when)
-    (r"nach(?!\s*(?:§|art\.|maßgabe|ansicht)|\s+dem\s+\w+gesetz|[^.;]*\bsondern\s+nach\b)|nachdem|danach"
+    (r"nach(?!\s*(?:§|art\.|maßgabe|ansicht)|\s+dem\s+\w+gesetz|" + _BASED_ON + r")|nachdem|danach"
      r"|anschließend|im nachhinein", "AFTER", True),
     (r"nur|ausschließlich|lediglich", "ONLY", True),
     (r"außer|es sei denn|ausgenommen|mit ausnahme|abgesehen von|(?:sofern|soweit) nicht", "EXCEPT", True),

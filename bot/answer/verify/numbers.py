@@ -337,8 +337,8 @@ ROUNDED_TOLERANCE = 0.02
 _ROUNDED = re.compile(r"(?:\b(?:rund|ca|etwa|ungefähr|circa|knapp|gut|about|around|approximately|approx|roughly|some)\.?|~|≈)\s*$",
                       re.IGNORECASE)
 # Factors an answer may use without a source stating them: half, double, a month's twelfth of a year.
-CONSTANTS = (Decimal(2), Decimal(12))
 MONTHS_PER_YEAR = Decimal(12)
+CONSTANTS = (Decimal(2), MONTHS_PER_YEAR)
 # Units a date can be moved by ("sechs Wochen vor dem 3. September": 23. Juli), in days.
 _DAYS = {"day": 1, "calendarday": 1, "week": 7}
 _DATE = re.compile(r"^(?:(\d{4})|-)-(\d{2})-(\d{2})$")
@@ -689,10 +689,10 @@ class WorkedOut:
             if number not in (hours, minutes) or hours.unit != "hour" or minutes.unit != "minute" \
                     or len(sentence[hours.end : minutes.start].split()) > _SPAN_GAP_WORDS:
                 continue
-            span = sum(_plain_values([hours]), Decimal(0)) + sum(_plain_values([minutes]), Decimal(0)) / 60
+            spans = {h + m / 60 for h in _plain_values([hours]) for m in _plain_values([minutes])}
             theirs = {v / 60 for v in self.roots if "minute" in self.root_units.get(v, set())} | {Decimal(0)}
-            return any(abs(span - (h - m)) < _HALF_MINUTE or abs(span - (h + m)) < _HALF_MINUTE
-                       for h in self.asked_hours for m in theirs)
+            return any(abs(span - (h + sign * m)) < _HALF_MINUTE
+                       for span in spans for h in self.asked_hours for m in theirs for sign in (-1, 1))
         return False
 
     def _day_in_asked_span(self, number: Number, sentence: str) -> bool | None:
@@ -703,14 +703,11 @@ class WorkedOut:
             return None
         if len(self.asked_dates) < 2:
             return False
-        month = _MONTH_NAMES.get(m.group("month").casefold().rstrip("."))
-        days = {int(d) for d in re.findall(r"\d{1,2}", m.group(0))}
-        first, last = min(d for d, _ in self.asked_dates), max(d for d, _ in self.asked_dates)
-        try:
-            dates = {dt.date(_YEAR_FOR_DAY_MONTH, month, d).toordinal() for d in days} if month else set()
-        except ValueError:
-            return False
-        return bool(dates) and all(first <= d <= last for d in dates)
+        # By month and day: the asker's dates may carry a year, the list does not.
+        month = _MONTH_NAMES[m.group("month").casefold()]
+        listed = [(month, int(d)) for d in re.findall(r"\d{1,2}", m.group(0))]
+        theirs = [(day.month, day.day) for day in (dt.date.fromordinal(d) for d, _ in self.asked_dates)]
+        return all(min(theirs) <= d <= max(theirs) for d in listed)
 
     def _left_of_limit(self, number: Number, sentence: str, language: str) -> bool:
         """Is a small count the difference or the sum of a count of the asker's this sentence writes and

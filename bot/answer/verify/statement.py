@@ -585,9 +585,8 @@ def _concluded_negation(text: str, language: str, aligned: Sequence[SourceSenten
     lang = language if language == "de" else "en"
     if _ONLY_REASON[lang].search(text):
         return True
-    if _NEGATED_CONDITION[lang].match(text) and any(
-            _CONDITIONAL.get(s.language, _CONDITIONAL["en"]).search(s.text) and not cm.negates(s.text, s.language)
-            for s in aligned):
+    if _NEGATED_CONDITION[lang].match(text) and any(_conditional(s) and not cm.negates(s.text, s.language)
+                                                    for s in aligned):
         return True  # "Without breakfast, the per diem is not reduced": the rule's condition not met
     m = _CONCLUSION[lang].search(text)
     if m is None:
@@ -597,7 +596,11 @@ def _concluded_negation(text: str, language: str, aligned: Sequence[SourceSenten
         return True  # the premise is the sentence before: checked on its own
     if not cm.negates(premise, language):
         return True
-    return any(_CONDITIONAL.get(s.language, _CONDITIONAL["en"]).search(s.text) for s in aligned)
+    return any(_conditional(s) for s in aligned)
+
+
+def _conditional(sentence: SourceSentence) -> bool:
+    return bool(_CONDITIONAL.get(sentence.language, _CONDITIONAL["en"]).search(sentence.text))
 
 
 def _negated_predicate(clause: str, language: str) -> set[str]:
