@@ -759,3 +759,26 @@ def test_a_negation_in_a_rules_condition_is_not_dropped_by_a_statement_that_name
     wrong = ("Eine Schwangere darf außerhalb der Schutzfristen trotz eines ärztlichen Beschäftigungsverbots "
              "arbeiten [lb-mu-03].")
     assert_caught(right, wrong, "NEGATION_DROPPED", MU_BAN)
+
+
+WEEKEND_HOLIDAY = block("hb-hol-02", "If a public holiday falls on a Saturday or Sunday, there is no replacement day off.", "en")
+
+
+def test_a_negation_dropped_from_a_rules_consequence_fails_though_its_condition_holds_most_words():
+    right = "A public holiday on a Saturday or Sunday gives you no replacement day off [hb-hol-02]."
+    wrong = "If a public holiday falls on a Saturday or Sunday, you get a replacement day off [hb-hol-02]."
+    assert_caught(right, wrong, "NEGATION_DROPPED", WEEKEND_HOLIDAY, language="en")
+
+
+TEILURLAUB = block("lb-url-01", "Wer die Wartezeit im Kalenderjahr nicht erfüllt oder in der ersten Jahreshälfte "
+                                "ausscheidet, erhält Teilurlaub. Dasselbe gilt für vier Monate nach einer Fehlgeburt "
+                                "nach der 12. Schwangerschaftswoche.")
+
+
+def test_a_negation_negates_up_to_the_next_or_and_a_compound_of_fehl_negates_nothing():
+    # "nicht erfüllt oder in der ersten Jahreshälfte ausscheidet": leaving in the first half is not negated.
+    right = "Da du in der ersten Jahreshälfte ausscheidest, erhältst du Teilurlaub [lb-url-01]."
+    assert check(right, TEILURLAUB).ok
+    assert "NEGATION_DROPPED" in kinds(check("Wer die Wartezeit erfüllt, erhält Teilurlaub [lb-url-01].", TEILURLAUB))
+    assert check("Vier Monate nach einer Fehlgeburt nach der 12. Schwangerschaftswoche gilt dasselbe [lb-url-01].",
+                 TEILURLAUB).ok

@@ -603,6 +603,9 @@ def _conditional(sentence: SourceSentence) -> bool:
     return bool(_CONDITIONAL.get(sentence.language, _CONDITIONAL["en"]).search(sentence.text))
 
 
+_COORDINATED = re.compile(r"\s(?:und|oder|sowie|and|or|nor)\s", re.IGNORECASE)
+
+
 def _negated_predicate(clause: str, language: str) -> set[str]:
     """The content words next to the clause's negations (the words it negates, in either word order)."""
     out: set[str] = set()
@@ -612,7 +615,8 @@ def _negated_predicate(clause: str, language: str) -> set[str]:
         # English negates what follows ("not allowed"); German also what precedes ("gibt es nicht").
         # (within its clause: "nicht arbeiten, zahlt der Arbeitgeber" does not negate the paying)
         tail = clauses(clause[end:], commas=True)
-        after = word_terms(tail[0], language)[:PREDICATE_REACH] if tail else []
+        # ("nicht erfüllt oder in der ersten Jahreshälfte ausscheidet" negates the fulfilling only)
+        after = word_terms(_COORDINATED.split(tail[0])[0], language)[:PREDICATE_REACH] if tail else []
         # German also negates what precedes ("gibt es nicht", "den Urlaub nicht"), when nothing follows
         # in its clause; "wegen eines Verbots ganz oder teilweise nicht arbeiten" negates the working.
         before = word_terms(clause[:start], language)[-PREDICATE_REACH:] if language == "de" and not after else []
@@ -682,6 +686,8 @@ def check_negation(
         if len(clauses(only.text, commas=True)) == 1:
             best = (only.text, only.language)
     dropped = _dropped(best, words, lang)
+    if dropped is None:
+        dropped = _dropped_in_part(text, lang, alignment.sentences)
     parts = clauses(text)
     if dropped is None and best is None and len(parts) > 1:
         # A statement of two clauses ("… mit Unterschrift; eine E-Mail genügt") holds too few words of
@@ -706,6 +712,27 @@ def _same_head(term: str, words: set[str], language: str) -> bool:
         return match_term(term, words, language)
     return any(term == w or (min(len(term), len(w)) >= MIN_PARTIAL_STEM and (term.endswith(w) or w.endswith(term)))
                for w in words)
+
+
+# A clause of the statement is held against the source clause that holds this share of its words.
+PART_CLAUSE_SHARE = 0.6
+
+
+def _dropped_in_part(text: str, lang: str, aligned: Sequence[SourceSentence]) -> Problem | None:
+    """NEGATION_DROPPED when one clause of the statement restates a source clause without its negation:
+    "If a holiday falls on a Sunday, you get a replacement day off" against "…, there is no replacement
+    day off" (the statement's condition clause holds more of its words than the negated one)."""
+    for part in clauses(text, commas=True):
+        part_words = list(dict.fromkeys(word_terms(part, lang)))
+        if len(part_words) < SHARED_CLAUSE_TERMS or "NEG" in cm.families(part, lang):
+            continue
+        best = _best_clause(part_words, lang, aligned)
+        held = sum(1 for t in part_words if match_term(t, set(content_terms(best[0], lang)), lang)) if best else 0
+        if held < max(SHARED_CLAUSE_TERMS, PART_CLAUSE_SHARE * len(part_words)):
+            continue
+        if (dropped := _dropped(best, part_words, lang)) is not None:
+            return dropped
+    return None
 
 
 def _dropped(best: tuple[str, str] | None, words: list[str], lang: str) -> Problem | None:

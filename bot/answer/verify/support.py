@@ -127,7 +127,7 @@ _NEGATIVE_RESULT = {
         r"|insignificant\w*|nonsignificant\w*|non-significant\w*|neutral)\b",
         re.IGNORECASE,
     ),
-    "de": re.compile(r"\b(?:ähnlich\w*|vergleichbar\w*|unverändert\w*|unabhängig\w*|fehl\w*)\b", re.IGNORECASE),
+    "de": re.compile(r"\b(?:ähnlich\w*|vergleichbar\w*|unverändert\w*|unabhängig\w*|fehl(?:t|en|end\w*|te\w*))\b", re.IGNORECASE),
 }
 
 Weigher = Callable[[str], float]
