@@ -782,3 +782,27 @@ def test_a_negation_negates_up_to_the_next_or_and_a_compound_of_fehl_negates_not
     assert "NEGATION_DROPPED" in kinds(check("Wer die Wartezeit erfüllt, erhält Teilurlaub [lb-url-01].", TEILURLAUB))
     assert check("Vier Monate nach einer Fehlgeburt nach der 12. Schwangerschaftswoche gilt dasselbe [lb-url-01].",
                  TEILURLAUB).ok
+
+
+ELTERNZEIT_URLAUB = block("lb-url-03", "Der Arbeitgeber darf den Erholungsurlaub für jeden vollen Kalendermonat der "
+                                       "Elternzeit um ein Zwölftel kürzen. Der Grundfreibetrag beträgt 12.348 €; er gilt "
+                                       "für alle Beschäftigten.")
+JOINERS = block("hb-pto-04", "Employees who join during the year receive one twelfth of the annual entitlement for each "
+                             "full month of employment in that year.", "en")
+
+
+@pytest.mark.parametrize("right, wrong, blocks, language", [
+    ("Für jeden vollen Kalendermonat der Elternzeit darf der Arbeitgeber den Urlaub um ein Zwölftel kürzen [lb-url-03].",
+     "Für jeden angefangenen Kalendermonat der Elternzeit darf der Arbeitgeber den Urlaub um ein Zwölftel kürzen "
+     "[lb-url-03].", (ELTERNZEIT_URLAUB,), "de"),
+    ("Der Grundfreibetrag beträgt 12.348 € [lb-url-03].", "Der Kinderfreibetrag beträgt 12.348 € [lb-url-03].",
+     (ELTERNZEIT_URLAUB,), "de"),
+    ("As you join during the year, you get one twelfth of the annual entitlement for each full month of employment "
+     "[hb-pto-04].",
+     "As you join during the year, you get one twelfth of the annual entitlement for each started month of employment "
+     "[hb-pto-04].", (JOINERS,), "en"),
+])
+def test_a_word_changed_in_a_frame_the_statement_repeats_fails_and_a_reworded_verb_passes(right, wrong, blocks,
+                                                                                        language):
+    # "get" for "receive", "Für jeden … darf der Arbeitgeber": a paraphrase rewords and reorders.
+    assert_caught(right, wrong, "WORDS_NOT_IN_SOURCE", *blocks, language=language)

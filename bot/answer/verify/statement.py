@@ -70,6 +70,7 @@ from bot.answer.verify.support import (
     content_terms,
     match_term,
 )
+from bot.answer.verify.swaps import swapped_words
 
 # Claims: support.assess's words test, or (an embedder configured) this close in meaning.
 CLAIM_COSINE = 0.86
@@ -842,8 +843,19 @@ def check_words(
     swapped_out = sorted(a for s in own_sentences if s.language == lang for a in _actors(s.text, lang, company=False)
                          if a not in said and a not in asked and not any(_same_actor(a, o) for o in said))
     if not swapped_in or not swapped_out:
-        return []
+        return _slot_swap(text, alignment, lang, cited)
     return _swapped(text, alignment, ctx, swapped_in, swapped_out)
+
+
+def _slot_swap(text: str, alignment: Alignment, lang: str, cited: Sequence[SourceSentence]) -> list[Problem]:
+    """A word changed in a frame the statement repeats ("jeden angefangenen Kalendermonat")."""
+    elsewhere = {t for s in cited if s.language == lang for t in s.terms}
+    found = swapped_words(text, [s.text for s in alignment.sentences if s.language == lang and not s.header], lang,
+                          elsewhere)
+    if found is None:
+        return []
+    said, stated, sentence = found
+    return [Problem("WORDS_NOT_IN_SOURCE", f"{said!r} where the matching sentence says {stated!r}: {sentence}")]
 
 
 def _swapped(text: str, alignment: Alignment, ctx: StatementContext, swapped_in: list[str],
