@@ -14,7 +14,7 @@ Same language only: across languages no frame is repeated word for word.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from bot.answer.verify.support import content_terms, match_term
@@ -102,7 +102,7 @@ def _changed_part(a: str, b: str) -> bool:
 
 
 def _commits(slot: list[_Token], stated: list[_Token], after: _Token, after_stated: _Token, language: str,
-             elsewhere: set[str]) -> bool:
+             elsewhere: Set[str]) -> bool:
     """Is the slot one that changes what the sentence commits to: a modifier of the same noun
     ("jeden angefangenen Kalendermonat", "each started month"), or a compound with another first
     part ("Kinderfreibetrag", "Grundfreibetrag")? A verb or adverb said otherwise ("liegt" for
@@ -121,7 +121,7 @@ def _commits(slot: list[_Token], stated: list[_Token], after: _Token, after_stat
     return language != "de" or (after.capital and after_stated.capital)
 
 
-def swapped_words(text: str, sentences: Sequence[str], language: str, elsewhere: set[str] = frozenset()
+def swapped_words(text: str, sentences: Sequence[str], language: str, elsewhere: Set[str] = frozenset()
                   ) -> tuple[str, str, str] | None:
     """(the statement's word, the source's word, the source sentence) of a slot the statement
     changed in a frame it repeats, or None; `elsewhere`: the words of the cited blocks."""
