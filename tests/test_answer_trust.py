@@ -806,3 +806,18 @@ def test_a_word_changed_in_a_frame_the_statement_repeats_fails_and_a_reworded_ve
                                                                                         language):
     # "get" for "receive", "Für jeden … darf der Arbeitgeber": a paraphrase rewords and reorders.
     assert_caught(right, wrong, "WORDS_NOT_IN_SOURCE", *blocks, language=language)
+
+
+def test_a_bound_in_the_second_rule_a_statement_joins_is_held_against_that_rules_sentence(meaning):
+    hybrid = ("Northwind Labs employees can work remotely for up to 3 days per week, provided their role allows it "
+              "and they agree the arrangement with their manager. {} During your first week at Northwind Labs you "
+              "work from the office every day.")
+    remote = block("hb-remote-02", hybrid.format("At least 2 days per week are spent in the office; each team agrees "
+                                                 "its own anchor days, usually Tuesday and Thursday."), "en")
+    no_bound = block("hb-remote-02", hybrid.format("On 2 days per week the team meets in the office; each team agrees "
+                                                   "its own anchor days, usually Tuesday and Thursday."), "en")
+    joined = ("Bei Northwind Labs kannst du bis zu 3 Tage pro Woche remote arbeiten, sofern deine Rolle das zulässt "
+              "und du es mit deiner Führungskraft vereinbarst; mindestens 2 Tage pro Woche bist du im Büro, meist an "
+              "den Ankertagen deines Teams [hb-remote-02].")
+    assert check(joined, remote, aligner=meaning).ok
+    assert "SCOPE_NOT_IN_SOURCE" in kinds(check(joined, no_bound, aligner=meaning))

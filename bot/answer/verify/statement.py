@@ -396,11 +396,28 @@ def check_commitments(
         word = _family_label(family, text, lang)
         if opposite:
             problems.append(Problem("SCOPE_NOT_IN_SOURCE", f"{word} where the matching sentence says the opposite: {source}"))
-        elif family in cm.ADDED_FAILS and not (about_asker and family in cm.COMPARISONS):
+        elif family in cm.ADDED_FAILS and not (about_asker and family in cm.COMPARISONS) \
+                and not _backed_in_own_clause(text, family, ctx, pool):
             problems.append(Problem("SCOPE_NOT_IN_SOURCE", f"{word} is not in the matching sentence: {source}"))
     problems += _number_bounds(text, alignment, ctx)
     problems += _narrowed_quantifier(text, alignment, ctx)
     return problems
+
+
+def _backed_in_own_clause(text: str, family: str, ctx: StatementContext, pool: Sequence[SourceSentence]) -> bool:
+    """A statement that joins two rules ("bis zu 3 Tage remote; mindestens 2 Tage bist du im Büro") is
+    aligned by the one that holds most of its words: the clause that holds the bound is aligned on its own."""
+    parts = clauses(text)
+    if len(parts) < 2:
+        return False
+    for part in parts:
+        cues = {c.family for c in cm.find_cues(part, ctx.language)}
+        if family not in cues:
+            continue
+        aligned = ctx.aligner.align(part, ctx.language, pool).sentences
+        if cm.backers(family, cues & _aligned_families(aligned)) & _aligned_families(aligned):
+            return True
+    return False
 
 
 _NEXT_WORDS = re.compile(r"\W*([^\W\d_][\w-]*)")
