@@ -821,3 +821,16 @@ def test_a_bound_in_the_second_rule_a_statement_joins_is_held_against_that_rules
               "den Ankertagen deines Teams [hb-remote-02].")
     assert check(joined, remote, aligner=meaning).ok
     assert "SCOPE_NOT_IN_SOURCE" in kinds(check(joined, no_bound, aligner=meaning))
+
+
+MU_BAN_AFTER = block("lb-mu-04", "In den acht Wochen nach der Entbindung gilt ein absolutes Beschäftigungsverbot. In den "
+                                 "sechs Wochen vor der Entbindung dürfen Schwangere nur beschäftigt werden, wenn sie sich "
+                                 "ausdrücklich dazu bereit erklären.")
+
+
+def test_a_negation_added_to_a_clause_that_restates_the_source_fails_though_another_sentence_says_only():
+    right = ("In den acht Wochen nach der Entbindung gilt ein absolutes Beschäftigungsverbot; in den sechs Wochen davor "
+             "darf eine Schwangere nur arbeiten, wenn sie sich ausdrücklich dazu bereit erklärt [lb-mu-04].")
+    wrong = ("In den acht Wochen nach der Entbindung gilt kein absolutes Beschäftigungsverbot; die Mutter darf "
+             "arbeiten, wenn sie sich ausdrücklich dazu bereit erklärt [lb-mu-04].")
+    assert_caught(right, wrong, "NEGATION_NOT_IN_SOURCE", MU_BAN_AFTER)

@@ -681,6 +681,8 @@ def check_negation(
             return []  # "die Obergrenze erreichst du damit nicht": a conclusion about the asker's case
         if _concluded_negation(text, lang, alignment.sentences):
             return []  # "…, so this claim is not rejected": the asker's case, drawn from the rule before it
+        if (added := _added_in_part(text, lang, alignment.sentences)) is not None:
+            return [added]
         if _negation_backed(text, lang, candidates):
             return []
         # A statement of two clauses ("X covers Y, and then you do not have to Z") may rest on two
@@ -734,6 +736,29 @@ def _same_head(term: str, words: set[str], language: str) -> bool:
 
 # A clause of the statement is held against the source clause that holds this share of its words.
 PART_CLAUSE_SHARE = 0.6
+
+
+# A negating clause of the statement restates a source clause when it holds this share of its words.
+RESTATED_CLAUSE_SHARE = 0.8
+
+
+def _added_in_part(text: str, lang: str, aligned: Sequence[SourceSentence]) -> Problem | None:
+    """NEGATION_NOT_IN_SOURCE when a negating clause of the statement restates a clause of a source
+    sentence that states nothing negative ("In den acht Wochen nach der Entbindung gilt kein absolutes
+    Beschäftigungsverbot" against "… gilt ein absolutes …"), whatever another aligned sentence negates."""
+    for part in clauses(text, commas=True):
+        part_words = list(dict.fromkeys(word_terms(part, lang)))
+        if len(part_words) < MIN_CLAUSE_WORDS or "NEG" not in cm.families(part, lang):
+            continue
+        held, sentence = max(((sum(1 for t in part_words if match_term(t, set(content_terms(c, lang)), lang)), s)
+                              for s in aligned if s.language == lang for c in clauses(s.text, commas=True)),
+                             key=lambda pair: pair[0], default=(0, None))
+        if sentence is None or held < RESTATED_CLAUSE_SHARE * len(part_words):
+            continue
+        if not _negation_backed(part, lang, [sentence]):
+            return Problem("NEGATION_NOT_IN_SOURCE", f"the statement negates, the matching sentence does not: "
+                                                     f"{sentence.text}")
+    return None
 
 
 def _dropped_in_part(text: str, lang: str, aligned: Sequence[SourceSentence]) -> Problem | None:
