@@ -834,3 +834,17 @@ def test_a_negation_added_to_a_clause_that_restates_the_source_fails_though_anot
     wrong = ("In den acht Wochen nach der Entbindung gilt kein absolutes Beschäftigungsverbot; die Mutter darf "
              "arbeiten, wenn sie sich ausdrücklich dazu bereit erklärt [lb-mu-04].")
     assert_caught(right, wrong, "NEGATION_NOT_IN_SOURCE", MU_BAN_AFTER)
+
+
+YOUTH_LEAVE = block("lb-url-04", "Nach § 3 Abs. 1 BUrlG beträgt der gesetzliche Mindesturlaub 24 Werktage. Für "
+                                 "Jugendliche gilt ein höherer Mindesturlaub nach § 19 JArbSchG: 30 Werktage unter 16 "
+                                 "Jahren und 27 Werktage unter 17 Jahren.")
+
+
+def test_a_law_cited_for_a_rule_that_another_law_states_fails_in_either_language(meaning):
+    right = "Young people under 17 get at least 27 Werktage of leave under § 19 JArbSchG [lb-url-04]."
+    wrong = "Young people under 17 get at least 27 Werktage of leave under § 3 BUrlG [lb-url-04]."
+    assert check(right, YOUTH_LEAVE, language="en", aligner=meaning).ok
+    assert "WORDS_NOT_IN_SOURCE" in kinds(check(wrong, YOUTH_LEAVE, language="en", aligner=meaning))
+    assert "WORDS_NOT_IN_SOURCE" in kinds(check("Jugendliche unter 17 bekommen nach § 3 BUrlG 27 Werktage Urlaub "
+                                                "[lb-url-04].", YOUTH_LEAVE))

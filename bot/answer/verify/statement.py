@@ -50,6 +50,7 @@ from bot.answer.verify.align import (
     source_sentences,
     word_terms,
 )
+from bot.answer.verify.legal import swapped_reference
 from bot.answer.verify.numbers import (
     DAYS_PER_UNIT,
     Number,
@@ -993,4 +994,17 @@ def check_statement(
         problems += check_support(text, cited, alignment, ctx) or (
             check_names(text, cited, ctx) if alignment.cross_language else [])
     problems += check_words(text, alignment, ctx, pool)
+    problems += check_references(text, alignment)
     return problems, alignment
+
+
+def check_references(text: str, alignment: Alignment) -> list[Problem]:
+    """A law's paragraph the aligned sentences do not name, where they name another ("§ 3 BUrlG" for
+    "§ 19 JArbSchG")."""
+    found = swapped_reference(text, [s.text for s in alignment.sentences if not s.header])
+    if found is None:
+        return []
+    (number, law), stated = found
+    named = ", ".join(f"§ {n} {lw}" for n, lw in sorted(stated))
+    return [Problem("WORDS_NOT_IN_SOURCE", f"'§ {number} {law}' where the matching sentence names {named}: "
+                                           f"{' / '.join(alignment.texts)}")]
