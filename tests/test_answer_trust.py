@@ -848,3 +848,16 @@ def test_a_law_cited_for_a_rule_that_another_law_states_fails_in_either_language
     assert "WORDS_NOT_IN_SOURCE" in kinds(check(wrong, YOUTH_LEAVE, language="en", aligner=meaning))
     assert "WORDS_NOT_IN_SOURCE" in kinds(check("Jugendliche unter 17 bekommen nach § 3 BUrlG 27 Werktage Urlaub "
                                                 "[lb-url-04].", YOUTH_LEAVE))
+
+
+MILEAGE = block("hb-travel-03", "If you use your private car for a business trip, Northwind Labs pays 0.30 EUR per "
+                                "kilometre driven. Bicycles and e-scooters are not reimbursed.", "en")
+
+
+def test_an_alternative_put_into_a_rule_widens_it_and_fails_unless_the_block_names_it():
+    right = "If you use your private car for a business trip, you get 0.30 EUR per kilometre driven [hb-travel-03]."
+    assert_caught(right, right.replace("private car", "private car or motorbike"), "WORDS_NOT_IN_SOURCE", MILEAGE,
+                  language="en")
+    # The block names bicycles: "car or bicycle" is a statement about two of its rules, left to the other checks.
+    verdict = check(right.replace("private car", "private car or bicycle"), MILEAGE, language="en")
+    assert not any("alternative" in v.detail for v in verdict.violations)

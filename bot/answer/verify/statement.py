@@ -898,6 +898,8 @@ def _slot_swap(text: str, alignment: Alignment, lang: str, cited: Sequence[Sourc
     if found is None:
         return []
     said, stated, sentence = found
+    if not stated:
+        return [Problem("WORDS_NOT_IN_SOURCE", f"{said!r} is an alternative the matching sentence lacks: {sentence}")]
     return [Problem("WORDS_NOT_IN_SOURCE", f"{said!r} where the matching sentence says {stated!r}: {sentence}")]
 
 

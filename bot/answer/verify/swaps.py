@@ -121,6 +121,23 @@ def _commits(slot: list[_Token], stated: list[_Token], after: _Token, after_stat
     return language != "de" or (after.capital and after_stated.capital)
 
 
+_OR = frozenset({"or", "oder", "bzw"})
+
+
+def _added_alternative(said: list[_Token], start: int, end: int, source: list[_Token], language: str,
+                       elsewhere: Set[str]) -> str | None:
+    """ "or motorbike" in "your private car or motorbike for" against "your private car for": an
+    alternative put into a frame the statement repeats widens what the rule covers."""
+    if start < 2 or said[start - 1].text not in _OR:
+        return None
+    if any(match_term(t, elsewhere, language) for tok in said[start:end] for t in tok.terms):
+        return None  # the blocks name it: a statement that joins two of their rules
+    for j in range(len(source) - 1):
+        if _frame(said, start - 1, end, source, j, j + 1, language):
+            return " ".join(t.text for t in said[start - 1:end])
+    return None
+
+
 def swapped_words(text: str, sentences: Sequence[str], language: str, elsewhere: Set[str] = frozenset()
                   ) -> tuple[str, str, str] | None:
     """(the statement's word, the source's word, the source sentence) of a slot the statement
@@ -138,6 +155,8 @@ def swapped_words(text: str, sentences: Sequence[str], language: str, elsewhere:
             end = i
             while end < len(said) and _new(said[end], source_terms, language):
                 end += 1
+            if end - i <= MAX_SLOT and (added := _added_alternative(said, i, end, source, language, elsewhere)):
+                return added, "", sentence
             if end - i <= MAX_SLOT:
                 for j in range(len(source)):
                     for k in range(j + 2, min(j + 2 + MAX_SLOT, len(source))):
