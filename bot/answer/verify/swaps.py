@@ -1,12 +1,15 @@
 """A word put in another's place: the statement repeats a source sentence's frame around it.
 
 "für jeden angefangenen Kalendermonat" against "für jeden vollen Kalendermonat",
-"for up to 6 weeks per calendar year" against "for up to 6 weeks per illness":
-the words on both sides are the source's, the word between them is not, and the
-source's word between them is not in the statement. A paraphrase rewords a
-sentence as a whole; a change in one slot of an otherwise repeated frame changes
-what the sentence commits to (a condition, a scope, an actor). Such a word is
-often stated nowhere in the blocks, so no check of "words found elsewhere" sees it.
+"Der Kinderfreibetrag beträgt" against "Der Grundfreibetrag beträgt": the words on
+both sides are the source's, the word between them is not, and the source's word
+between them is not in the statement. A change in one slot of an otherwise repeated
+frame changes what the sentence commits to (a condition, a scope, an actor); such a
+word is often stated nowhere in the blocks, so no check of "words found elsewhere"
+sees it. A paraphrase rewords too, mostly its verbs and adverbs ("liegt" for
+"beträgt", "oft" for "häufig"), so only two kinds of slot count (`_commits`): a
+modifier of the same noun, and a compound with another first part. An alternative
+put into such a frame ("private car or motorbike") counts as well.
 
 Same language only: across languages no frame is repeated word for word.
 """
@@ -111,7 +114,7 @@ def _commits(slot: list[_Token], stated: list[_Token], after: _Token, after_stat
         return False
     said, source = slot[0], stated[0]
     if _changed_part(said.text, source.text):
-        return True
+        return True  # even when the block names it elsewhere: that is where a swapped name comes from
     if not after.terms or not after_stated.terms:
         return False  # the next word is the noun modified
     if any(match_term(t, elsewhere, language) for t in said.terms):
