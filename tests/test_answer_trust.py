@@ -861,3 +861,13 @@ def test_an_alternative_put_into_a_rule_widens_it_and_fails_unless_the_block_nam
     # The block names bicycles: "car or bicycle" is a statement about two of its rules, left to the other checks.
     verdict = check(right.replace("private car", "private car or bicycle"), MILEAGE, language="en")
     assert not any("alternative" in v.detail for v in verdict.violations)
+
+
+EXPENSES = block("hb-exp-02", "Submit every expense claim in Northwind Spend within 30 days of the date of the expense. "
+                              "Northwind Labs pays approved claims with the next salary; leave requests go through "
+                              "Northwind People.", "en")
+
+
+def test_one_of_the_companys_tools_named_for_another_fails():
+    right = "Submit your expense claim in Northwind Spend within 30 days of the expense [hb-exp-02]."
+    assert_caught(right, right.replace("Spend", "People"), "WORDS_NOT_IN_SOURCE", EXPENSES, language="en")

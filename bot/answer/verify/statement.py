@@ -886,7 +886,7 @@ def check_words(
     swapped_out = sorted(a for s in own_sentences if s.language == lang for a in _actors(s.text, lang, company=False)
                          if a not in said and a not in asked and not any(_same_actor(a, o) for o in said))
     if not swapped_in or not swapped_out:
-        return _slot_swap(text, alignment, lang, cited)
+        return _slot_swap(text, alignment, lang, cited) or _tool_swap(text, alignment, cited)
     return _swapped(text, alignment, ctx, swapped_in, swapped_out)
 
 
@@ -901,6 +901,29 @@ def _slot_swap(text: str, alignment: Alignment, lang: str, cited: Sequence[Sourc
     if not stated:
         return [Problem("WORDS_NOT_IN_SOURCE", f"{said!r} is an alternative the matching sentence lacks: {sentence}")]
     return [Problem("WORDS_NOT_IN_SOURCE", f"{said!r} where the matching sentence says {stated!r}: {sentence}")]
+
+
+def _tool_names(text: str, brands: set[str]) -> set[str]:
+    """ "Northwind People", "Northwind-Print": the names the company gives its tools and teams."""
+    return {f"{m.group(1)} {m.group(2)}" for m in _TOOL_NAME.finditer(text) if m.group(1) in brands}
+
+
+_TOOL_NAME = re.compile(r"(?-i:\b([A-Z][\w&]+)[ -]([A-Z][\w&]*))")
+
+
+def _tool_swap(text: str, alignment: Alignment, cited: Sequence[SourceSentence]) -> list[Problem]:
+    """One of the company's tools for another ("in Northwind People" where the aligned sentence says
+    "in Northwind Spend"): both names stand in the KB, so no check of words found elsewhere sees it."""
+    brands = {m.group(0).split()[0] for s in cited for m in _COMPANY_NAME.finditer(s.text)}
+    said = _tool_names(text, brands)
+    aligned = set().union(*(_tool_names(s.text, brands) for s in alignment.sentences))
+    companies = {m.group(0) for m in _COMPANY_NAME.finditer(text)}
+    swapped_in = sorted(n for n in said - aligned if n not in companies)
+    swapped_out = sorted(n for n in aligned - said if not _COMPANY_NAME.fullmatch(n))
+    if not swapped_in or not swapped_out:
+        return []
+    return [Problem("WORDS_NOT_IN_SOURCE", f"{', '.join(swapped_in)} where the matching sentence has "
+                                           f"{', '.join(swapped_out)}: {' / '.join(alignment.texts)}")]
 
 
 def _swapped(text: str, alignment: Alignment, ctx: StatementContext, swapped_in: list[str],
