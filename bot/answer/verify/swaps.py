@@ -8,7 +8,7 @@ frame changes what the sentence commits to (a condition, a scope, an actor); suc
 word is often stated nowhere in the blocks, so no check of "words found elsewhere"
 sees it. A paraphrase rewords too, mostly its verbs and adverbs ("liegt" for
 "beträgt", "oft" for "häufig"), so only two kinds of slot count (`_commits`): a
-modifier of the same noun, and a compound with another first part. An alternative
+modifier of the same noun, and a German compound with another first part. An alternative
 put into such a frame ("private car or motorbike") counts as well.
 
 Same language only: across languages no frame is repeated word for word.
@@ -113,7 +113,8 @@ def _commits(slot: list[_Token], stated: list[_Token], after: _Token, after_stat
     if len(slot) != 1 or len(stated) != 1:
         return False
     said, source = slot[0], stated[0]
-    if _changed_part(said.text, source.text):
+    if language == "de" and _changed_part(said.text, source.text):
+        # (German writes compounds as one word; English shares endings, "deficiency" / "insufficiency")
         return True  # even when the block names it elsewhere: that is where a swapped name comes from
     if not after.terms or not after_stated.terms:
         return False  # the next word is the noun modified
