@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
+from functools import lru_cache
 
 from bot.answer.verify.support import content_terms, match_term
 
@@ -41,7 +42,9 @@ class _Token:
     capital: bool = False  # written with a capital (a German noun)
 
 
-def _tokens(text: str, language: str) -> list[_Token]:
+@lru_cache(maxsize=8192)
+def _tokens(text: str, language: str) -> tuple[_Token, ...]:
+    # Cached: every statement aligned to a sentence reads the same tokens of it.
     out = [_Token(_BOUNDARY, ())]
     for m in _TOKEN.finditer(text):
         word = m.group(0).casefold()
@@ -50,7 +53,7 @@ def _tokens(text: str, language: str) -> list[_Token]:
         else:
             out.append(_Token(word, tuple(content_terms(word, language)), m.group(0)[0].isupper()))
     out.append(_Token(_BOUNDARY, ()))
-    return out
+    return tuple(out)
 
 
 def _same(a: _Token, b: _Token, language: str) -> bool:
@@ -65,7 +68,7 @@ def _new(token: _Token, terms: set[str], language: str) -> bool:
         not any(match_term(t, terms, language) for t in token.terms)
 
 
-def _frame(said: list[_Token], start: int, end: int, source: list[_Token], j: int, k: int, language: str) -> bool:
+def _frame(said: Sequence[_Token], start: int, end: int, source: Sequence[_Token], j: int, k: int, language: str) -> bool:
     """Do the words around said[start:end] repeat those around source[j+1:k], the next ones
     on both sides and MIN_FRAME in all, one of them a content word?"""
     matched, content = 0, False
@@ -104,7 +107,7 @@ def _changed_part(a: str, b: str) -> bool:
     return head >= MIN_HEAD
 
 
-def _commits(slot: list[_Token], stated: list[_Token], after: _Token, after_stated: _Token, language: str,
+def _commits(slot: Sequence[_Token], stated: Sequence[_Token], after: _Token, after_stated: _Token, language: str,
              elsewhere: Set[str]) -> bool:
     """Is the slot one that changes what the sentence commits to: a modifier of the same noun
     ("jeden angefangenen Kalendermonat", "each started month"), or a compound with another first
@@ -128,7 +131,7 @@ def _commits(slot: list[_Token], stated: list[_Token], after: _Token, after_stat
 _OR = frozenset({"or", "oder", "bzw"})
 
 
-def _added_alternative(said: list[_Token], start: int, end: int, source: list[_Token], language: str,
+def _added_alternative(said: Sequence[_Token], start: int, end: int, source: Sequence[_Token], language: str,
                        elsewhere: Set[str]) -> str | None:
     """ "or motorbike" in "your private car or motorbike for" against "your private car for": an
     alternative put into a frame the statement repeats widens what the rule covers."""
@@ -151,6 +154,7 @@ def swapped_words(text: str, sentences: Sequence[str], language: str, elsewhere:
     for sentence in sentences:
         source = _tokens(sentence, language)
         source_terms = {t for tok in source for t in tok.terms}
+        unsaid = [_new(tok, said_terms, language) for tok in source]  # the source's words the statement lacks
         i = 0
         while i < len(said):
             if not _new(said[i], source_terms, language):
@@ -165,7 +169,7 @@ def swapped_words(text: str, sentences: Sequence[str], language: str, elsewhere:
                 for j in range(len(source)):
                     for k in range(j + 2, min(j + 2 + MAX_SLOT, len(source))):
                         between = source[j + 1:k]
-                        if any(_new(tok, said_terms, language) for tok in between) and \
+                        if any(unsaid[j + 1:k]) and \
                                 _frame(said, i, end, source, j, k, language) and \
                                 _commits(said[i:end], between, said[end], source[k], language, elsewhere):
                             return (" ".join(t.text for t in said[i:end]), " ".join(t.text for t in between), sentence)
