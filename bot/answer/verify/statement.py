@@ -540,21 +540,30 @@ def _sharing_clauses(words: list[str], language: str, aligned: Sequence[SourceSe
     return out
 
 
-def _best_clause(words: list[str], language: str, aligned: Sequence[SourceSentence]) -> tuple[str, str] | None:
-    """The clause of the aligned sentences that holds most of the statement's words (text, language),
-    if it holds DROPPED_CLAUSE_SHARE of them; commas end clauses (German subordinate clauses)."""
-    best, best_score = None, 0
+def _most_held(words: list[str], language: str, aligned: Sequence[SourceSentence]
+               ) -> tuple[int, str, SourceSentence] | None:
+    """(how many of `words` it holds, the clause, its sentence) for the clause of the aligned sentences
+    in `language` that holds most of them, the first of equals; commas end clauses (German subordinate
+    clauses). None when no clause holds any."""
+    best: tuple[int, str, SourceSentence] | None = None
     for s in aligned:
         if s.language != language:
             continue
         for clause in clauses(s.text, commas=True):
             held = set(content_terms(clause, language))
             score = sum(1 for t in words if match_term(t, held, language))
-            if score > best_score:
-                best, best_score = (clause, s.language), score
-    if best is None or best_score < DROPPED_CLAUSE_SHARE * len(words):
-        return None
+            if score > (best[0] if best else 0):
+                best = (score, clause, s)
     return best
+
+
+def _best_clause(words: list[str], language: str, aligned: Sequence[SourceSentence]) -> tuple[str, str] | None:
+    """The clause of the aligned sentences that holds most of the statement's words (text, language),
+    if it holds DROPPED_CLAUSE_SHARE of them."""
+    best = _most_held(words, language, aligned)
+    if best is None or best[0] < DROPPED_CLAUSE_SHARE * len(words):
+        return None
+    return best[1], best[2].language
 
 
 def _near_sentences(words: list[str], lang: str, alignment: Alignment, pool: Sequence[SourceSentence]) -> list[SourceSentence]:
@@ -751,14 +760,12 @@ def _added_in_part(text: str, lang: str, aligned: Sequence[SourceSentence]) -> P
         part_words = list(dict.fromkeys(word_terms(part, lang)))
         if len(part_words) < MIN_CLAUSE_WORDS or "NEG" not in cm.families(part, lang):
             continue
-        held, sentence = max(((sum(1 for t in part_words if match_term(t, set(content_terms(c, lang)), lang)), s)
-                              for s in aligned if s.language == lang for c in clauses(s.text, commas=True)),
-                             key=lambda pair: pair[0], default=(0, None))
-        if sentence is None or held < RESTATED_CLAUSE_SHARE * len(part_words):
+        best = _most_held(part_words, lang, aligned)
+        if best is None or best[0] < RESTATED_CLAUSE_SHARE * len(part_words):
             continue
-        if not _negation_backed(part, lang, [sentence]):
+        if not _negation_backed(part, lang, [best[2]]):
             return Problem("NEGATION_NOT_IN_SOURCE", f"the statement negates, the matching sentence does not: "
-                                                     f"{sentence.text}")
+                                                     f"{best[2].text}")
     return None
 
 
@@ -770,11 +777,10 @@ def _dropped_in_part(text: str, lang: str, aligned: Sequence[SourceSentence]) ->
         part_words = list(dict.fromkeys(word_terms(part, lang)))
         if len(part_words) < SHARED_CLAUSE_TERMS or "NEG" in cm.families(part, lang):
             continue
-        best = _best_clause(part_words, lang, aligned)
-        held = sum(1 for t in part_words if match_term(t, set(content_terms(best[0], lang)), lang)) if best else 0
-        if held < max(SHARED_CLAUSE_TERMS, PART_CLAUSE_SHARE * len(part_words)):
+        best = _most_held(part_words, lang, aligned)
+        if best is None or best[0] < max(SHARED_CLAUSE_TERMS, PART_CLAUSE_SHARE * len(part_words)):
             continue
-        if (dropped := _dropped(best, part_words, lang)) is not None:
+        if (dropped := _dropped((best[1], best[2].language), part_words, lang)) is not None:
             return dropped
     return None
 
