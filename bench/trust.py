@@ -31,7 +31,7 @@ reply size in tokens at 4 characters each, time in citebot).
 
 SciFact (bench/verifier_scifact.py) is printed beside it with --scifact.
 
-    python bench/trust.py [--set holdout|main] [--half test|tune|all] [--by kind|pair|mode] [--show N] [--minicheck]
+    python bench/trust.py [--set holdout|main|fresh|fresh2] [--half test|tune|all] [--by kind|pair|mode] [--show N] [--minicheck]
 
 Goals on held-out drafts (issue answer-trust): judge off, right flagged <= 5 % on
 the first draft in each language pair, wrong posted <= 25 % overall and <= 1 in 6
@@ -73,7 +73,7 @@ KINDS = ("number_changed", "number_word_changed", "negation_flipped", "condition
          "fact_added")
 GOALS = {"right_flagged": 0.05, "wrong_posted": 0.25, "per_kind": 1 / 6, "judge_wrong": 0.03, "judge_right": 0.03}
 CHARS_PER_TOKEN = 4
-SET_NAMES = {"holdout": "held-out", "main": "main", "fresh": "fresh"}
+SET_NAMES = {"holdout": "held-out", "main": "main", "fresh": "fresh", "fresh2": "second fresh"}
 
 
 @dataclass(frozen=True)
@@ -408,9 +408,10 @@ def markdown_kb(tmp: Path) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", dest="which", choices=("holdout", "main", "fresh"), default="holdout",
+    parser.add_argument("--set", dest="which", choices=("holdout", "main", "fresh", "fresh2"), default="holdout",
                         help="holdout: the set drawn after tuning on the first (the default); main: the first set; "
-                             "fresh: right drafts to new questions, drawn to tune on when the others were spent")
+                             "fresh: right drafts to new questions, drawn to tune on when the others were spent; "
+                             "fresh2: a second such set, measured once with the checks frozen, then tuned on")
     parser.add_argument("--half", choices=("test", "tune", "all"), default="all",
                         help="the set's halves (the main set's were both tuned on in the end; the held-out set's tune half "
                              "after its first measurement)")

@@ -271,14 +271,19 @@ def test_a_number_stated_nowhere_fails_with_the_judge_off_and_is_left_to_the_jud
     # WorkedOut follows arithmetic one step at a time; a result of more steps (the days to a deadline of
     # the asker's dates), and a number added, are the judge's to recompute with the question and the blocks.
     question = "Unser Kind kam am 2. Mai, errechnet war der 23. Mai. Bis wann geht die Schutzfrist?"
-    mu = block("lb-mu-01", "Kommt das Kind früher zur Welt, verlängert sich die Schutzfrist nach der Entbindung um "
-                           "die Tage, die vor der Geburt nicht in Anspruch genommen werden konnten.")
+    mu = block("lb-mu-01", "Die Schutzfrist endet acht Wochen nach der Entbindung. Kommt das Kind früher zur Welt, "
+                           "verlängert sich die Schutzfrist nach der Entbindung um die Tage, die vor der Geburt nicht "
+                           "in Anspruch genommen werden konnten.")
+    # (The 21 days from 2 to 23 May are the asker's own dates counted: WorkedOut follows that step; the
+    # 77 days of the eight weeks and the 21 days are two steps more.)
     worked = ("Die Schutzfrist verlängert sich um die nicht genutzten Tage [lb-mu-01]:\n\n"
               "- nicht genutzte Tage: 2. bis 23. Mai = 21 Tage\n\n"
-              "Mit den 21 Tagen verlängert sich die Schutzfrist entsprechend [lb-mu-01].")
+              "Mit den acht Wochen nach der Geburt dauert die Schutzfrist nach der Entbindung damit 77 Tage [lb-mu-01].")
     plain = "Die Schutzfrist verlängert sich um höchstens 21 Tage [lb-mu-01]."
-    for verdict in (check(worked, mu, question=question), check(plain, mu, question="Verlängert sich die Schutzfrist?")):
-        assert not verdict.ok and "NUMBER_NOT_IN_SOURCE" in kinds(verdict) and soft_only(verdict), verdict.violations
+    for verdict, number in ((check(worked, mu, question=question), "'77'"),
+                            (check(plain, mu, question="Verlängert sich die Schutzfrist?"), "'21'")):
+        assert not verdict.ok and soft_only(verdict), verdict.violations
+        assert [v.kind for v in verdict.violations if number in v.detail] == ["NUMBER_NOT_IN_SOURCE"], verdict.violations
 
 
 def test_the_lines_of_a_worked_example_after_a_cited_paragraph_are_judged_as_they_are_checked():
@@ -871,3 +876,74 @@ EXPENSES = block("hb-exp-02", "Submit every expense claim in Northwind Spend wit
 def test_one_of_the_companys_tools_named_for_another_fails():
     right = "Submit your expense claim in Northwind Spend within 30 days of the expense [hb-exp-02]."
     assert_caught(right, right.replace("Spend", "People"), "WORDS_NOT_IN_SOURCE", EXPENSES, language="en")
+
+
+SICK_AGAIN = block("lb-efz-03", "Wegen derselben Krankheit entsteht ein neuer Anspruch, wenn seit Beginn der ersten "
+                                "Arbeitsunfähigkeit zwölf Monate vergangen sind.")
+
+
+def test_the_first_day_of_a_range_the_asker_gives_is_a_date_of_theirs():
+    question = "Ich war letztes Jahr vom 3. bis 28. Februar krank. Bekomme ich wieder Lohnfortzahlung?"
+    assert_worked_out(
+        "Seit dem 3. Februar letzten Jahres sind zwölf Monate vergangen, also entsteht ein neuer Anspruch [lb-efz-03].",
+        ("Seit dem 4. Februar letzten Jahres sind zwölf Monate vergangen, also entsteht ein neuer Anspruch [lb-efz-03].",),
+        SICK_AGAIN, question=question)
+
+
+ONBOARDING = block("hb-onb-02", "The first week follows a fixed plan: Monday is welcome and IT setup, Wednesday the "
+                                "mandatory security training. Complete the security training within the first 5 "
+                                "working days.", "en")
+
+
+def test_a_date_moved_by_working_days_or_named_with_its_weekday_in_the_askers_week_is_worked_out():
+    question = "I start on Monday 1 June. By when must the security training be done?"
+    assert_worked_out("Complete the security training by Friday 5 June, within the first 5 working days [hb-onb-02].",
+                      ("Complete the security training by Friday 12 June, within the first 5 working days [hb-onb-02].",
+                       "Complete the security training by 9 June, within the first 5 working days [hb-onb-02]."),
+                      ONBOARDING, question=question, language="en")
+    assert_worked_out("The mandatory security training is on Wednesday 3 June [hb-onb-02].",
+                      ("The mandatory security training is on Wednesday 4 June [hb-onb-02].",
+                       "The mandatory security training is on Wednesday 10 June [hb-onb-02]."),
+                      ONBOARDING, question=question, language="en")
+
+
+MEAL_DEDUCTION = block("lb-rk-02", "Bei mehr als 8 Stunden Abwesenheit beträgt die Verpflegungspauschale 14 €. Für ein "
+                          "gestelltes Mittagessen werden 11,20 € abgezogen.")
+CAP = block("lb-min-03", "Bis Ende 2025 lag die Minijob-Grenze bei 556 € im Monat.")
+
+
+def test_an_amount_to_the_cent_from_numbers_the_answer_writes_or_a_months_amount_made_a_years_is_worked_out():
+    question = "Ich war 10 Stunden unterwegs, das Mittagessen hat die Firma bezahlt. Was bekomme ich?"
+    assert_worked_out(
+        "Bei mehr als 8 Stunden gibt es 14 € [lb-rk-02]. Für das Mittagessen werden 11,20 € abgezogen, es bleiben "
+        "dir 2,80 € [lb-rk-02].",
+        ("Bei mehr als 8 Stunden gibt es 14 € [lb-rk-02]. Für das Mittagessen werden 11,20 € abgezogen, es bleiben "
+         "dir 3,20 € [lb-rk-02].",),
+        MEAL_DEDUCTION, question=question)
+    assert_worked_out("Bis Ende 2025 lag die Grenze bei 556 € im Monat, also bei 6.672 € im Jahr [lb-min-03].",
+                      ("Bis Ende 2025 lag die Grenze bei 556 € im Monat, also bei 6.772 € im Jahr [lb-min-03].",),
+                      CAP, question="Wie hoch war die Grenze 2025?")
+
+
+BAV = block("lb-bav-03", "Steuerfrei sind Beiträge bis 8.112 € im Jahr oder 676 € im Monat. Sozialversicherungsfrei "
+                         "sind sie bis 4.056 € im Jahr oder 338 € im Monat.")
+BAV_HB = block("hb-ben-03", "In 2026, you can convert up to 4,056 EUR per year (338 EUR per month) free of social "
+                            "security contributions.", "en")
+
+
+def test_two_numbers_of_another_block_do_not_vouch_for_each_other_as_a_calculation():
+    # Neither number is in the block cited; each is the other times twelve, and both stand in another block.
+    wrong = "Sozialversicherungsfrei sind bis zu 8.112 € im Jahr (676 € im Monat) [hb-ben-03]."
+    assert "NUMBER_NOT_IN_SOURCE" in kinds(check(wrong, BAV_HB, BAV, question="Wie viel ist beitragsfrei?"))
+
+
+CARS = block("hb-car-02", "Northwind Labs provides company cars to employees in field sales and to directors. Plug-in "
+                          "hybrids are not offered. Parking at the office is reserved for visitors.", "en")
+
+
+def test_a_short_answer_after_a_label_is_a_lead_in_and_a_labelled_statement_is_still_checked():
+    assert check("Plug-in hybrid: unfortunately not. Plug-in hybrids are not offered [hb-car-02].", CARS,
+                 language="en").ok
+    assert check("**Your colleague in marketing:** no, it's not the same. Company cars go to employees in field sales "
+                 "and to directors [hb-car-02].", CARS, language="en").ok
+    assert "NEGATION_NOT_IN_SOURCE" in kinds(check("Parking: not for visitors [hb-car-02].", CARS, language="en"))

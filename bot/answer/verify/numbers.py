@@ -307,7 +307,24 @@ def _find_numbers(text: str, language: str, source: bool) -> tuple[Number, ...]:
         Number(m.group(0), frozenset(_match_readings(m, source)), m.start(), m.end(), _unit(text, m, language))
         for m in _TOKEN.finditer(text)
     ]
-    return tuple(sorted(found + _word_numbers(text, language, source), key=lambda n: n.start))
+    return tuple(sorted(_range_starts(text, found) + _word_numbers(text, language, source), key=lambda n: n.start))
+
+
+# "vom 3. bis 28. Februar", "9–20 March": the first day of a range of days takes the month (and year)
+# of the date that ends it.
+_RANGE_TO = re.compile(r"^\.?\s*(?:–|-|—|bis(?:\s+zum)?|to|until|till|through)\s*$", re.IGNORECASE)
+_DATE_VALUE = re.compile(r"^(\d{4}|-|~)-(\d{2})-(\d{2})$")
+
+
+def _range_starts(text: str, found: list[Number]) -> list[Number]:
+    out = list(found)
+    for i, (a, b) in enumerate(pairwise(found)):
+        if a.unit or not a.raw.isdigit() or not 1 <= int(a.raw) <= 31 or not _RANGE_TO.match(text[a.end : b.start]):
+            continue
+        dates = {f"{m.group(1)}-{m.group(2)}-{int(a.raw):02d}" for v in b.values if (m := _DATE_VALUE.match(v))}
+        if dates:
+            out[i] = Number(a.raw, a.values | dates, a.start, a.end, a.unit)
+    return out
 
 
 def source_values(texts: list[str], language: str = "en") -> set[str]:
@@ -522,7 +539,9 @@ class WorkedOut:
                                               for h in self.asked_hours)])
         # Numbers the whole answer writes: an operand shown in one sentence serves the next.
         self.shown = _plain_values(list(shown))
-        self.operands = _plain_values(stated) | self.roots | set(CONSTANTS)  # for arithmetic written out
+        self.shown_numbers = list(shown)
+        self.stated = _plain_values(stated)
+        self.operands = self.stated | self.roots | set(CONSTANTS)  # for arithmetic written out
         # Rates a percentage step may use: those the answer writes (a rate of the blocks it does not
         # name is one it did not use), and the asker's.
         self.rates = _plain_values([n for n in [*shown, *asked] if n.unit == "pct"])
@@ -543,6 +562,9 @@ class WorkedOut:
         # asker names alone, which end on their last day ("für Juni, drei Kalendermonate nach Ablauf": 30. September).
         self.month_shifts = {int(v) for n in [*stated, *asked] if n.unit == "month"
                              for v in _plain_values([n]) if v == int(v) and 0 < v <= 24}
+        # Working days a date may be moved by ("within the first 5 working days" of a start on 1 June: 5 June).
+        self.workday_shifts = {int(v) for n in [*stated, *asked] if n.unit == "workday"
+                               for v in _plain_values([n]) if v == int(v) and 0 < v <= 60}
         self.month_ends = [_month_end(m) for m in asked_months]
         # The months of the asker's timeline ("ab 1. April", "für Juni"): the full months from one to
         # the year's end, or between two, are theirs to count ("April–December: 9 full months").
@@ -589,6 +611,7 @@ class WorkedOut:
         if self._shown(number, sentence, language):
             return True
         if self._months_counted(number, sentence, language) or self._day_of_month_moved(number, sentence) \
+                or self._day_of_asked_week(number, sentence) \
                 or self._with_the_asker(number, sentence, language) \
                 or self._left_of_limit(number, sentence, language) or _work_week(number, sentence):
             self.accepted |= _plain_values([number])  # an operand of the next step ("9 Monate: 17 × 9 ÷ 12")
@@ -598,7 +621,8 @@ class WorkedOut:
         listed = self._day_in_asked_span(number, sentence)
         if listed is not None:
             return listed  # a day of the month, which no step of arithmetic makes
-        if self._asker_step(number, sentence, language) or self._formula_applied(number, sentence) \
+        if self._asker_step(number, sentence, language) or self._written_step(number, sentence, language) \
+                or self._formula_applied(number, sentence) \
                 or self._clock_span(number, sentence, language):
             self.accepted |= _plain_values([number])
             return True
@@ -641,6 +665,31 @@ class WorkedOut:
                         return True
         return False
 
+    def _written_step(self, number: Number, sentence: str, language: str) -> bool:
+        """Is `number` one step from numbers the answer writes, one of them in this sentence: to the cent
+        ("14 € less 11,20 € for the lunch: 2,80 €", "15 % of 338 €: 50,70 €"), which a chance hit
+        hardly ever is; or a month's amount made a year's, or a year's a month's ("556 € a month,
+        6.672 € a year")?"""
+        # Operands in the number's own unit: 11,20 € less 8 hours is no 3,20 €.
+        family = unit_family(number.unit)
+        numbers = [n for n in find_numbers(sentence, language) if n.start != number.start]
+        written = _plain_values([n for n in numbers if unit_family(n.unit) == family])
+        shown = _plain_values([n for n in self.shown_numbers if unit_family(n.unit) == family])
+        # The operand in the sentence must be stated or the asker's: two numbers of the answer's own
+        # must not vouch for each other ("8.112 € a year (676 € a month)", neither of them cited).
+        grounded = written & (self.operands | self.accepted)
+        for value in _plain_values([number]) - self.stated:
+            # (A value a block of the prompt states is that block's fact, cited wrongly: no result.)
+            if value != int(value) and _decimals(number.raw) == 2:
+                others = (written | shown | set(CONSTANTS)) - {value}
+                steps = [(b, False) for b in others] + [(r, True) for r in self.rates]
+                if any(_matches_result(value, number.raw, d, False)
+                       for a in grounded - {value} for b, percent in steps if b != a for d in _one_step(a, b, percent)):
+                    return True
+            if abs(value) >= MIN_DERIVED and any(value in (a * MONTHS_PER_YEAR, a / MONTHS_PER_YEAR) for a in grounded):
+                return True
+        return False
+
     def _formula_applied(self, number: Number, sentence: str) -> bool:
         """Is `number` a formula the answer or a block writes ("Bruttomonatsgehalt × 3 ÷ 65") applied to
         a number of the asker's, or to one worked out from theirs (4.550 € × 3 ÷ 65 = 210 €)?"""
@@ -673,6 +722,18 @@ class WorkedOut:
         counts = {v + 1 for n in find_numbers(sentence, language) if n.start >= 0 and self.known(n)
                   and _AND_THE_ASKER.search(sentence[: n.start]) for v in _plain_values([n])}
         return bool(_plain_values([number]) & counts)
+
+    def _day_of_asked_week(self, number: Number, sentence: str) -> bool:
+        """Is `number` a date the sentence names with its weekday ("Friday 6 March"), the right one, within
+        a week of a date of the asker's ("starting on Monday 2 March")? A day of their first week, say,
+        which a rule names by its weekday ("Wednesday the security training")."""
+        m = _WEEKDAY_BEFORE.search(sentence[: number.start]) if number.start >= 0 else None
+        if m is None:
+            return False
+        weekday = _WEEKDAYS[m.group(1).casefold()]
+        starts = [asked for asked, _kind in self.asked_dates] + self.reached_dates
+        return any(dt.date.fromordinal(day).weekday() == weekday and abs(day - start) <= WEEK_DAYS
+                   for day, _kind in _dates([number]) for start in starts)
 
     def _day_of_month_moved(self, number: Number, sentence: str) -> bool:
         """Is `number` a day of the month the asker names, moved by days or weeks the blocks state?"""
@@ -747,13 +808,37 @@ class WorkedOut:
         for day, kind in mine:
             # A day and month without a year may fall in the next year ("12 November + 8 weeks: 7 January").
             readings = (day, day + 365) if kind == "dm" else (day,)
-            moved = any(abs(d - start) in self.shifts for d in readings for start in starts)
+            moved = any(abs(d - start) in self.shifts for d in readings for start in starts) \
+                or any(d in _workdays_from(start, n) for d in readings for start in starts for n in self.workday_shifts)
             if moved or any(d in _months_later(start, n) for d in readings for start in month_starts
                             for n in self.month_shifts):
                 self.reached_dates.append(day)
                 return True
         return bool(mine) and any(d.isoformat()[5:] in v for v in number.values
                                   for d in [dt.date.fromordinal(a) for a, _ in self.asked_dates])
+
+
+def _workdays_from(start: int, n: int) -> set[int]:
+    """A date (an ordinal) moved by `n` working days, Monday to Friday, forward and back: the day the
+    n-th working day ends on with the start day counted in, and with it left out."""
+    out = set()
+    for step in (1, -1):
+        day, counted = start, 1 if dt.date.fromordinal(start).weekday() < 5 else 0
+        while counted < n + 1:
+            day += step
+            if dt.date.fromordinal(day).weekday() < 5:
+                counted += 1
+                if counted == n:
+                    out.add(day)
+        out.add(day)
+    return out
+
+
+_WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6,
+             "montag": 0, "dienstag": 1, "mittwoch": 2, "donnerstag": 3, "freitag": 4, "samstag": 5, "sonntag": 6}
+_WEEKDAY_BEFORE = re.compile(rf"\b({'|'.join(_WEEKDAYS)}),?\s+(?:the\s+|den\s+|dem\s+)?$", re.IGNORECASE)
+# A weekday named with a date of the asker's week: at most this many days from a date of theirs.
+WEEK_DAYS = 6
 
 
 # "bis zum 19.", "am 5. und am 12.", "by the 19th": a day of the month without its month.

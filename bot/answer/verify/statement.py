@@ -985,6 +985,7 @@ def check_support(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
 # ("Nicht sofort.", "Not in full.", "Yes.", "For you:"): only the question gives it a meaning; the
 # sentences after it say what it means, and are checked.
 LEAD_IN_WORDS = 3
+LABELLED_EXTRA_WORDS = 2
 
 
 def lead_in(text: str, language: str) -> bool:
@@ -993,15 +994,23 @@ def lead_in(text: str, language: str) -> bool:
     plain = _LABEL.sub("", text.strip())
     if plain.rstrip().endswith(":"):
         return True  # introduces what follows (a list, a calculation)
-    if len(plain.split()) > LEAD_IN_WORDS or any(ch.isdigit() for ch in plain):
+    # After a label, the short answer to the question about it ("Friday from home: unfortunately not.",
+    # "**Your teammate:** no, it's not the same.") may be a few words longer.
+    labelled = plain != text.strip()
+    if (rest := _after_short_answer(plain)) is not None:
+        plain, labelled = rest, True
+    if len(plain.split()) > LEAD_IN_WORDS + (LABELLED_EXTRA_WORDS if labelled else 0) or any(ch.isdigit() for ch in plain):
         return False
     common = set(stoplists.get(_STOPLIST_NAMES.get(language, "en"), ())) | _YES_NO
-    return sum(1 for w in re.findall(r"[^\W\d_]+", plain.casefold()) if w not in common) <= 1
+    # A word of its own after a label says something of the label ("Parking: not for employees").
+    own = sum(1 for w in re.findall(r"[^\W\d_]+", plain.casefold()) if w not in common and len(w) > 1)
+    return own == 0 if labelled else own <= 1
 
 
 # "**The wine:** probably not.": a bold label before the words of a statement.
 _LABEL = re.compile(r"^\W*\*\*[^*]{1,60}\*\*:?\s*")
-_YES_NO = frozenset({"yes", "no", "ja", "nein", "doch", "probably", "wahrscheinlich", "likely", "eher"})
+_YES_NO = frozenset({"yes", "no", "ja", "nein", "doch", "probably", "wahrscheinlich", "likely", "eher", "unfortunately",
+                     "leider", "sadly", "same", "gleiche", "dasselbe"})
 
 
 _STOPLIST_NAMES = {"en": "en", "de": "de"}
