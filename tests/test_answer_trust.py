@@ -947,3 +947,56 @@ def test_a_short_answer_after_a_label_is_a_lead_in_and_a_labelled_statement_is_s
     assert check("**Your colleague in marketing:** no, it's not the same. Company cars go to employees in field sales "
                  "and to directors [hb-car-02].", CARS, language="en").ok
     assert "NEGATION_NOT_IN_SOURCE" in kinds(check("Parking: not for visitors [hb-car-02].", CARS, language="en"))
+
+
+
+
+PASSWORDS = block("it-pwd-02", "A new password must have at least 14 characters and must differ from your last 10 "
+                               "passwords. After 5 failed sign-in attempts, the account locks for 15 minutes.", "en")
+
+
+def test_what_the_asker_quotes_or_abbreviates_is_counted_as_theirs():
+    question = "Can I use 'Nordwind2026!' as my new password? Or go back to the one from 2 yrs ago?"
+    assert_worked_out("'Nordwind2026!' has only 13 characters, but a new password must have at least 14 characters "
+                      "[it-pwd-02].",
+                      ("'Nordwind2026!' has only 12 characters, but a new password must have at least 14 characters "
+                       "[it-pwd-02].",),
+                      PASSWORDS, question=question, language="en")
+    assert_worked_out("Your password from 2 years ago may still be among your last 10 passwords [it-pwd-02].",
+                      ("Your password from 3 years ago may still be among your last 10 passwords [it-pwd-02].",),
+                      PASSWORDS, question=question, language="en")
+
+
+def test_a_changed_count_of_a_thing_without_a_unit_fails_across_languages(meaning):
+    right = "Außerdem muss es sich von deinen letzten zehn Passwörtern unterscheiden [it-pwd-02]."
+    assert check(right, PASSWORDS, aligner=meaning).ok
+    verdict = check(right.replace("zehn", "fünf"), PASSWORDS, aligner=meaning)
+    assert any(v.kind == "NUMBER_NOT_IN_SOURCE" and "'fünf'" in v.detail for v in verdict.violations), verdict.violations
+
+
+CAR_BENEFIT = block("lb-sb-03", "Für einen Dienstwagen werden monatlich 1 % des Bruttolistenpreises angesetzt, zuzüglich "
+                                "0,03 % pro Entfernungskilometer für Fahrten zwischen Wohnung und erster "
+                                "Tätigkeitsstätte.\n\nFür reine Elektroautos werden monatlich 0,25 % statt 1 % angesetzt. "
+                                "Die Reduzierung gilt auch für den Zuschlag für Fahrten zur Arbeit. Beispiel: "
+                                "Elektroauto mit 60.000 € Bruttolistenpreis und 20 km Entfernung: 150 € (0,25 %) plus "
+                                "90 € für die Fahrten zur Arbeit, zusammen 240 € im Monat.")
+
+
+def test_an_operand_of_arithmetic_written_out_is_not_held_against_the_rate_of_the_worked_example():
+    # The line of arithmetic aligns best to the block's worked example, whose rate is another; its own
+    # rate stands in the rule before it.
+    question = "Listenpreis 41.380 €, 10 km zur Arbeit: was wird versteuert?"
+    draft = ("So rechnet sich das bei dir [lb-sb-03]:\n\n- Listenpreis abgerundet: 41.300 €\n- 1 %: 413 €\n"
+             "- Fahrten zur Arbeit: 0,03 % × 41.300 € × 10 km = 123,90 €\n")
+    assert_worked_out(draft, (draft.replace("123,90", "132,90"),), CAR_BENEFIT, question=question)
+
+
+def test_a_word_ordinal_of_the_block_is_no_length_to_hold_a_count_against():
+    from bot.answer.verify.numbers import find_numbers
+    from bot.answer.verify.statement import _other_number
+
+    five_days = find_numbers("your first 5 working days run from Monday to Friday", "en")[0]
+    first_week = find_numbers("The first week follows a fixed plan.", "en", source=True)
+    assert not _other_number(five_days, first_week, {v for n in first_week for v in n.values})
+    four_weeks = find_numbers("The probation lasts four weeks.", "en", source=True)
+    assert _other_number(five_days, four_weeks, {v for n in four_weeks for v in n.values})

@@ -85,6 +85,13 @@ _MULTIPLES = frozenset({"triple", "threefold", "fourfold", "tenfold", "dreifach"
 _ORDINALS = {"first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "twelfth",
              "ersten", "erste", "erster", "zweiten", "zweite", "dritten", "dritte", "vierten", "vierte", "fünften",
              "sechsten", "siebten", "achten", "zehnten", "zwölften"}
+
+
+def is_word_ordinal(number: Number) -> bool:
+    """ "the first week", "im dritten Monat": a place in an order, written as a word."""
+    return number.raw.casefold() in _ORDINALS
+
+
 # "several hundred hours" is no number either.
 _NOT_NUMBERS_IN_ANSWERS = _ORDINALS | {"hundred", "hundert"} | {
     "one", "eins", "first", "second", "once", "half", "ersten", "erste", "erster", "einmal", "halbe", "hälfte",
@@ -114,15 +121,15 @@ NUMBER_WORD_TERMS = _number_word_terms()
 
 # Units in one form for both languages, so "vier Wochen" and "four weeks" share one.
 _UNITS = {
-    "week": "woche wochen week weeks",
+    "week": "woche wochen week weeks wk wks",
     "day": "tag tage tagen tages day days",
     "calendarday": "kalendertag kalendertage kalendertagen calendar-days",
     "workday": "arbeitstag arbeitstage arbeitstagen working-days workdays business-days werktag werktage werktagen",
     "month": "monat monate monaten monats month months kalendermonat kalendermonate kalendermonaten calendar-month "
              "calendar-months",
-    "year": "jahr jahre jahren jahres year years kalenderjahr",
-    "hour": "stunde stunden std hour hours h",
-    "minute": "minute minuten min minutes",
+    "year": "jahr jahre jahren jahres year years kalenderjahr yr yrs",
+    "hour": "stunde stunden std hour hours h hr hrs",
+    "minute": "minute minuten min minutes mins",
     "second": "sekunde sekunden seconds",
     "eur": "€ eur euro euros",
     "pct": "% prozent percent per-cent",
@@ -578,6 +585,10 @@ class WorkedOut:
                 for v in _plain_values([n]):
                     self.roots.add(v * WORKDAYS_PER_WEEK)
                     self.root_units.setdefault(v * WORKDAYS_PER_WEEK, set()).add("workday")
+        # The length of a word the asker quotes ("als Passwort 'Nordwind2026!'": 13 characters) is theirs.
+        for word in _QUOTED_WORD.findall(question):
+            self.roots.add(Decimal(len(word)))
+            self.root_units.setdefault(Decimal(len(word)), set()).add("char")
         # Counts in a unit, for the small differences of a count of the asker's and a rule's limit.
         self.counted = {(v, unit_family(n.unit)) for n in [*stated, *shown, *asked] if n.unit
                         for v in _plain_values([n])}
@@ -724,15 +735,13 @@ class WorkedOut:
         return bool(_plain_values([number]) & counts)
 
     def _day_of_asked_week(self, number: Number, sentence: str) -> bool:
-        """Is `number` a date the sentence names with its weekday ("Friday 6 March"), the right one, within
-        a week of a date of the asker's ("starting on Monday 2 March")? A day of their first week, say,
-        which a rule names by its weekday ("Wednesday the security training")."""
-        m = _WEEKDAY_BEFORE.search(sentence[: number.start]) if number.start >= 0 else None
-        if m is None:
-            return False
-        weekday = _WEEKDAYS[m.group(1).casefold()]
+        """Is `number` a date the sentence names with its weekday ("Friday 6 March", "the Wednesday of your
+        first week, 4 March"), the right one, within a week of a date of the asker's ("starting on Monday
+        2 March")? A day of their first week, say, which a rule names by its weekday ("Wednesday the
+        security training")."""
+        named = {_WEEKDAYS[w.casefold()] for w in _WEEKDAY.findall(sentence)}
         starts = [asked for asked, _kind in self.asked_dates] + self.reached_dates
-        return any(dt.date.fromordinal(day).weekday() == weekday and abs(day - start) <= WEEK_DAYS
+        return any(dt.date.fromordinal(day).weekday() in named and abs(day - start) <= WEEK_DAYS
                    for day, _kind in _dates([number]) for start in starts)
 
     def _day_of_month_moved(self, number: Number, sentence: str) -> bool:
@@ -818,6 +827,10 @@ class WorkedOut:
                                   for d in [dt.date.fromordinal(a) for a, _ in self.asked_dates])
 
 
+# A word set off by quotes or backticks, without spaces: a password, a name the asker spells out.
+_QUOTED_WORD = re.compile(r"""(?:(?<=\s)|^)['"`„“‚‘»«]([^\s'"`„“”‚‘’»«]{4,64})['"`“”‘’«»](?=[\s.,;:!?)]|$)""")
+
+
 def _workdays_from(start: int, n: int) -> set[int]:
     """A date (an ordinal) moved by `n` working days, Monday to Friday, forward and back: the day the
     n-th working day ends on with the start day counted in, and with it left out."""
@@ -836,7 +849,7 @@ def _workdays_from(start: int, n: int) -> set[int]:
 
 _WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6,
              "montag": 0, "dienstag": 1, "mittwoch": 2, "donnerstag": 3, "freitag": 4, "samstag": 5, "sonntag": 6}
-_WEEKDAY_BEFORE = re.compile(rf"\b({'|'.join(_WEEKDAYS)}),?\s+(?:the\s+|den\s+|dem\s+)?$", re.IGNORECASE)
+_WEEKDAY = re.compile(rf"\b({'|'.join(_WEEKDAYS)})\b", re.IGNORECASE)
 # A weekday named with a date of the asker's week: at most this many days from a date of theirs.
 WEEK_DAYS = 6
 

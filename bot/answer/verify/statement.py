@@ -59,6 +59,7 @@ from bot.answer.verify.numbers import (
     find_numbers,
     formulas,
     is_constant,
+    is_word_ordinal,
     months_named,
 )
 from bot.answer.verify.support import (
@@ -175,8 +176,33 @@ def _other_number(n: Number, aligned: list[Number], aligned_values: set[str]) ->
     or "8 or 12 weeks", where the statement says "6 Wochen" / "10 weeks")?"""
     if not n.unit or n.values & aligned_values:
         return False
-    theirs = [m for m in aligned if _slot(m) == _slot(n)]
+    # ("the first week" is a week's place in an order, no length to hold "5 working days" against)
+    theirs = [m for m in aligned if _slot(m) == _slot(n) and not is_word_ordinal(m)]
     return bool(theirs) and not any(_same_amount(n, m) for m in theirs)
+
+
+# The word a number counts, by its first letters, in either language ("fünf Passwörtern", "10 passwords").
+COUNTED_PREFIX = 5
+_FOLD = str.maketrans("äöüß", "aous")
+_COUNTED = re.compile(rf"\s+([^\W\d_]{{{COUNTED_PREFIX},}})")
+
+
+def _counted(text: str, n: Number) -> str:
+    m = _COUNTED.match(text, n.end)
+    return m.group(1).casefold().translate(_FOLD)[:COUNTED_PREFIX] if m else ""
+
+
+def _other_count(text: str, n: Number, aligned: Sequence[SourceSentence]) -> str | None:
+    """For a number without a unit: the other number of the matching sentence that counts the same
+    thing ("deine letzten fünf Passwörter" against "your last 10 passwords"), if it has only others."""
+    noun = _counted(text, n)
+    if not noun:
+        return None
+    theirs = [m for s in aligned for m in find_numbers(s.text, s.language, source=True)
+              if not m.unit and _counted(s.text, m) == noun]
+    if not theirs or any(n.values & m.values for m in theirs):
+        return None
+    return theirs[0].raw
 
 
 def _same_amount(a: Number, b: Number) -> bool:
@@ -271,9 +297,14 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
             single = not alignment.cross_language or len(said) == 1
             # A statement about the asker's case measures it with the rule's numbers and theirs, and
             # with what it works out from theirs ("5 weeks and 5 days before"); any other is the rule's.
-            if single and not (computing and i in compound) and _other_number(n, aligned, aligned_values) \
-                    and not ctx.worked.accepts(n, text, ctx.language):
-                other = next(m.raw for m in aligned if _slot(m) == _slot(n))
+            # (An operand of arithmetic written out may come from any sentence of the cited blocks.)
+            other = None
+            if single and not (computing and i in compound) and n.start not in operands:
+                if _other_number(n, aligned, aligned_values):
+                    other = next(m.raw for m in aligned if _slot(m) == _slot(n))
+                elif not n.unit:
+                    other = _other_count(text, n, alignment.sentences)
+            if other is not None and not ctx.worked.accepts(n, text, ctx.language):
                 problems.append(Problem("NUMBER_NOT_IN_SOURCE", f"{n.raw!r}: the matching sentence says {other!r}"))
             elif ctx.worked.known(n):
                 continue  # also the asker's own: their case, not the rule's
