@@ -1000,3 +1000,21 @@ def test_a_word_ordinal_of_the_block_is_no_length_to_hold_a_count_against():
     assert not _other_number(five_days, first_week, {v for n in first_week for v in n.values})
     four_weeks = find_numbers("The probation lasts four weeks.", "en", source=True)
     assert _other_number(five_days, four_weeks, {v for n in four_weeks for v in n.values})
+
+
+def test_tens_and_ones_written_as_one_number_are_read_as_one():
+    from bot.answer.verify.numbers import find_numbers
+
+    assert [(n.raw, set(n.values)) for n in find_numbers("twenty-four working days", "en")] == [("twenty-four", {"24"})]
+    assert [(n.raw, set(n.values)) for n in find_numbers("achtundzwanzig Tage", "de")] == [("achtundzwanzig", {"28"})]
+
+
+BUDGET = block("hb-remote-05", "Every employee gets a second monitor and a home office budget of 500 EUR, which is "
+                               "renewed every 3 years.", "en")
+
+
+def test_an_ordinal_of_a_thing_states_no_number_a_changed_count_could_hide_behind(meaning):
+    right = "Das Homeoffice-Budget wird alle drei Jahre erneuert [hb-remote-05]."
+    assert check(right, BUDGET, aligner=meaning).ok
+    verdict = check(right.replace("drei", "zwei"), BUDGET, aligner=meaning)
+    assert any("'zwei'" in v.detail for v in verdict.violations), verdict.violations

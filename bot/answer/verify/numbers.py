@@ -284,11 +284,33 @@ def _unit(text: str, m: re.Match[str], language: str) -> str:
     return unit
 
 
+# "twenty-four", "vierundzwanzig": tens and ones in one number.
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+         "zwanzig": 20, "dreißig": 30, "vierzig": 40, "fünfzig": 50, "sechzig": 60, "siebzig": 70, "achtzig": 80,
+         "neunzig": 90}
+_ONES = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+         "ein": 1, "zwei": 2, "drei": 3, "vier": 4, "fünf": 5, "sechs": 6, "sieben": 7, "acht": 8, "neun": 9}
+_COMPOUND = re.compile(
+    r"\b(?:(?P<tens>twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[-\s](?P<ones>one|two|three|four|five|six|"
+    r"seven|eight|nine)|(?P<de_ones>ein|zwei|drei|vier|fünf|sechs|sieben|acht|neun)und(?P<de_tens>zwanzig|dreißig|"
+    r"vierzig|fünfzig|sechzig|siebzig|achtzig|neunzig))\b",
+    re.IGNORECASE,
+)
+
+
 def _word_numbers(text: str, language: str, source: bool) -> list[Number]:
     words = _WORDS.get(language, _WORDS["en"])
     found = [Number(m.group("one"), frozenset({"1"}), m.start("one"), m.end("one"), unit_at(text, m.end(), language))
              for m in _ONE_UNIT.finditer(text)]
+    compounds = []
+    for m in _COMPOUND.finditer(text):
+        tens, ones = (m["tens"], m["ones"]) if m["tens"] else (m["de_tens"], m["de_ones"])
+        value = _TENS[tens.casefold()] + _ONES[ones.casefold()]
+        compounds.append((m.start(), m.end()))
+        found.append(Number(m.group(0), frozenset({str(value)}), m.start(), m.end(), unit_at(text, m.end(), language)))
     for m in _WORD.finditer(text):
+        if any(start <= m.start() < end for start, end in compounds):
+            continue
         word = m.group(0).casefold()
         if word in words and (source or word not in _NOT_NUMBERS_IN_ANSWERS):
             values = {_canon(str(words[word]))}

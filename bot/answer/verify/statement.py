@@ -205,6 +205,22 @@ def _other_count(text: str, n: Number, aligned: Sequence[SourceSentence]) -> str
     return theirs[0].raw
 
 
+# An ordinal before these is an age ("bis zum dritten Geburtstag": three years old).
+_AGE_AFTER = re.compile(r"\s+(?:geburtstag|lebensjahr|birthday|year of life)", re.IGNORECASE)
+
+
+def _ordinals_of_things(aligned: Sequence[SourceSentence]) -> set[str]:
+    """Values only word ordinals of the aligned sentences state, other than ages: "a second monitor"
+    states no 2 that "alle zwei Jahre" could be."""
+    ordinal: set[str] = set()
+    cardinal: set[str] = set()
+    for s in aligned:
+        for m in find_numbers(s.text, s.language, source=True):
+            thing = is_word_ordinal(m) and not _AGE_AFTER.match(s.text, m.end)
+            (ordinal if thing else cardinal).update(m.values)
+    return ordinal - cardinal
+
+
 def _same_amount(a: Number, b: Number) -> bool:
     if a.values & b.values and (a.unit == b.unit or not (a.unit in DAYS_PER_UNIT and b.unit in DAYS_PER_UNIT)):
         return True
@@ -300,7 +316,7 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
             # (An operand of arithmetic written out may come from any sentence of the cited blocks.)
             other = None
             if single and not (computing and i in compound) and n.start not in operands:
-                if _other_number(n, aligned, aligned_values):
+                if _other_number(n, aligned, aligned_values - _ordinals_of_things(alignment.sentences)):
                     other = next(m.raw for m in aligned if _slot(m) == _slot(n))
                 elif not n.unit:
                     other = _other_count(text, n, alignment.sentences)
