@@ -1018,3 +1018,24 @@ def test_an_ordinal_of_a_thing_states_no_number_a_changed_count_could_hide_behin
     assert check(right, BUDGET, aligner=meaning).ok
     verdict = check(right.replace("drei", "zwei"), BUDGET, aligner=meaning)
     assert any("'zwei'" in v.detail for v in verdict.violations), verdict.violations
+
+
+EG_LIMIT = block("lb-ez-03", "Für Geburten ab dem 1. April 2025 entfällt der Anspruch auf Elterngeld, wenn das zu "
+                             "versteuernde Einkommen der Eltern über 175.000 € liegt.")
+
+
+def test_a_verb_that_ends_a_claim_backs_a_negation_in_either_language(meaning):
+    assert check("For births from 1 April 2025 there is no Elterngeld if the parents' taxable income is above "
+                 "175,000 EUR [lb-ez-03].", EG_LIMIT, language="en", aligner=meaning).ok
+    assert check("Liegt das Einkommen über 175.000 €, gibt es kein Elterngeld [lb-ez-03].", EG_LIMIT).ok
+
+
+TAX_CLASS = block("lb-stk-02", "Steuerklasse II gilt für Alleinerziehende, denen der Entlastungsbetrag für "
+                               "Alleinerziehende zusteht.")
+
+
+def test_a_negation_with_the_reason_the_block_states_is_a_conclusion_and_without_it_is_checked():
+    assert check("Steuerklasse II kommt für dich nicht in Frage, weil sie für Alleinerziehende gilt, denen der "
+                 "Entlastungsbetrag zusteht [lb-stk-02].", TAX_CLASS).ok
+    assert "NEGATION_NOT_IN_SOURCE" in kinds(check("Steuerklasse II gilt nicht für Alleinerziehende, denen der "
+                                                   "Entlastungsbetrag zusteht [lb-stk-02].", TAX_CLASS))

@@ -547,6 +547,8 @@ def _states_negative(text: str, language: str, *, other_language: bool = False) 
         return True
     if _INSTEAD.search(plain):
         return True  # "stattdessen werden die tatsächlichen Kosten angesetzt" backs "not the 1 % rule"
+    if _NEGATIVE_VERB.search(plain):
+        return True  # "entfällt der Anspruch" backs "there is no Elterngeld"
     return bool(_NEGATIVE_RESULT.get(language, _NEGATIVE_RESULT["en"]).search(text))
 
 
@@ -556,6 +558,12 @@ _CONTRAST = {
     "de": re.compile(r"\b(?:nicht|kein\w*)\b[^.;:]{1,80}?,?\s+sondern\b|\bstatt\b|\banstatt\b", re.IGNORECASE),
 }
 
+# Verbs that say something ends or is not allowed: what a negation in an answer may restate.
+_NEGATIVE_VERB = re.compile(
+    r"\b(?:entf(?:ällt|allen)|wegf(?:ällt|allen)|fällt\s+\w*\s*weg|verf(?:ällt|allen)|erlisch\w*|erlosch\w*|"
+    r"ausgeschlossen|untersagt|verboten|unzulässig|forfeit\w*|lapses?|excluded|prohibited|forbidden|ruled out)\b",
+    re.IGNORECASE,
+)
 _INSTEAD = re.compile(r"\b(?:stattdessen|statt|anstatt|anstelle|instead|rather than|in place of)\b", re.IGNORECASE)
 
 _RAW_NEGATION = {
@@ -637,6 +645,11 @@ _ONLY_REASON = {
     "en": re.compile(r"\b(?:because|since|as)\s+only\b", re.IGNORECASE),
     "de": re.compile(r"\b(?:weil|da|denn)\s+(?:\w+\s+)?nur\b", re.IGNORECASE),
 }
+# "…, weil …", "…, because …": what follows is the reason, a rule the other checks hold to the blocks.
+_REASON = {
+    "en": re.compile(r",\s*(?:because|since|as)\b", re.IGNORECASE),
+    "de": re.compile(r",\s*(?:weil|da|denn)\b", re.IGNORECASE),
+}
 # A statement that opens with the condition of a rule not met: "Without breakfast in the hotel rate, …",
 # "If no meals are provided, …", "Ohne Frühstück …", "Wenn kein Frühstück enthalten ist, …".
 _NEGATED_CONDITION = {
@@ -660,6 +673,9 @@ def _concluded_negation(text: str, language: str, aligned: Sequence[SourceSenten
     lang = language if language == "de" else "en"
     if _ONLY_REASON[lang].search(text):
         return True
+    reason = _REASON[lang].search(text)
+    if reason and cm.negates(text[: reason.start()], language) and not cm.negates(text[reason.end():], language):
+        return True  # "Steuerklasse II kommt nicht in Frage, weil sie für Alleinerziehende gilt"
     if _NEGATED_CONDITION[lang].match(text) and any(_conditional(s) and not cm.negates(s.text, s.language)
                                                     for s in aligned):
         return True  # "Without breakfast, the per diem is not reduced": the rule's condition not met
