@@ -1039,3 +1039,14 @@ def test_a_negation_with_the_reason_the_block_states_is_a_conclusion_and_without
                  "Entlastungsbetrag zusteht [lb-stk-02].", TAX_CLASS).ok
     assert "NEGATION_NOT_IN_SOURCE" in kinds(check("Steuerklasse II gilt nicht für Alleinerziehende, denen der "
                                                    "Entlastungsbetrag zusteht [lb-stk-02].", TAX_CLASS))
+
+
+FLU = block("hb-ben-04", "Flu vaccinations are offered in all offices every autumn. Northwind Labs also pays half of "
+                         "a gym membership.", "en")
+
+
+def test_the_companys_own_name_between_a_quantifier_and_its_noun_narrows_nothing():
+    assert check("Flu vaccinations are offered in all Northwind Labs offices every autumn [hb-ben-04].", FLU,
+                 language="en").ok
+    assert "SCOPE_NOT_IN_SOURCE" in kinds(check("Flu vaccinations are offered in all German offices every autumn "
+                                                "[hb-ben-04].", FLU, language="en"))

@@ -492,11 +492,26 @@ def _narrowed_quantifier(text: str, alignment: Alignment, ctx: StatementContext)
         for sentence, words in theirs:
             if not words or words[0] not in mine[1:]:
                 continue
+            # ("all Northwind offices": the company's own name narrows nothing)
             inserted = mine[: mine.index(words[0])]
+            if inserted:
+                company = _company_words(text, ctx)
+                inserted = [w for w in inserted if w not in company]
             if inserted and not any(w in sentence.text.casefold() for w in inserted):
                 return [Problem("SCOPE_NOT_IN_SOURCE", f"{cue.phrase!r} {' '.join(mine[: len(inserted) + 1])!r} where the "
                                                        f"matching sentence says {cue.phrase!r} {words[0]!r}: {sentence.text}")]
     return []
+
+
+def _company_words(text: str, ctx: StatementContext) -> set[str]:
+    """The words of the company's name ("Northwind Labs"), as the statement or the prompt's blocks write it."""
+    names = [m.group(0) for m in _COMPANY_NAME.finditer(text)]
+    names += [m.group(0) for s in ctx.pool[:COMPANY_SENTENCES] for m in _COMPANY_NAME.finditer(s.text)]
+    return {w.casefold() for name in names for w in name.split()}
+
+
+# Enough of the prompt's sentences to find the company's name in.
+COMPANY_SENTENCES = 200
 
 
 def _number_bounds(text: str, alignment: Alignment, ctx: StatementContext) -> list[Problem]:
