@@ -947,6 +947,9 @@ def test_a_short_answer_after_a_label_is_a_lead_in_and_a_labelled_statement_is_s
     assert check("**Your colleague in marketing:** no, it's not the same. Company cars go to employees in field sales "
                  "and to directors [hb-car-02].", CARS, language="en").ok
     assert "NEGATION_NOT_IN_SOURCE" in kinds(check("Parking: not for visitors [hb-car-02].", CARS, language="en"))
+    from bot.answer.verify.statement import lead_in
+
+    assert lead_in("**Tax return:** Yes, it matters.", "en") and not lead_in("Parking: not possible.", "en")
 
 
 

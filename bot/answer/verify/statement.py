@@ -1075,14 +1075,17 @@ def lead_in(text: str, language: str) -> bool:
     # After a label, the short answer to the question about it ("Friday from home: unfortunately not.",
     # "**Your teammate:** no, it's not the same.") may be a few words longer.
     labelled = plain != text.strip()
+    after_colon = False
     if (rest := _after_short_answer(plain)) is not None:
-        plain, labelled = rest, True
+        plain, labelled, after_colon = rest, True, True
     if len(plain.split()) > LEAD_IN_WORDS + (LABELLED_EXTRA_WORDS if labelled else 0) or any(ch.isdigit() for ch in plain):
         return False
     common = set(stoplists.get(_STOPLIST_NAMES.get(language, "en"), ())) | _YES_NO
-    # A word of its own after a label says something of the label ("Parking: not for employees").
+    # Up to three words, one may be its own ("**Tax return:** Yes, it matters."); a longer short answer
+    # after a label, or one after a plain "…:", has none, or it says something of the label ("Parking: not
+    # for employees").
     own = sum(1 for w in re.findall(r"[^\W\d_]+", plain.casefold()) if w not in common and len(w) > 1)
-    return own == 0 if labelled else own <= 1
+    return own <= 1 if len(plain.split()) <= LEAD_IN_WORDS and not after_colon else own == 0
 
 
 # "**The wine:** probably not.": a bold label before the words of a statement.
