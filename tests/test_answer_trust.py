@@ -1053,3 +1053,15 @@ def test_the_companys_own_name_between_a_quantifier_and_its_noun_narrows_nothing
                  language="en").ok
     assert "SCOPE_NOT_IN_SOURCE" in kinds(check("Flu vaccinations are offered in all German offices every autumn "
                                                 "[hb-ben-04].", FLU, language="en"))
+
+
+MIDI = block("lb-mid-02", "Im Übergangsbereich liegt ein regelmäßiges Arbeitsentgelt von 603,01 € bis 2.000 € im Monat. "
+                          "Maßgeblich ist das Entgelt im Jahresdurchschnitt, einschließlich vertraglich zugesagter "
+                          "Einmalzahlungen.")
+
+
+def test_two_steps_on_three_numbers_the_sentence_writes_are_worked_out():
+    question = "Ich verdiene 1.900 € brutto im Monat und bekomme im November 1.500 € Weihnachtsgeld. Midijob?"
+    right = ("Mit 12 × 1.900 € und 1.500 € Weihnachtsgeld ergeben sich 24.300 € im Jahr, also durchschnittlich "
+             "2.025 € im Monat [lb-mid-02].")
+    assert_worked_out(right, (right.replace("24.300", "24.500"),), MIDI, question=question)

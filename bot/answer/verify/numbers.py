@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from itertools import pairwise, product
+from itertools import pairwise, permutations, product
 
 _MONTH_NAMES = {
     "januar": 1, "jänner": 1, "februar": 2, "märz": 3, "maerz": 3, "april": 4, "mai": 5, "juni": 6, "juli": 7,
@@ -46,7 +46,8 @@ _TOKEN = re.compile(
     r"(?P<iso>(?P<iy>\d{4})-(?P<im>\d{2})(?:-(?P<id>\d{2}))?)(?![\d-])"
     r"|(?P<dmy>(?P<dd>\d{1,2})\.(?P<dm>\d{1,2})\.(?P<dy>\d{4}))(?!\d)"
     rf"|(?P<dname>(?P<nd>\d{{1,2}})(?:\.|st|nd|rd|th)?\s+(?:of\s+)?(?P<nm>{_MONTH})(?:,?\s+(?P<ny>\d{{4}}))?)(?!\w)"
-    rf"|(?P<mname>(?P<mm>{_MONTH})\s+(?P<md>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<my>\d{{4}}))?)(?!\w)"
+    # ("im November 1.500 € Weihnachtsgeld" is no 1 November)
+    rf"|(?P<mname>(?P<mm>{_MONTH})\s+(?P<md>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<my>\d{{4}}))?)(?!\w|[.,]\d)"
     r"|(?P<dm_only>(?P<od>\d{1,2})\.(?P<om>\d{1,2})\.)(?![\d\w])"
     r"|(?P<time>(?P<th>\d{1,2}):(?P<tm>\d{2}))(?!\d)"
     r"|(?P<num>\d+(?:[.,]\d+)*)"
@@ -376,6 +377,8 @@ def missing_numbers(text: str, sources: list[str], language: str = "en") -> list
 # A result this small is a count ("2 Minijobs", "drei Tage") that arithmetic on
 # two numbers hits by chance far too often to vouch for (not an amount of money).
 MIN_DERIVED = 13
+# A result of two steps on the sentence's own numbers is accepted from this size on (an amount, not a count).
+TWO_STEP_MIN = 100
 # A recomputed value must be the result as far as the answer spells it ("84,00 €": to the
 # cent); a whole number only when exact, unless the answer says it rounds ("rund 43 Stunden",
 # "about 43 hours"), which allows this relative tolerance.
@@ -655,6 +658,7 @@ class WorkedOut:
         if listed is not None:
             return listed  # a day of the month, which no step of arithmetic makes
         if self._asker_step(number, sentence, language) or self._written_step(number, sentence, language) \
+                or self._two_written_steps(number, sentence, language) \
                 or self._formula_applied(number, sentence) \
                 or self._clock_span(number, sentence, language):
             self.accepted |= _plain_values([number])
@@ -721,6 +725,21 @@ class WorkedOut:
                     return True
             if abs(value) >= MIN_DERIVED and any(value in (a * MONTHS_PER_YEAR, a / MONTHS_PER_YEAR) for a in grounded):
                 return True
+        return False
+
+    def _two_written_steps(self, number: Number, sentence: str, language: str) -> bool:
+        """Is `number` two steps of arithmetic on three numbers the sentence writes, each stated, the asker's
+        or a constant ("Mit 12 × 1.900 € und 1.500 € Weihnachtsgeld ergeben sich 24.300 €")? Only for a
+        result of TWO_STEP_MIN or more: with all three operands in the sentence, such a hit is rarely chance."""
+        values = {v for v in _plain_values([number]) if abs(v) >= TWO_STEP_MIN}
+        if not values:
+            return False
+        written = [v for v in _plain_values([n for n in find_numbers(sentence, language) if n.start != number.start])
+                   if v in self.operands or v in self.accepted]
+        for a, b, c in permutations(written, 3):
+            for first in _one_step(a, b, False)[:4]:  # a product, sum or difference of two, then the third
+                if any(_matches_result(v, number.raw, d, False) for v in values for d in _one_step(first, c, False)):
+                    return True
         return False
 
     def _formula_applied(self, number: Number, sentence: str) -> bool:
