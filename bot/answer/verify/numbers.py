@@ -737,7 +737,7 @@ class WorkedOut:
         written = [v for v in _plain_values([n for n in find_numbers(sentence, language) if n.start != number.start])
                    if v in self.operands or v in self.accepted]
         for a, b, c in permutations(written, 3):
-            for first in _one_step(a, b, False)[:4]:  # a product, sum or difference of two, then the third
+            for first in (a * b, a + b, a - b):  # a product, sum or difference of two, then a step with the third
                 if any(_matches_result(v, number.raw, d, False) for v in values for d in _one_step(first, c, False)):
                     return True
         return False
@@ -872,7 +872,8 @@ class WorkedOut:
 _QUOTED_WORD = re.compile(r"""(?:(?<=\s)|^)['"`„“‚‘»«]([^\s'"`„“”‚‘’»«]{4,64})['"`“”‘’«»](?=[\s.,;:!?)]|$)""")
 
 
-def _workdays_from(start: int, n: int) -> set[int]:
+@lru_cache(maxsize=4096)
+def _workdays_from(start: int, n: int) -> frozenset[int]:
     """A date (an ordinal) moved by `n` working days, Monday to Friday, forward and back: the day the
     n-th working day ends on with the start day counted in, and with it left out."""
     out = set()
@@ -885,7 +886,7 @@ def _workdays_from(start: int, n: int) -> set[int]:
                 if counted == n:
                     out.add(day)
         out.add(day)
-    return out
+    return frozenset(out)
 
 
 _WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6,

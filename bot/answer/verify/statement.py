@@ -306,6 +306,8 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
     # sentence of the cited blocks; the result is recomputed.
     operands = {o.start for chain, _result in arithmetic(text, ctx.language) for o, _percent in chain[::2]}
     compound = _compound_durations(text, said)
+    # What the aligned sentences state, less what only an ordinal of a thing states ("a second monitor").
+    comparable = aligned_values - _ordinals_of_things(alignment.sentences)
     for i, n in enumerate(said):
         if n.values & stated_values:
             # Across languages the alignment is by meaning and less sure; a slot is then compared only
@@ -316,7 +318,7 @@ def check_numbers(text: str, cited: Sequence[Passage], alignment: Alignment, ctx
             # (An operand of arithmetic written out may come from any sentence of the cited blocks.)
             other = None
             if single and not (computing and i in compound) and n.start not in operands:
-                if _other_number(n, aligned, aligned_values - _ordinals_of_things(alignment.sentences)):
+                if _other_number(n, aligned, comparable):
                     other = next(m.raw for m in aligned if _slot(m) == _slot(n))
                 elif not n.unit:
                     other = _other_count(text, n, alignment.sentences)
@@ -485,6 +487,7 @@ def _narrowed_quantifier(text: str, alignment: Alignment, ctx: StatementContext)
     lang = ctx.language
     theirs = [(s, _words_after(s.text, c.end)) for s in alignment.sentences if s.language == lang
               for c in cm.find_cues(s.text, s.language) if c.family == "ALL"]
+    company: set[str] | None = None
     for cue in cm.find_cues(text, lang):
         if cue.family != "ALL":
             continue
@@ -495,7 +498,7 @@ def _narrowed_quantifier(text: str, alignment: Alignment, ctx: StatementContext)
             # ("all Northwind offices": the company's own name narrows nothing)
             inserted = mine[: mine.index(words[0])]
             if inserted:
-                company = _company_words(text, ctx)
+                company = _company_words(text, ctx) if company is None else company
                 inserted = [w for w in inserted if w not in company]
             if inserted and not any(w in sentence.text.casefold() for w in inserted):
                 return [Problem("SCOPE_NOT_IN_SOURCE", f"{cue.phrase!r} {' '.join(mine[: len(inserted) + 1])!r} where the "
