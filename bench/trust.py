@@ -31,7 +31,7 @@ reply size in tokens at 4 characters each, time in citebot).
 
 SciFact (bench/verifier_scifact.py) is printed beside it with --scifact.
 
-    python bench/trust.py [--set holdout|main|fresh|fresh2] [--half test|tune|all] [--by kind|pair|mode] [--show N] [--minicheck]
+    python bench/trust.py [--set holdout|main|fresh|fresh2] [--half test|tune|all] [--by kind|pair|mode] [--show N] [--minicheck] [--checks] [--live-retrieval]
 
 Goals on held-out drafts (issue answer-trust): judge off, right flagged <= 5 % on
 the first draft in each language pair, wrong posted <= 25 % overall and <= 1 in 6
@@ -43,7 +43,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import hashlib
+import itertools
 import json
 import re
 import shutil
@@ -65,15 +67,17 @@ from bot.answer.verify.align import VectorCache
 from bot.answer.verify.judgement import JUDGE_JSON_SCHEMA
 from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR
 from bot.models import Answer, AnswerMode, Draft, GenerationRequest, Outcome, Question
-from kb_index import Retriever, build_index
+from kb_index import ChunkResult, Retriever, build_index
 from kb_index.embedding import LocalE5Embedder
+from kb_index.search import Retrieval
 
 HERE = Path(__file__).resolve().parent / "trust"
 KINDS = ("number_changed", "number_word_changed", "negation_flipped", "condition_changed", "actor_changed",
          "fact_added")
 GOALS = {"right_flagged": 0.05, "wrong_posted": 0.25, "per_kind": 1 / 6, "judge_wrong": 0.03, "judge_right": 0.03}
 CHARS_PER_TOKEN = 4
-SET_NAMES = {"holdout": "held-out", "main": "main", "fresh": "fresh", "fresh2": "second fresh"}
+SET_NAMES = {"holdout": "held-out", "main": "main", "fresh": "fresh", "fresh2": "second fresh",
+             "tuned": "tuned-on"}
 
 
 @dataclass(frozen=True)
@@ -308,6 +312,56 @@ class Result:
         return self.flagged if self.case.kind == "right" else self.posted
 
 
+_BLOCK_HEAD = re.compile(r"^Block (\d+) — (?:E\d+ — )?\[[^\]]+\](.*)$", re.MULTILINE)
+
+
+@dataclass
+class Replay:
+    """What replaying a case's recorded blocks found: blocks whose text changed since (the same
+    entry and section, another content hash), and blocks the index no longer has."""
+
+    changed: int = 0
+    lost: int = 0
+
+
+def recorded_hits(retriever: Retriever, case: Case, replay: Replay) -> list[ChunkResult]:
+    """The blocks the recorded prompt showed, in its order, as the index holds them now: what the
+    draft answered. A block whose text changed since is the same entry's section as it is now."""
+    # A cross-reference's block says so in its head line ("Block 7 — [id] (cross-reference)").
+    user = next((json.loads(m)["content"] for m in reversed(case.messages) if json.loads(m)["role"] == "user"), "")
+    expanded = {int(n) for n, rest in _BLOCK_HEAD.findall(user) if rest.strip()}
+    hits = []
+    for n, entry, section, digest in case.blocks:
+        chunks = [c for c in retriever.entry_chunks(entry) if c.section == section]
+        chunk = next((c for c in chunks if c.content_hash == digest), None)
+        if chunk is None and chunks:
+            replay.changed += 1
+            chunk = chunks[0]
+        if chunk is None:
+            replay.lost += 1
+            continue
+        hits.append(dataclasses.replace(chunk, expanded=n in expanded))
+    return hits
+
+
+class ReplayPipeline(Pipeline):
+    """The pipeline with retrieval replayed: the model is shown the blocks the recorded prompt showed,
+    so the checks are measured on the prompt the draft answered. Retrieval has moved on since the sets
+    were recorded (ranking and chunking changes), and a draft checked against blocks it never saw is
+    flagged for what retrieval changed, not for what it says. Retrieval's decision whether to answer
+    is the live one."""
+
+    def __init__(self, *args, case: Case, replay: Replay, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.case = case
+        self.replay = replay
+
+    def retrieve(self, question: Question) -> Retrieval:
+        live = super().retrieve(question)
+        return Retrieval(recorded_hits(self.retriever, self.case, self.replay), live.answerability, live.parts,
+                         live.semantic)
+
+
 def _judge(kind: str, model: ScriptedModel):
     if kind == "llm":
         return LLMJudge(model)
@@ -316,14 +370,21 @@ def _judge(kind: str, model: ScriptedModel):
     return None
 
 
-async def run(cases: list[Case], retriever: Retriever, judge: RecordedJudge, judged: bool | str) -> list[Result]:
-    """`judged`: False (judge off), True or "llm" (the chat judge), "minicheck"."""
+async def run(cases: list[Case], retriever: Retriever, judge: RecordedJudge, judged: bool | str,
+              replay: Replay | None = None) -> list[Result]:
+    """`judged`: False (judge off), True or "llm" (the chat judge), "minicheck". With `replay`, each
+    draft is checked against the blocks its recorded prompt showed (ReplayPipeline); without, against
+    what retrieval finds now."""
     kind = "llm" if judged is True else (judged or "off")
     results = []
     vectors = VectorCache(retriever.embedder.embed_queries) if retriever.embedder is not None else None
     for case in cases:
         model = ScriptedModel(case, judge)
-        pipeline = Pipeline(retriever, model, mode=AnswerMode(case.mode), judge=_judge(kind, model), vectors=vectors)
+        options = {"mode": AnswerMode(case.mode), "judge": _judge(kind, model), "vectors": vectors}
+        if replay is not None:
+            pipeline: Pipeline = ReplayPipeline(retriever, model, case=case, replay=replay, **options)
+        else:
+            pipeline = Pipeline(retriever, model, **options)
         answer = await pipeline.answer(Question(text=case.question, language=case.language))
         results.append(Result(
             case, answer, model.answer_calls, model.judge_calls, model.judge_chars_in / CHARS_PER_TOKEN,
@@ -394,6 +455,59 @@ def show_failures(results: list[Result], n: int) -> list[str]:
     return lines
 
 
+def _families(result: Result) -> frozenset[str]:
+    """The checks (violation kinds) that held a draft back."""
+    return frozenset(v.kind for v in result.answer.violations)
+
+
+def check_costs(results: list[Result]) -> list[tuple[str, int, int, int, int]]:
+    """Per check (violation kind), judge off: the right drafts it flags and the wrong ones it catches,
+    each also counted where it is the only check that fired (what dropping it would change)."""
+    rows = []
+    flagged = [_families(r) for r in results if r.case.kind == "right" and r.flagged]
+    caught = [_families(r) for r in results if r.case.kind != "right" and not r.posted]
+    for kind in sorted({k for fs in flagged + caught for k in fs}):
+        rows.append((kind, sum(kind in fs for fs in flagged), sum(fs == {kind} for fs in flagged),
+                     sum(kind in fs for fs in caught), sum(fs == {kind} for fs in caught)))
+    return sorted(rows, key=lambda row: -(row[1] + row[3]))
+
+
+def frontier(results: list[Result]) -> list[tuple[float, float, tuple[str, ...]]]:
+    """What the checks could trade, judge off: for every subset of the checks kept, the share of right
+    drafts flagged and of wrong drafts posted, and of those the subsets no other beats on both (fewest
+    posted at each share flagged). A wrong draft counts as caught by a subset when it was caught and one
+    of the subset's checks fired on it: in claims mode that check may have fired on another claim, so
+    a subset's figure is an estimate; the full set's is the measured one."""
+    right = [_families(r) for r in results if r.case.kind == "right"]
+    wrong = [(None if r.posted else _families(r)) for r in results if r.case.kind != "right"]
+    if not right or not wrong:
+        return []
+    kinds = sorted({k for fs in right for k in fs} | {k for fs in wrong if fs for k in fs})
+    points = []
+    for n in range(len(kinds) + 1):
+        for kept in itertools.combinations(kinds, n):
+            keep = set(kept)
+            flagged = sum(bool(fs & keep) for fs in right) / len(right)
+            posted = sum(fs is None or not fs & keep for fs in wrong) / len(wrong)
+            points.append((flagged, posted, kept))
+    best: list[tuple[float, float, tuple[str, ...]]] = []
+    for point in sorted(points, key=lambda p: (p[0], p[1], len(p[2]))):
+        if not best or point[1] < best[-1][1]:
+            best.append(point)
+    return best
+
+
+def checks_report(results: list[Result]) -> list[str]:
+    lines = ["", "what each check costs and catches (judge off; 'only': no other check fired on the draft)",
+             f"  {'check':26} {'right flagged':>15} {'wrong caught':>15}"]
+    for kind, flags, only_flags, catches, only_catches in check_costs(results):
+        lines.append(f"  {kind:26} {flags:>6} ({only_flags:>2} only) {catches:>6} ({only_catches:>2} only)")
+    lines.append("the trade the checks allow: fewest wrong posted at each share of right flagged (subsets kept)")
+    for flagged, posted, kept in frontier(results):
+        lines.append(f"  flagged {100 * flagged:5.1f} %  posted {100 * posted:5.1f} %  {', '.join(kept) or '(none)'}")
+    return lines
+
+
 def markdown_kb(tmp: Path) -> Path:
     """The sample KB's Markdown entries, the ones the sets were recorded on: documents in
     other formats added to the sample later must not change the prompts."""
@@ -406,12 +520,32 @@ def markdown_kb(tmp: Path) -> Path:
     return kb
 
 
+# Everything tuned on so far, as --set tuned: the first set whole, the held-out set's tune half, both
+# fresh sets. Never the held-out test half.
+TUNED = (("main", "all"), ("holdout", "tune"), ("fresh", "all"), ("fresh2", "all"))
+
+
+def load_sets(which: str, half: str, judge_v1: bool = False) -> tuple[list[Case], RecordedJudge]:
+    """The cases of a set's half (or of every tuned-on set, `tuned`) and the recorded judge's verdicts on
+    them (case ids differ across sets, so the verdicts of several sets join into one table)."""
+    picks = TUNED if which == "tuned" else ((which, half),)
+    cases: list[Case] = []
+    judge = RecordedJudge()
+    for name, part in picks:
+        root = HERE if name == "main" else HERE / name
+        cases += [c for c in load_cases(root) if part == "all" or c.half == part]
+        judge.verdicts.update(RecordedJudge.load(root / "judge_v1" if judge_v1 else root).verdicts)
+    return cases, judge
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", dest="which", choices=("holdout", "main", "fresh", "fresh2"), default="holdout",
+    parser.add_argument("--set", dest="which", choices=("holdout", "main", "fresh", "fresh2", "tuned"),
+                        default="holdout",
                         help="holdout: the set drawn after tuning on the first (the default); main: the first set; "
                              "fresh: right drafts to new questions, drawn to tune on when the others were spent; "
-                             "fresh2: a second such set, measured once with the checks frozen, then tuned on")
+                             "fresh2: a second such set, measured once with the checks frozen, then tuned on; "
+                             "tuned: every draft tuned on so far (main, the held-out tune half, fresh, fresh2)")
     parser.add_argument("--half", choices=("test", "tune", "all"), default="all",
                         help="the set's halves (the main set's were both tuned on in the end; the held-out set's tune half "
                              "after its first measurement)")
@@ -421,28 +555,37 @@ def main() -> int:
     parser.add_argument("--no-judge", action="store_true", help="judge off only")
     parser.add_argument("--minicheck", action="store_true",
                         help="judge on in MiniCheck's protocol (one sentence a call), with the recorded verdicts")
+    parser.add_argument("--live-retrieval", action="store_true",
+                        help="show the model what retrieval finds now, not the blocks of the recorded prompt the "
+                             "draft answered (retrieval has moved on since the sets were recorded)")
+    parser.add_argument("--checks", action="store_true",
+                        help="judge off: what each check costs in right drafts and catches in wrong ones, and the "
+                             "trade between the two that subsets of the checks allow")
     parser.add_argument("--scifact", action="store_true", help="also run bench/verifier_scifact.py's numbers")
     parser.add_argument("--judge-v1", action="store_true",
                         help="the verdicts the capable judge gave to the judge's first prompt (no question shown; "
                              "the set's judge_v1/), not those to the prompt citebot builds now")
     args = parser.parse_args()
 
-    root = HERE if args.which == "main" else HERE / args.which
-    cases = [c for c in load_cases(root) if args.half == "all" or c.half == args.half]
-    judge = RecordedJudge.load(root / "judge_v1" if args.judge_v1 else root)
+    cases, judge = load_sets(args.which, args.half, args.judge_v1)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         index_dir = Path(tmp) / "index"
         embedder = LocalE5Embedder()
         build_index(markdown_kb(Path(tmp)), index_dir, embedder=embedder, seed_vectors=BUNDLED_VECTORS_DIR)
+        replay = None if args.live_retrieval else Replay()
         with Retriever(index_dir, embedder=embedder) as retriever:
-            off = asyncio.run(run(cases, retriever, judge, judged=False))
+            off = asyncio.run(run(cases, retriever, judge, judged=False, replay=replay))
             kind = "minicheck" if args.minicheck else "llm"
-            on = None if args.no_judge or not judge.verdicts else asyncio.run(run(cases, retriever, judge, judged=kind))
+            on = None if args.no_judge or not judge.verdicts else \
+                asyncio.run(run(cases, retriever, judge, judged=kind, replay=replay and Replay()))
     counts = Counter(c.kind for c in cases)
-    which = f"the {SET_NAMES[args.which]} set, {args.half}"
+    which = f"the {SET_NAMES[args.which]} set" + ("s" if args.which == "tuned" else f", {args.half}")
     print(f"bench/trust: {len(cases)} drafts of {which} ({counts['right']} right, "
           f"{len(cases) - counts['right']} wrong), {time.perf_counter() - started:.0f} s")
+    if replay is not None and (replay.changed or replay.lost):
+        print(f"note: of the blocks the recorded prompts showed, {replay.changed} changed since and "
+              f"{replay.lost} are no longer in the index")
     drift = sum(r.prompt_drift for r in off)
     if drift:
         lost = sum(r.lost_blocks > 0 for r in off)
@@ -456,6 +599,8 @@ def main() -> int:
         print("\n".join(cost(on)))
         if judge.unmatched:
             print(f"note: {judge.unmatched} statements had no recorded verdict (counted as not stated)")
+    if args.checks:
+        print("\n".join(checks_report(off)))
     if args.show:
         print("\n".join(show_failures(on if args.show_judged and on is not None else off, args.show)))
     if args.scifact:

@@ -11,7 +11,9 @@ import pytest
 from bot.cli import main
 from bot.embedder import local_embedder_available
 from tests.fakes import FakeLLMServer
+from tests.fakes.llm_server import Reply
 from tests.fakes.llm_shapes import CONTEXT_TOKENS, SERVED_MODEL
+from tests.fakes.minicheck import FakeMiniCheck
 from tests.fakes.slack_server import FakeSlackServer
 from tests.harness import BOT_TOKEN, free_port
 from tests.kb_fixtures import mini_index, write_mini_kb
@@ -97,6 +99,48 @@ def test_ollama_says_its_num_ctx(doctor, capsys):
     assert code == 0
     assert found["model"] == [("ok", found["model"][0][1])]
     assert "structured output as format schema; context 4096 tokens (/api/show num_ctx)" in found["model"][0][1]
+
+
+# ----------------------------------------------------------------- the judge
+
+
+def test_with_a_model_the_judge_off_is_a_warning_and_the_model_judging_is_ok(doctor, capsys):
+    with FakeLLMServer() as llm:
+        code, found, _ = doctor(capsys, **openai_server(llm.url, CITEBOT_JUDGE="off"))
+        assert code == 0
+        [(status, line)] = found["judge"]
+        assert status == "warn" and line.startswith("CITEBOT_JUDGE=off: the model's answers are checked by the rules alone")
+        code, found, _ = doctor(capsys, **openai_server(llm.url, CITEBOT_JUDGE="auto"))  # the default
+        assert found["judge"] == [("ok", "the answering model judges each answer that passes the checks (one more call)")]
+    # The extractive backend quotes the KB: no judge, and nothing said of one.
+    code, found, _ = doctor(capsys, CITEBOT_LLM="extractive", CITEBOT_JUDGE="off")
+    assert code == 0 and "judge" not in found
+
+
+def test_a_minicheck_judge_is_asked_one_sentence_its_document_states(doctor, capsys):
+    with FakeLLMServer() as llm, FakeMiniCheck(lambda document, claim: claim in document) as minicheck:
+        env = openai_server(llm.url, CITEBOT_JUDGE="minicheck", CITEBOT_JUDGE_URL=minicheck.url)
+        code, found, findings = doctor(capsys, **env)
+        assert code == 0
+        [(status, line)] = found["judge"]
+        assert status == "ok" and line.startswith(f"judge bespoke-minicheck at {minicheck.url}: answers in MiniCheck's protocol")
+        assert next(f for f in findings if f["check"] == "judge")["seconds"] >= 0
+        # Once per run (text and --json), on Ollama's route, the claim a sentence of the document.
+        assert [c.path for c in minicheck.calls] == ["/api/chat"] * 2 and len(minicheck.claims) == 2
+
+        minicheck.supports = lambda document, claim: False  # a model that supports nothing
+        _, found, _ = doctor(capsys, **env)
+        assert found["judge"][0][0] == "warn" and "says No to a sentence its document states word for word" in found["judge"][0][1]
+
+        minicheck.set_script(["Sure! The claim is supported."] * 2)  # a chat model, not MiniCheck
+        _, found, _ = doctor(capsys, **env)
+        assert found["judge"][0][0] == "warn" and "replies outside MiniCheck's protocol" in found["judge"][0][1]
+
+        minicheck.set_script([], default=Reply(status=503))
+        code, found, _ = doctor(capsys, **env)
+        assert code == 0  # the answers still work, checked by the rules alone
+        assert found["judge"][0][0] == "warn" and ": no answer (" in found["judge"][0][1]
+        assert "the checks alone decide" in found["judge"][0][1]
 
 
 def test_a_model_that_does_not_answer_fails(doctor, capsys, caplog):

@@ -29,6 +29,7 @@ import re
 
 from bot.answer.backends import Backend, OllamaBackend, OpenAIBackend
 from bot.answer.judge import Judge
+from bot.answer.llm_http import DEFAULT_RETRIES
 from bot.answer.verify.judgement import JudgeReplyInvalid, Statement
 from bot.config import Settings
 from bot.models import AnswerMode, Evidence, GenerationRequest, JudgedStatement, Judgement, JudgeStatus, Support
@@ -109,8 +110,9 @@ class MiniCheckJudge(Judge):
         await self.backend.aclose()
 
 
-def make_minicheck(settings: Settings) -> MiniCheckJudge:
-    """The MiniCheck judge on the server CITEBOT_JUDGE_URL names (checked by bot.config)."""
+def make_minicheck(settings: Settings, *, retries: int = DEFAULT_RETRIES) -> MiniCheckJudge:
+    """The MiniCheck judge on the server CITEBOT_JUDGE_URL names (checked by bot.config); `retries`:
+    in-call retries of a transient failure (`citebot doctor` asks once)."""
     cls = OpenAIBackend if settings.judge_llm == "openai" else OllamaBackend
     assert settings.judge_url is not None
     backend = cls(
@@ -118,6 +120,7 @@ def make_minicheck(settings: Settings) -> MiniCheckJudge:
         settings.judge_model,
         api_key=settings.judge_api_key,
         timeout=settings.llm_timeout,
+        retries=retries,
         max_tokens=MAX_TOKENS,
         max_retry_after=settings.llm_max_retry_after_s,
     )

@@ -2,7 +2,8 @@
 
 It looks at what a running citebot needs, in the order a question meets it:
 the model (bot.answer.probe: answers at all, in which structured-output form,
-how fast, with how much context), Slack (the tokens, auth.test, Socket Mode
+how fast, with how much context), the entailment judge where a model answers
+(off, the model itself, or a MiniCheck server asked one sentence), Slack (the tokens, auth.test, Socket Mode
 or the signing secret, the review channel), Redis, and the index (its
 generation, entries and vectors, and the embedder). It changes nothing.
 
@@ -14,6 +15,7 @@ is what works, but not as well as it could, or only for `citebot ask`
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +35,7 @@ CHARS_PER_TOKEN = 3
 
 @dataclass(frozen=True)
 class Finding:
-    check: str  # model, slack, redis, index
+    check: str  # model, judge, slack, redis, index
     status: str  # OK, WARN or FAIL
     detail: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -56,8 +58,8 @@ def cmd_doctor(args, settings: Settings) -> int:
 
 
 async def examine(settings: Settings) -> list[Finding]:
-    return [*await check_model(settings), *await check_slack(settings), await check_redis(settings),
-            *check_index(settings)]
+    return [*await check_model(settings), *await check_judge(settings), *await check_slack(settings),
+            await check_redis(settings), *check_index(settings)]
 
 
 # ---------------------------------------------------------------- the model
@@ -82,6 +84,64 @@ async def check_model(settings: Settings) -> list[Finding]:
     if report.context is not None:
         findings += _context_fits(settings, report.context[0])
     return findings
+
+
+# ---------------------------------------------------------------- the judge
+
+# MiniCheck's probe: a claim its document states word for word, which any grounding model supports.
+PROBE_DOCUMENT = "Annual leave\nEmployees get 28 days of paid annual leave per calendar year."
+PROBE_CLAIM = "Employees get 28 days of paid annual leave per calendar year."
+
+
+async def check_judge(settings: Settings) -> list[Finding]:
+    """The entailment judge, where a model writes the answers (the extractive backend quotes the
+    knowledge base: there is nothing for a judge to catch)."""
+    if settings.llm == "extractive":
+        return []
+    kind = settings.judge_kind
+    if kind == "off":
+        # What bench/trust.py measured: the rules alone miss a wrong sentence whose words all stand in the
+        # block it cites, and hold back more right ones, which then cost a second model call.
+        return [Finding("judge", WARN, (
+            "CITEBOT_JUDGE=off: the model's answers are checked by the rules alone, which let through wrong "
+            "answers whose words all stand in the cited blocks (a negation flipped, a condition changed, another "
+            "office named) and hold back more right ones; CITEBOT_JUDGE=auto has the model judge them"
+        ))]
+    if kind == "llm":
+        return [Finding("judge", OK, "the answering model judges each answer that passes the checks (one more call)")]
+    return [await _probe_minicheck(settings)]
+
+
+async def _probe_minicheck(settings: Settings) -> Finding:
+    """One sentence in MiniCheck's protocol that its document states word for word: the judge must say Yes."""
+    from bot.answer.budget import BudgetSpent, within_budget
+    from bot.answer.llm_http import LLMError
+    from bot.answer.minicheck import MAX_TOKENS, make_minicheck, prompt, read_answer
+    from bot.answer.verify.judgement import JudgeReplyInvalid
+    from bot.models import GenerationRequest
+
+    judge = make_minicheck(settings, retries=0)
+    where = f"judge {settings.judge_model} at {settings.judge_url}"
+    request = GenerationRequest(messages=[{"role": "user", "content": prompt(PROBE_DOCUMENT, PROBE_CLAIM)}],
+                                mode=AnswerMode.CITATIONS, question="", evidence=[], max_tokens=MAX_TOKENS)
+    started = time.perf_counter()
+    try:
+        reply = await within_budget(judge.backend.generate(request), settings.question_budget_s)
+        supported = read_answer(reply.text)
+    except (LLMError, BudgetSpent) as exc:
+        return Finding("judge", WARN, f"{where}: no answer ({exc}); until it answers, answers are posted as the "
+                                      "checks alone decide")
+    except JudgeReplyInvalid as exc:
+        return Finding("judge", WARN, f"{where}: replies outside MiniCheck's protocol ({exc}): is "
+                                      "CITEBOT_JUDGE_MODEL a MiniCheck model? Until it is, the checks alone decide")
+    finally:
+        await judge.aclose()
+    if not supported:
+        return Finding("judge", WARN, f"{where}: says No to a sentence its document states word for word: is "
+                                      "CITEBOT_JUDGE_MODEL a MiniCheck model? It would hold back right answers")
+    seconds = time.perf_counter() - started
+    return Finding("judge", OK, f"{where}: answers in MiniCheck's protocol ({seconds:.2f} s for one sentence)",
+                   {"seconds": round(seconds, 3)})
 
 
 def _context_fits(settings: Settings, context: int) -> list[Finding]:
