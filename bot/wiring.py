@@ -18,6 +18,7 @@ from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
 from bot.answer.backends import Backend, make_backend
+from bot.answer.judge import JUDGE_OFF_WARNING, unjudged_model
 from bot.answer.pipeline import make_pipeline
 from bot.answer.probe import probe_model
 from bot.channels import load_channels
@@ -179,9 +180,12 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
             audit=AuditTrail(redis),
         )
         log.info(
-            "worker started: %d jobs at once, index %s, LLM %s, embedder %s",
-            concurrency, retriever.generation, backend.name, embedder.name if embedder else "none (BM25 only)",
+            "worker started: %d jobs at once, index %s, LLM %s, judge %s, embedder %s",
+            concurrency, retriever.generation, backend.name, settings.judge_kind,
+            embedder.name if embedder else "none (BM25 only)",
         )
+        if unjudged_model(settings):
+            log.warning("%s", JUDGE_OFF_WARNING)
         # Questions are taken meanwhile: a model that is slow or down is reported, not waited for.
         probing = asyncio.create_task(_report_model(backend, settings), name="model-probe")
         stack.callback(probing.cancel)

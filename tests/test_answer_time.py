@@ -4,6 +4,8 @@ start (end to end: serve, worker, real Redis, fake Slack, fake LLM)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bot.i18n import Key, message
@@ -64,3 +66,18 @@ def test_the_worker_says_at_start_what_the_model_can_do(citebot):
     assert "answers in" in lines[0] and "structured output as json_schema" in lines[0]
     # The probe's requests are its own: no question's scripted reply went to them.
     assert bot.llm.calls == [] and len(bot.llm.probes) == 2
+
+
+@pytest.mark.parametrize("judge", ["off", "auto"])
+def test_the_worker_warns_at_start_when_nothing_judges_the_models_answers(citebot, judge):
+    bot = citebot(CITEBOT_JUDGE=judge)
+    wait_until(lambda: "model test-model at" in bot.worker_logs(), 20, "the worker's line about the model")
+    said = [json.loads(line) for line in bot.worker_logs().splitlines() if line.startswith("{")]
+    [started] = [s["message"] for s in said if s["message"].startswith("worker started")]
+    warnings = [s["message"] for s in said if s["level"] == "warning" and "CITEBOT_JUDGE" in s["message"]]
+    if judge == "off":
+        assert "LLM test-model, judge off," in started
+        [warning] = warnings
+        assert warning.startswith("CITEBOT_JUDGE=off: the model's answers are checked by the rules alone")
+    else:  # the default: the model judges its own answers, and there is nothing to warn about
+        assert "LLM test-model, judge llm," in started and warnings == []

@@ -169,6 +169,21 @@ class LLMJudge(Judge):
         return read_judgement(reply.text, asked, language, self.backend.name)
 
 
+# What `citebot doctor` and a starting worker say when a model writes the answers and nothing judges them:
+# bench/trust.py measured that the rules alone miss a wrong sentence whose words all stand in the block it
+# cites, and hold back more right ones, each of which then costs a second model call.
+JUDGE_OFF_WARNING = (
+    "CITEBOT_JUDGE=off: the model's answers are checked by the rules alone, which let through wrong answers whose "
+    "words all stand in the cited blocks (a negation flipped, a condition changed, another office named) and hold "
+    "back more right ones; CITEBOT_JUDGE=auto has the model judge them"
+)
+
+
+def unjudged_model(settings: Settings) -> bool:
+    """Does a language model write the answers with no judge after the checks?"""
+    return settings.llm != "extractive" and settings.judge_kind == "off"
+
+
 def make_judge(settings: Settings, backend: Backend) -> Judge | None:
     """The judge CITEBOT_JUDGE asks for (auto: the answering model where there is one); None when off."""
     kind = settings.judge_kind

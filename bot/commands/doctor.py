@@ -96,18 +96,13 @@ PROBE_CLAIM = "Employees get 28 days of paid annual leave per calendar year."
 async def check_judge(settings: Settings) -> list[Finding]:
     """The entailment judge, where a model writes the answers (the extractive backend quotes the
     knowledge base: there is nothing for a judge to catch)."""
+    from bot.answer.judge import JUDGE_OFF_WARNING, unjudged_model
+
     if settings.llm == "extractive":
         return []
-    kind = settings.judge_kind
-    if kind == "off":
-        # What bench/trust.py measured: the rules alone miss a wrong sentence whose words all stand in the
-        # block it cites, and hold back more right ones, which then cost a second model call.
-        return [Finding("judge", WARN, (
-            "CITEBOT_JUDGE=off: the model's answers are checked by the rules alone, which let through wrong "
-            "answers whose words all stand in the cited blocks (a negation flipped, a condition changed, another "
-            "office named) and hold back more right ones; CITEBOT_JUDGE=auto has the model judge them"
-        ))]
-    if kind == "llm":
+    if unjudged_model(settings):
+        return [Finding("judge", WARN, JUDGE_OFF_WARNING)]
+    if settings.judge_kind == "llm":
         return [Finding("judge", OK, "the answering model judges each answer that passes the checks (one more call)")]
     return [await _probe_minicheck(settings)]
 
