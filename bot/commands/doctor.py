@@ -3,9 +3,10 @@
 It looks at what a running citebot needs, in the order a question meets it:
 the model (bot.answer.probe: answers at all, in which structured-output form,
 how fast, with how much context), the entailment judge where a model answers
-(off, the model itself, or a MiniCheck server asked one sentence), Slack (the tokens, auth.test, Socket Mode
-or the signing secret, the review channel), Redis, and the index (its
-generation, entries and vectors, and the embedder). It changes nothing.
+(off, the model itself, or a MiniCheck server asked one sentence), Slack (the
+tokens, auth.test, Socket Mode or the signing secret, the review channel),
+Redis, and the index (its generation, entries and vectors, and the embedder).
+It changes nothing.
 
 `fail` is what cannot work as configured, and makes the exit status 1; `warn`
 is what works, but not as well as it could, or only for `citebot ask`
@@ -122,6 +123,7 @@ async def _probe_minicheck(settings: Settings) -> Finding:
     started = time.perf_counter()
     try:
         reply = await within_budget(judge.backend.generate(request), settings.question_budget_s)
+        seconds = time.perf_counter() - started
         supported = read_answer(reply.text)
     except (LLMError, BudgetSpent) as exc:
         return Finding("judge", WARN, f"{where}: no answer ({exc}); until it answers, answers are posted as the "
@@ -134,7 +136,6 @@ async def _probe_minicheck(settings: Settings) -> Finding:
     if not supported:
         return Finding("judge", WARN, f"{where}: says No to a sentence its document states word for word: is "
                                       "CITEBOT_JUDGE_MODEL a MiniCheck model? It would hold back right answers")
-    seconds = time.perf_counter() - started
     return Finding("judge", OK, f"{where}: answers in MiniCheck's protocol ({seconds:.2f} s for one sentence)",
                    {"seconds": round(seconds, 3)})
 
