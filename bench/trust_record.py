@@ -102,8 +102,10 @@ class _Capture:
         pass
 
 
-def _all_statements(case, evidence, draft=None):
-    """Every statement of the draft, as the judge would be asked about it (bot.answer.verify.judgement)."""
+def _all_statements(case, evidence, draft=None, held=()):
+    """Every statement of the draft, as the judge would be asked about it (bot.answer.verify.judgement);
+    `held`: the soft findings the checks made on it, whose statements the judge is asked about whatever they
+    are (a lead-in, a line of arithmetic)."""
     from bot.answer.verify.citations import verify_citations
     from bot.answer.verify.claims import verify_claims
     from bot.answer.verify.judgement import statements
@@ -122,22 +124,24 @@ def _all_statements(case, evidence, draft=None):
         # Every cited sentence, and the uncited ones the judge is asked about with all the answer's blocks.
         checked = verify_citations(draft, evidence, case.language, question=case.question)
         verdict = Verdict(ok=True, violations=[v for v in checked.violations if v.kind == "UNCITED_SENTENCE" and v.soft])
+    verdict = verdict.model_copy(update={"violations": [*verdict.violations, *held]})
     return statements(draft, verdict, evidence, mode, case.language, case.question)
 
 
 async def _asked(index_dir: Path, root: Path):
-    """Each draft of the set with the statements the judge would be asked about, its block pointers
-    moved to where the prompt citebot builds now shows their blocks (bench.trust.renumber)."""
-    from bench.trust import load_cases, renumber
-    from bot.answer.pipeline import Pipeline
+    """Each draft of the set with the statements the judge would be asked about, on the blocks of the
+    prompt it answered as bench/trust.py shows them (ReplayPipeline), its block pointers moved to where
+    that prompt shows their blocks (bench.trust.renumber)."""
+    from bench.trust import Replay, ReplayPipeline, load_cases, renumber
 
     with Retriever(index_dir, embedder=LocalE5Embedder()) as retriever:
         for case in load_cases(root):
             model = _Capture(case.draft)
-            pipeline = Pipeline(retriever, model, mode=AnswerMode(case.mode))
-            await pipeline.answer(Question(text=case.question, language=case.language))
+            pipeline = ReplayPipeline(retriever, model, mode=AnswerMode(case.mode), case=case, replay=Replay())
+            answer = await pipeline.answer(Question(text=case.question, language=case.language))
             draft, _ = renumber(case, model.evidence or [])
-            yield case, _all_statements(case, model.evidence or [], draft)
+            held = [v for v in answer.violations if v.soft]
+            yield case, _all_statements(case, model.evidence or [], draft, held)
 
 
 def _prompt_row(case, asked, **extra) -> dict:
@@ -167,14 +171,24 @@ async def record_judge_more(index_dir: Path, root: Path = HERE) -> list[dict]:
     from bench.trust import RecordedJudge, judge_id, statement_key
 
     recorded = RecordedJudge.load(root)
+    # A supplement of its own: the verdicts to earlier ones name their statements S1, S2 … of those prompts.
+    more = root / MORE_PROMPTS
+    supplement = 1 + max((row.get("supplement", 0) for row in _rows(more)), default=0)
     out = []
     async for case, asked in _asked(index_dir, root):
         known = recorded.verdicts.get(judge_id(case.id), {})
         missing = [s for s in asked if statement_key(s.text) not in known]
         if missing:
-            out.append(_prompt_row(case, missing, supplement=1))
+            out.append(_prompt_row(case, missing, supplement=supplement))
     out.sort(key=lambda row: row["judge_id"])
     return out
+
+
+MORE_PROMPTS = "judge_prompts_more.jsonl"
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
 def sample_index(tmp: Path) -> Path:
@@ -194,16 +208,17 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--judge", action="store_true", help="record the judge's prompts for every draft instead")
     parser.add_argument("--judge-more", action="store_true",
-                        help="record the judge's prompts on the statements without a recorded verdict")
+                        help="add the judge's prompts on the statements without a recorded verdict (a new "
+                             "supplement, after those of earlier runs)")
     parser.add_argument("--root", type=Path, default=HERE, help="the set's folder (bench/trust, bench/trust/holdout)")
     args = parser.parse_args()
     if args.judge or args.judge_more:
-        name, recorder = ("judge_prompts_more.jsonl", record_judge_more) if args.judge_more else \
-            ("judge_prompts.jsonl", record_judge)
+        name, recorder = (MORE_PROMPTS, record_judge_more) if args.judge_more else ("judge_prompts.jsonl", record_judge)
         out = args.out or args.root / name
         with tempfile.TemporaryDirectory() as tmp:
             rows = asyncio.run(recorder(sample_index(Path(tmp)), args.root))
-        write_jsonl(out, rows)
+        # Supplements add to the prompts before them, whose statements earlier verdicts name.
+        write_jsonl(out, (_rows(out) if args.judge_more else []) + rows)
         print(f"{len(rows)} judge prompts, {sum(len(r['statements']) for r in rows)} statements -> {out}")
         return 0
     args.out = args.out or HERE / "prompts.jsonl"

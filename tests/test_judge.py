@@ -176,6 +176,18 @@ def test_a_number_the_checks_cannot_back_is_judged_and_posted_when_the_judge_sup
     assert "): Of 14 days left at the end of the year" in llm.calls[1].body["messages"][1]["content"]
 
 
+# The same result in a sentence that introduces what follows: a lead-in, which the judge is not asked about
+# unless the checks held it back, as they do its number.
+WORKED_LEAD_IN = PTO_DRAFT + " Of 14 days left at the end of the year, 9 would therefore be forfeited, as follows:"
+
+
+def test_a_lead_in_the_checks_hold_back_is_judged_too(ask, llm, capsys):
+    llm.script(WORKED_LEAD_IN, verdicts(("supports", PTO_QUOTE), ("supports", PTO_QUOTE)))
+    code, answer = ask(capsys)
+    assert code == 0 and answer["verified"] and len(llm.calls) == 2 and answer["violations"] == []
+    assert "): Of 14 days left at the end of the year" in llm.calls[1].body["messages"][1]["content"]
+
+
 def test_a_number_the_checks_cannot_back_is_not_posted_when_the_judge_cannot_judge(ask, llm, capsys):
     llm.script(WORKED, "no JSON here", WORKED, "no JSON here")
     code, answer = ask(capsys)

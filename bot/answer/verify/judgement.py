@@ -122,7 +122,10 @@ def _says_something(text: str, language: str) -> bool:
 def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str,
                question: str = "") -> list[Statement]:
     """What would be posted, or is held back only by soft findings, statement by statement, each with its
-    blocks; not a line of the answer's own arithmetic that the checks passed (calculation.py)."""
+    blocks; not a line of the answer's own arithmetic that the checks passed (calculation.py), nor a lead-in
+    they passed. What the checks hold back is always asked: a soft finding only the judge can clear ("so that's
+    14 weeks, roughly:" introduces a calculation, and its number is checked)."""
+    held = {v.claim for v in verdict.violations}
     if mode is AnswerMode.CLAIMS:
         by_pointer = {ev.pointer_id: ev for ev in evidence}
         found = [
@@ -130,7 +133,7 @@ def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: Ans
             for i, claim in enumerate(verdict.claims)
             # judgeable claims cite resolved pointer ids only: an unknown id is a hard violation
             if _judgeable(i, claim, verdict) and all(p in by_pointer for p in claim.evidence_ids)
-            and _says_something(claim.text, language)
+            and (i in held or _says_something(claim.text, language))
         ]
         answer = "\n".join(c.text for c in verdict.claims)
     else:
@@ -138,10 +141,9 @@ def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: Ans
         found = [
             Statement(s.index, s.text, s.cited, tuple(ev for ev in evidence if ev.entry_id in s.cited))
             for s in cited_sentences(draft, evidence, language, uncited=uncited)
-            if _says_something(s.text, language)
+            if s.index in held or _says_something(s.text, language)
         ]
         answer = draft
-    held = {v.claim for v in verdict.violations}
     return [s for s in found
             if s.item in held or not is_calculation(s.text, language, question=question, answer=answer)]
 
