@@ -414,7 +414,8 @@ def table(off: list[Result], on: list[Result] | None, by: str) -> list[str]:
         lines.append(f"{label:26} {_rate(a):>16}   {_rate(b) if on is not None else '':>16}")
 
     lines.append("right answers flagged (first draft)")
-    groups = sorted({key(r) for r in off if r.case.kind == "right"})
+    # By kind, the right drafts are one kind: their "all" row says it.
+    groups = [] if by == "kind" else sorted({key(r) for r in off if r.case.kind == "right"})
     row("  all", lambda r: r.case.kind == "right")
     for g in groups:
         row(f"  {g}", lambda r, g=g: r.case.kind == "right" and key(r) == g)
