@@ -328,7 +328,8 @@ def recorded_hits(retriever: Retriever, case: Case, replay: Replay) -> list[Chun
     """The blocks the recorded prompt showed, in its order, as the index holds them now: what the
     draft answered. A block whose text changed since is the same entry's section as it is now."""
     # A cross-reference's block says so in its head line ("Block 7 — [id] (cross-reference)").
-    user = next((json.loads(m)["content"] for m in reversed(case.messages) if json.loads(m)["role"] == "user"), "")
+    messages = [json.loads(m) for m in case.messages]
+    user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
     expanded = {int(n) for n, rest in _BLOCK_HEAD.findall(user) if rest.strip()}
     hits = []
     for n, entry, section, digest in case.blocks:
@@ -579,7 +580,7 @@ def main() -> int:
             off = asyncio.run(run(cases, retriever, judge, judged=False, replay=replay))
             kind = "minicheck" if args.minicheck else "llm"
             on = None if args.no_judge or not judge.verdicts else \
-                asyncio.run(run(cases, retriever, judge, judged=kind, replay=replay and Replay()))
+                asyncio.run(run(cases, retriever, judge, judged=kind, replay=None if replay is None else Replay()))
     counts = Counter(c.kind for c in cases)
     which = f"the {SET_NAMES[args.which]} set" + ("s" if args.which == "tuned" else f", {args.half}")
     print(f"bench/trust: {len(cases)} drafts of {which} ({counts['right']} right, "

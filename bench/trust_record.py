@@ -188,7 +188,9 @@ MORE_PROMPTS = "judge_prompts_more.jsonl"
 
 
 def _rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    from bench.trust import _jsonl
+
+    return _jsonl(path) if path.exists() else []
 
 
 def sample_index(tmp: Path) -> Path:

@@ -169,20 +169,14 @@ def test_ask_claims_mode_with_a_claim_the_blocks_omit(ask, llm, capsys):
 WORKED = PTO_DRAFT + " Of 14 days left at the end of the year, 9 would therefore be forfeited [hb-pto-01]."
 
 
-def test_a_number_the_checks_cannot_back_is_judged_and_posted_when_the_judge_supports_it(ask, llm, capsys):
-    llm.script(WORKED, verdicts(("supports", PTO_QUOTE), ("supports", PTO_QUOTE)))
-    code, answer = ask(capsys)
-    assert code == 0 and answer["verified"] and len(llm.calls) == 2 and answer["violations"] == []
-    assert "): Of 14 days left at the end of the year" in llm.calls[1].body["messages"][1]["content"]
-
-
 # The same result in a sentence that introduces what follows: a lead-in, which the judge is not asked about
 # unless the checks held it back, as they do its number.
 WORKED_LEAD_IN = PTO_DRAFT + " Of 14 days left at the end of the year, 9 would therefore be forfeited, as follows:"
 
 
-def test_a_lead_in_the_checks_hold_back_is_judged_too(ask, llm, capsys):
-    llm.script(WORKED_LEAD_IN, verdicts(("supports", PTO_QUOTE), ("supports", PTO_QUOTE)))
+@pytest.mark.parametrize("draft", [WORKED, WORKED_LEAD_IN], ids=["statement", "lead-in"])
+def test_a_number_the_checks_cannot_back_is_judged_and_posted_when_the_judge_supports_it(ask, llm, capsys, draft):
+    llm.script(draft, verdicts(("supports", PTO_QUOTE), ("supports", PTO_QUOTE)))
     code, answer = ask(capsys)
     assert code == 0 and answer["verified"] and len(llm.calls) == 2 and answer["violations"] == []
     assert "): Of 14 days left at the end of the year" in llm.calls[1].body["messages"][1]["content"]

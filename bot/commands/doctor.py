@@ -95,15 +95,14 @@ PROBE_CLAIM = "Employees get 28 days of paid annual leave per calendar year."
 
 
 async def check_judge(settings: Settings) -> list[Finding]:
-    """The entailment judge, where a model writes the answers (the extractive backend quotes the
-    knowledge base: there is nothing for a judge to catch)."""
+    """The entailment judge: off is worth a word only where a model writes the answers (the extractive
+    backend quotes the knowledge base: there is nothing for a judge to catch); a MiniCheck server is asked."""
     from bot.answer.judge import JUDGE_OFF_WARNING, unjudged_model
 
-    if settings.llm == "extractive":
-        return []
-    if unjudged_model(settings):
-        return [Finding("judge", WARN, JUDGE_OFF_WARNING)]
-    if settings.judge_kind == "llm":
+    kind = settings.judge_kind
+    if kind == "off":
+        return [Finding("judge", WARN, JUDGE_OFF_WARNING)] if unjudged_model(settings) else []
+    if kind == "llm":
         return [Finding("judge", OK, "the answering model judges each answer that passes the checks (one more call)")]
     return [await _probe_minicheck(settings)]
 
