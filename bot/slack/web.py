@@ -7,7 +7,7 @@ neither JSON nor a form with a JSON payload gets 400, and nothing is enqueued
 for either.
 
 Every request Bolt handles runs within a deadline (citebot_core.deadline) of
-SLACK_REDIS_BUDGET_S: the Redis commands it makes (the enqueue, the asker's
+SLACK_REDIS_BUDGET_S (in Socket Mode too, bot.wiring): the Redis commands it makes (the enqueue, the asker's
 list of questions) are tried through a failover until then, and not after, so
 the answer reaches Slack inside its 3 seconds whatever Redis does.
 """
