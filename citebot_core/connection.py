@@ -177,9 +177,12 @@ async def _before_deadline(step: Callable[[], Awaitable[T]]) -> T:
     if left <= 0:
         raise RedisTimeoutError("no time left for a Redis command")
     try:
-        async with asyncio.timeout(left):
+        async with asyncio.timeout(left) as scope:
             return await step()
-    except TimeoutError as exc:  # the deadline's, not redis-py's (a RedisError)
+    except TimeoutError as exc:
+        if not scope.expired():
+            raise
+        # The deadline's: as a RedisError, which every caller of a Redis command handles.
         raise RedisTimeoutError(f"Redis did not answer within the {left:.2f}s left") from exc
 
 

@@ -8,7 +8,7 @@ import socket
 import time
 
 import pytest
-from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ConnectionError as RedisConnectionError, TimeoutError as RedisTimeoutError
 
 from bot.config import ConfigError, load_settings
 from citebot_core.connection import FAILOVER_BACKOFF_CAP_S, connect, redis_location
@@ -111,3 +111,21 @@ async def test_a_command_keeps_trying_through_a_failover_until_its_wait_or_the_d
     took = time.monotonic() - started
     await client.aclose()
     assert 0.5 - FAILOVER_BACKOFF_CAP_S <= took < 0.9, f"a Slack request's deadline bounds the wait: {took}"
+
+
+@pytest.mark.parametrize("mode", ["cluster", "sentinel"])
+async def test_a_node_that_never_answers_is_given_up_at_the_deadline(mode: str) -> None:
+    """A node that accepts the connection and says nothing (a paused or cut-off master): each try
+    would wait for its socket timeout; a Slack request's deadline cuts it short."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # connections complete in the backlog; nobody reads them
+        node = f"127.0.0.1:{silent.getsockname()[1]}"
+        url = f"redis://{node},{node}" if mode == "cluster" else f"redis+sentinel://{node}/mymaster/0"
+        client = connect(url, timeout=5.0)
+        started = time.monotonic()
+        with deadline_in(0.5), pytest.raises(RedisTimeoutError):
+            await client.ping()
+        took = time.monotonic() - started
+        await client.aclose()
+    assert took < 1.0, took
