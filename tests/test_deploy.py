@@ -1,6 +1,14 @@
 """deploy/: the compose file and Kubernetes manifests parse and hang together, every
 setting has its line in .env.example, the ConfigMap or the Secret, the Dockerfile has
-the essentials, and the entrypoint and health check behave (run here, without Docker).
+the essentials and builds the wheel from everything pyproject.toml ships, and the
+entrypoint and health check behave (run here, without Docker).
+
+The image itself (test_image_builds_and_answers, deploy/smoke.sh) runs only when selected
+with `-m image`, so nothing else catches a broken image. When it must be run: a change to
+`deploy/`, `pyproject.toml`, a default setting or the answer pipeline (bot/answer/) runs
+`python -m pytest -m image -q -s tests/test_deploy.py`, and `-m llm_server`
+(tests/test_llm_real_server.py), before the work is called done; the closing note quotes
+what they printed (the smoke script's last lines and pytest's closing line).
 """
 
 from __future__ import annotations
@@ -919,7 +927,8 @@ def test_smoke_script_documents_its_exit_statuses():
 def test_image_builds_and_answers(request):
     """deploy/smoke.sh: builds the image and runs --help, ask, serve and worker in it.
 
-    Minutes of work, so only when asked for: `python -m pytest -m image tests/test_deploy.py`.
+    Minutes of work, so only when asked for: `python -m pytest -m image -s tests/test_deploy.py` (when it
+    must be: the module's docstring).
     Skipped where there is no container builder or no base image (the script's own statuses).
     """
     if "image" not in (request.config.getoption("markexpr") or ""):
@@ -928,6 +937,7 @@ def test_image_builds_and_answers(request):
         ["bash", str(DEPLOY / "smoke.sh")], capture_output=True, text=True, timeout=3500, stdin=subprocess.DEVNULL
     )
     output = (result.stdout + result.stderr)[-4000:]
+    print(output)  # with -s: the smoke test's own account, for the closing note
     if result.returncode in (SMOKE_NO_BUILDER, SMOKE_NO_BASE, SMOKE_NO_HOST_DEPS):
         pytest.skip(output.strip().splitlines()[-1])
     assert result.returncode == 0, output
