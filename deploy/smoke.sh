@@ -454,7 +454,8 @@ calls = get("/_calls")["calls"]
 with urllib.request.urlopen(llm_url + "/_calls", timeout=10) as resp:
     judged = [json.loads(c["reply"])["verdicts"] for c in json.loads(resp.read()) if c.get("reply")]
 if not judged:
-    problems.append("the entailment judge was never asked (CITEBOT_JUDGE=auto asks it wherever a model answers)")
+    problems.append("no judge's verdicts from the fake model: the entailment judge was not asked (CITEBOT_JUDGE=auto "
+                    "asks it wherever a model answers), or the fake was not told to answer it (--judge)")
 elif any(v["verdict"] != "supports" for v in judged[-1]):
     problems.append(f"the judge did not support the answer: {judged[-1]}")
 if problems:
