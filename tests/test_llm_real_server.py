@@ -43,7 +43,18 @@ from tests.fakes.llm_server import judge_text, probe_text
 from tests.harness import ROOT, free_port
 from tests.server_process import server_process
 
-pytestmark = [pytest.mark.llm_server, pytest.mark.e2e]
+# What one question may take, from the calls timed here (each test prints them): on a 2-core machine building
+# the container image beside this test, the slowest call took 72 s (a draft of at most 256 tokens), a question's
+# calls 72 s in all. A question makes at most four calls (a draft, its redraft, the judge after each), so it fits
+# in 4 x 75 s = 300 s; the budget is twice that, for a busier machine, and each call may take twice the slowest.
+SLOWEST_CALL_S = 75
+CALLS_PER_QUESTION = 4
+QUESTION_BUDGET_S = 2 * CALLS_PER_QUESTION * SLOWEST_CALL_S
+# A test may take the budget and then some: the server's start (up to 180 s) and the GGUF's assembly fall in the
+# first test, the index built on the first `ask` in another (the project's default of 120 s is too short).
+TEST_TIMEOUT_S = QUESTION_BUDGET_S + 600
+
+pytestmark = [pytest.mark.llm_server, pytest.mark.e2e, pytest.mark.timeout(TEST_TIMEOUT_S)]
 
 # The context the server is started with: small, as on a laptop. The prompt settings below fit it.
 N_CTX = 2048
@@ -54,8 +65,8 @@ SETTINGS = {
     "CITEBOT_TOP_K": "3",
     "CITEBOT_PROMPT_BUDGET_CHARS": "3000",
     "CITEBOT_LLM_MAX_TOKENS": "256",
-    "CITEBOT_LLM_TIMEOUT": "120",
-    "CITEBOT_QUESTION_BUDGET_S": "600",
+    "CITEBOT_LLM_TIMEOUT": str(2 * SLOWEST_CALL_S),
+    "CITEBOT_QUESTION_BUDGET_S": str(QUESTION_BUDGET_S),
 }
 QUESTION = "How many vacation days can I carry over?"
 
@@ -170,7 +181,7 @@ def llama_server(request, tmp_path_factory) -> Iterator[TimingProxy]:
 def citebot(args: list[str], url: str, index_dir: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CITEBOT_", "SLACK_"))}
     env.update(SETTINGS, CITEBOT_LLM_URL=url, CITEBOT_INDEX_DIR=str(index_dir))
-    done = _run([sys.executable, "-m", "bot.cli", *args], cwd=ROOT, env=env, timeout=900)
+    done = _run([sys.executable, "-m", "bot.cli", *args], cwd=ROOT, env=env, timeout=QUESTION_BUDGET_S + 300)
     print(f"\n$ citebot {' '.join(args)}\n{done.stdout}{done.stderr}exit {done.returncode}")
     return done
 
