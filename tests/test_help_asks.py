@@ -80,3 +80,20 @@ def test_a_question_after_a_statement_counts():
 
 def test_markup_and_links_do_not_make_a_question():
     assert not asks("<https://wiki.example.com/how-do-i?x=1|how do I?> :tada:").question
+
+
+def test_the_bench_channel_is_mostly_read_as_labelled():
+    """bench/help_channel.py's 40 messages: a change to the rules that gets more than two of them wrong
+    changes what a help channel's members see; the bench prints which ones."""
+    import sys
+
+    from tests.harness import ROOT
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from help_channel_messages import MESSAGES
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    assert len(MESSAGES) == 40 and sum(label for _, label in MESSAGES) == 20
+    wrong = [text for text, label in MESSAGES if asks(text).question != label]
+    assert len(wrong) <= 2, wrong
