@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.helpdesk.asks import (
+    ADDRESSED,
     ASKS_FOR,
     MAX_CHARS,
     NO_QUESTION,
@@ -58,7 +59,10 @@ def test_questions_are_recognised_with_their_reason(text, reason):
         ("Do not forget the all-hands meeting tomorrow", NO_QUESTION),
         ("Was great meeting everyone at the offsite", NO_QUESTION),
         ("I'll be out of office tomorrow, back on Monday.", NO_QUESTION),
-        ("<@U0HR42> has joined the channel", NO_QUESTION),
+        ("<@U0HR42> has joined the channel", ADDRESSED),
+        ("<@U0HR42> can you approve my leave request?", ADDRESSED),
+        ("<!subteam^S0IT|@it-support> is the VPN down for everyone?", ADDRESSED),
+        ("<!here> is anyone else seeing login errors?", ADDRESSED),
     ],
 )
 def test_statements_thanks_and_chatter_are_left_alone(text, reason):

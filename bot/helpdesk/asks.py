@@ -6,7 +6,10 @@ predictable: a channel's members should be able to tell why the bot answered
 one message and left another alone. Pure functions, stdlib and the question
 words kb_index.question already knows.
 
-A message asks when, after its markup, greetings, thanks and sign-offs are
+A message that mentions a person, a user group or the whole channel
+(`<@U…>`, `<!subteam^…>`, `<!here>`) is addressed to them, not to the bot: it is
+left alone (a mention of the bot itself arrives as `app_mention` and is answered
+as one). Otherwise a message asks when, after its markup, greetings, thanks and sign-offs are
 gone (kb_index.question.chatter), it has between MIN_CONTENT_WORDS content
 words and MAX_CHARS characters, is not social chatter ("lunch anyone?"), and
 one of its sentences
@@ -42,6 +45,7 @@ NO_QUESTION = "no question"
 TOO_SHORT = "too short"
 TOO_LONG = "too long"
 SOCIAL = "social chatter"
+ADDRESSED = "addressed to people"
 
 # Wh-words that open a question in either language. "was" is German's "what" and
 # English's past tense: it counts only before a German verb (below).
@@ -92,6 +96,8 @@ SOCIAL_MAX_CONTENT_WORDS = 4
 _WORD = re.compile(r"[\w'’]+")
 _ASKS_FOR_START = re.compile(r"^\W*" + alternation(_ASKS_FOR) + r"(?!\w)", re.IGNORECASE)
 _QUESTION_MARK = re.compile(r"[?？¿]")
+# Slack's markup for a mention of a person, a user group, or everyone in the channel.
+_ADDRESSED = re.compile(r"<(?:@[UW][A-Z0-9]+|!subteam\^[A-Z0-9]+|!here|!channel|!everyone)(?:\|[^>]*)?>")
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,8 @@ def asks(text: str) -> Asks:
     """Does `text` (a Slack message's text) ask something the knowledge base could answer?"""
     if len(text) > MAX_CHARS:
         return Asks(False, TOO_LONG)
+    if _ADDRESSED.search(text):
+        return Asks(False, ADDRESSED)
     plain = strip_phrases(strip_markup(text))
     words = content_words(plain)
     if len(words) < MIN_CONTENT_WORDS:
