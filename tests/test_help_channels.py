@@ -216,3 +216,42 @@ def test_in_a_dm_the_hand_over_goes_to_the_review_channel_and_the_asker_is_told(
     assert told["text"] == message(Key.HANDED_OVER_DM, "en", people="<!subteam^S0HRTEAM>")
     request = next(p for p in answers_in(bot, REVIEW_CHANNEL, None) if "S0HRTEAM" in p["text"])
     assert "<@UDMASKER>" in request["text"] and "annual leave" in request["text"]
+
+
+def test_in_the_assistant_panel_the_asker_is_told_in_the_panels_thread(bot):
+    from tests.test_assistant_panel import DM, new_thread, panel_message, thread_event, thread_root
+
+    thread = new_thread()
+    bot.slack.set_replies(DM, thread, [thread_root(thread)])
+    bot.send_event(thread_event("started", thread_ts=thread, beside=HELP))
+    answers_in(bot, DM, thread)  # the greeting
+    bot.send_event(panel_message(QUESTION, thread_ts=thread))
+    answer = answers_in(bot, DM, thread, count=2)[1]
+    # The panel is a DM: its hand-over is the dm policy's, not that of the channel beside it.
+    bot.send_action(block_action("citebot_handover", button_value(answer, "citebot_handover"), channel=DM,
+                                 user="UASKER"))
+    told = answers_in(bot, DM, thread, count=3)[2]
+    assert "<!subteam^S0HRTEAM>" in told["text"] and "S0ITSUPPORT" not in told["text"]
+    escalated = json.loads(cli(bot, "review", "escalations", "--json"))
+    [panel] = [e for e in escalated["escalations"] if e["thread_ts"] == thread]
+    assert panel["is_dm"] and panel["handover_channel"] == REVIEW_CHANNEL and panel["status"] == "handed over"
+    assert escalated["by_collection"]["handbook"] >= 1
+
+
+def test_a_hand_over_slack_refuses_is_released_and_the_next_click_makes_it(bot):
+    asked = channel_message("Can I carry over unused vacation days?")
+    thread = ts_of(asked)
+    bot.send_event(asked)
+    [post] = answers_in(bot, HELP, thread)
+    quiet(bot)
+    question_id = button_value(post, "citebot_handover")
+    bot.slack.fail(error="not_in_channel", method="chat.postMessage")
+    bot.send_action(block_action("citebot_handover", question_id, channel=HELP, user="UASKER"))
+    wait_until(lambda: any(c.error == "not_in_channel" for c in bot.slack.calls("chat.postMessage")), 20,
+               "the refused hand-over")
+    quiet(bot)
+    wait_until(lambda: redis.Redis.from_url(TEST_REDIS_URL).get(keys.escalation_key(question_id)) is None, 10,
+               "the hand-over to be released")
+    bot.send_action(block_action("citebot_handover", question_id, channel=HELP, user="UASKER"))
+    handed = answers_in(bot, HELP, thread, count=2)[1]
+    assert "<!subteam^S0ITSUPPORT>" in handed["text"]

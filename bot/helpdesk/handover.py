@@ -144,6 +144,15 @@ class Handover:
             await self.escalations.link_thread(escalation.channel, escalation.thread_ts, question_id)
         log.info("question %s handed over to %s", question_id, ", ".join(escalation.escalate_to))
 
+    async def failed(self, job: Job) -> None:
+        """The hand-over's last try failed (Slack stayed down): released, unless it was made, so the asker
+        can click again."""
+        question_id = job.read(HandoverPayload).question_id
+        escalation = await self.escalations.get(question_id)
+        if escalation is not None and escalation.status != HANDED_OVER and \
+                await self.poster.where_posted(handover_key(question_id)) is None:
+            await self.escalations.release(question_id)
+
     async def _tell_dm_asker(self, escalation: Escalation) -> None:
         key = told_key(escalation.question_id)
         if await self.poster.claim_unless_posted(key, escalation.channel, escalation.thread_ts):

@@ -39,6 +39,10 @@ def _string(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 async def on_channel_message(event: dict[str, Any], body: dict[str, Any], context: Any, deps: Any) -> None:
     """A `message` event from a channel or private channel (not a DM). `deps`: bot.slack.listeners AppDeps."""
     from bot.slack.listeners import bot_user_id_of, enqueue_question, is_question_in_dm, make_question
@@ -89,10 +93,11 @@ async def _thread_reply(event: dict[str, Any], channel: str, thread_ts: str, tex
 
 async def on_handover_click(body: dict[str, Any], deps: Any) -> None:
     """"Still need help?" clicked: the asker's first click claims the hand-over and queues it."""
-    actions = body.get("actions") or [{}]
-    question_id = _string(actions[0].get("value"))
-    user = _string((body.get("user") or {}).get("id"))
-    clicked_in = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+    actions = body.get("actions")
+    first = actions[0] if isinstance(actions, list) and actions and isinstance(actions[0], dict) else {}
+    question_id = _string(first.get("value"))
+    user = _string(_object(body.get("user")).get("id"))
+    clicked_in = _object(body.get("channel")).get("id") or _object(body.get("container")).get("channel_id")
     if not question_id or not user:
         return
     record = await deps.records.answer(question_id)
@@ -116,9 +121,11 @@ async def on_handover_click(body: dict[str, Any], deps: Any) -> None:
     escalations = Escalations(deps.records.redis)
     if not await escalations.claim(escalation):
         return  # handed over already: a second click does nothing
+    job = Job.of(HandoverPayload(question_id=question_id))
     try:
-        # One job per question, whichever web process took the click.
-        await deps.queue.enqueue(Job.of(HandoverPayload(question_id=question_id)), dedupe_id=f"handover:{question_id}")
+        # The claim lets one click through; a key per job, not per question, so that a click after a
+        # hand-over Slack refused (and the worker released) is not taken for a duplicate.
+        await deps.queue.enqueue(job, dedupe_id=f"handover:{question_id}:{job.id}")
     except Exception:
         await escalations.release(question_id)
         raise

@@ -156,6 +156,8 @@ class JobHandlers:
                 await self._answer_failed(job, error)
             elif job.kind is JobKind.REVIEW_DECISION:
                 await self.reviews.decision_failed(job, error)
+            elif job.kind is JobKind.HANDOVER:
+                await self.handover.failed(job)
 
     def _delivery(self, payload: AnswerPayload) -> Delivery:
         if payload.ephemeral is not None:
