@@ -211,7 +211,8 @@ _TEXT: dict[str, dict[Key, str]] = {
         Key.HANDOVER_REQUEST: "{people}: {asker} still needs help with a question they asked citebot privately:",
         Key.HANDOVER_REVIEW_HEADING: "A person answered a handed-over question",
         Key.HANDOVER_REVIEW_NOTE: "{people} were asked; {helper} answered in the thread. Approve saves their answer "
-                                  "as a draft KB entry, Write answer lets you edit it first, Dismiss saves nothing.",
+                                  "as a draft KB entry, Write answer lets you edit it first (tick the box to save it), Dismiss "
+                                  "saves nothing.",
         Key.THEIR_ANSWER: "Their answer",
         Key.HANDOVER_SAVED: "Saved as a draft KB entry by {user} at {time}",
         Key.HANDOVER_DISMISSED: "Dismissed by {user} at {time}",
@@ -393,7 +394,7 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.HANDOVER_REVIEW_HEADING: "Eine Person hat eine übergebene Frage beantwortet",
         Key.HANDOVER_REVIEW_NOTE: "Gefragt waren {people}; {helper} hat im Thread geantwortet. Freigeben speichert "
                                   "die Antwort als Entwurf für die Wissensbasis, Antwort schreiben lässt sie vorher "
-                                  "bearbeiten, Verwerfen speichert nichts.",
+                                  "bearbeiten (mit Häkchen gespeichert), Verwerfen speichert nichts.",
         Key.THEIR_ANSWER: "Ihre Antwort",
         Key.HANDOVER_SAVED: "Als Entwurf für die Wissensbasis gespeichert von {user} am {time}",
         Key.HANDOVER_DISMISSED: "Verworfen von {user} am {time}",

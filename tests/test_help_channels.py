@@ -16,7 +16,17 @@ from bot.i18n import Key, message
 from bot.store import keys
 from tests.citebot_fixtures import answers_in, button_value
 from tests.fakes.slack_server import BOT_ID, BOT_USER_ID
-from tests.harness import REVIEW_CHANNEL, REVIEWER, ROOT, block_action, dm_event, envelope, mention_event, start_citebot
+from tests.harness import (
+    REVIEW_CHANNEL,
+    REVIEWER,
+    ROOT,
+    block_action,
+    dm_event,
+    envelope,
+    mention_event,
+    start_citebot,
+    view_submission,
+)
 from tests.polling import wait_until
 from tests.redis_fixtures import TEST_REDIS_URL, flush, require_redis
 
@@ -80,6 +90,14 @@ def ts_of(payload: dict) -> str:
 
 def action_ids(post: dict) -> list[str]:
     return [el["action_id"] for b in post.get("blocks", []) if b["type"] == "actions" for el in b["elements"]]
+
+
+def in_review_channel(bot, needle: str) -> dict:
+    """The first post of the review channel whose text or blocks hold `needle`, once it is there."""
+    def found():
+        return next((p for p in bot.replies(REVIEW_CHANNEL, None) if needle in p["text"] + json.dumps(p["blocks"])),
+                    None)
+    return wait_until(found, 20, f"a post with {needle!r} in the review channel")
 
 
 def cli(bot, *args: str) -> str:
@@ -193,7 +211,7 @@ def test_still_need_help_hands_over_once_and_a_persons_answer_becomes_a_draft(bo
     bot.send_event(channel_message("Thanks, waiting!", thread_ts=thread))
     answer = "Part-timers get leave pro rata: 4 of 5 days, so 22.4 days. Ask HR to round it."
     bot.send_event(channel_message(answer, user="UHELPER", thread_ts=thread))
-    card = next(p for p in answers_in(bot, REVIEW_CHANNEL, None) if "22.4 days" in json.dumps(p["blocks"]))
+    card = in_review_channel(bot, "22.4 days")
     assert "Thanks, waiting" not in json.dumps(card["blocks"]) and "<@UHELPER>" in json.dumps(card["blocks"])
     bot.send_action(block_action("citebot_review_approve", button_value(card, "citebot_review_approve"),
                                  channel=REVIEW_CHANNEL, user=REVIEWER))
@@ -214,7 +232,7 @@ def test_in_a_dm_the_hand_over_goes_to_the_review_channel_and_the_asker_is_told(
     bot.send_action(block_action("citebot_handover", question_id, channel="DHELPASKER", user="UDMASKER"))
     told = answers_in(bot, "DHELPASKER", None, count=2)[1]
     assert told["text"] == message(Key.HANDED_OVER_DM, "en", people="<!subteam^S0HRTEAM>")
-    request = next(p for p in answers_in(bot, REVIEW_CHANNEL, None) if "S0HRTEAM" in p["text"])
+    request = in_review_channel(bot, "S0HRTEAM")
     assert "<@UDMASKER>" in request["text"] and "annual leave" in request["text"]
 
 
@@ -255,3 +273,34 @@ def test_a_hand_over_slack_refuses_is_released_and_the_next_click_makes_it(bot):
     bot.send_action(block_action("citebot_handover", question_id, channel=HELP, user="UASKER"))
     handed = answers_in(bot, HELP, thread, count=2)[1]
     assert "<!subteam^S0ITSUPPORT>" in handed["text"]
+
+
+def test_a_reviewer_may_edit_a_persons_answer_before_it_is_saved(bot):
+    asked = channel_message("Is the per diem for Munich different from Berlin?")
+    thread = ts_of(asked)
+    bot.send_event(asked)
+    [post] = answers_in(bot, HELP, thread)
+    bot.send_action(block_action("citebot_handover", button_value(post, "citebot_handover"), channel=HELP,
+                                 user="UASKER"))
+    answers_in(bot, HELP, thread, count=2)
+    bot.send_event(channel_message("Same rate everywhere in Germany: 28 EUR a full day.", user="UHELPER2",
+                                   thread_ts=thread))
+    card = in_review_channel(bot, "28 EUR")
+    opened = len(bot.slack.calls("views.open"))
+    bot.send_action(block_action("citebot_review_answer", button_value(card, "citebot_review_answer"),
+                                 channel=REVIEW_CHANNEL, user=REVIEWER))
+    modal = bot.slack.wait_for("views.open", opened + 1)[-1].body["view"]
+    edited = "The per diem is the same in Munich and Berlin: 28 EUR for a full day of travel."
+    values = {"citebot_review_answer": {"answer": {"type": "plain_text_input", "value": edited}},
+              "citebot_review_save_draft": {"save_draft": {"type": "checkboxes",
+                                                           "selected_options": [{"value": "draft"}]}}}
+    assert bot.send_action(view_submission(modal, user=REVIEWER, values=values)).status_code == 200
+    drafts = Path(bot.env["CITEBOT_DRAFTS_DIR"])
+    [draft] = wait_until(lambda: [d for d in drafts.glob("*.md") if "Munich" in d.read_text()], 20, "the edited draft")
+    assert edited in draft.read_text() and "Same rate everywhere" not in draft.read_text()
+    # The card says who decided, without buttons; the asker's thread got nothing more.
+    [updated] = wait_until(lambda: [c for c in bot.slack.calls("chat.update") if "28 EUR" in json.dumps(c.body)], 20,
+                           "the decided card")
+    assert REVIEWER in json.dumps(updated.body["blocks"]) and "citebot_review_approve" not in json.dumps(updated.body)
+    quiet(bot)
+    assert len(bot.replies(HELP, thread)) == 2

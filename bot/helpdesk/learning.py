@@ -10,8 +10,9 @@ claim-once decision as every review (bot.slack.listeners, bot.review.desk).
 Only what they do differs, because the asker has the person's answer already:
 nothing is posted into the asker's thread. Approve saves the person's answer
 as a draft KB entry (bot.review.drafts `save_draft`, as a written review answer
-is saved), Write answer saves the reviewer's edited version, Dismiss saves
-nothing; the card then says who decided.
+is saved), Write answer saves the reviewer's edited version when the modal's
+"Also save as a draft KB entry" box is ticked, Dismiss saves nothing; the card
+then says who decided.
 """
 
 from __future__ import annotations
@@ -130,7 +131,9 @@ async def decide_handover(desk: Any, record: ReviewRecord, payload: ReviewDecisi
 
     status = DECISIONS[payload.decision]
     text = payload.text.strip() or record.draft
-    if status is not ReviewStatus.DISMISSED:
+    # Approve is the person's answer saved; a written answer is saved as its modal's box says, as for any review.
+    saved = status is ReviewStatus.APPROVED or (status is ReviewStatus.ANSWERED and payload.save_draft)
+    if saved:
         desk._save_draft(record, text, payload.reviewer)
     record.status, record.decided_by, record.decided_at = status, payload.reviewer, time.time()
     record.final_answer = text if status is not ReviewStatus.DISMISSED else None
