@@ -39,6 +39,17 @@ async def test_the_first_claim_wins_and_a_release_lets_the_next_click_try(store:
     assert [e.question_id for e in await store.since(0)] == ["C1:1.0"]
 
 
+async def test_a_thread_is_handed_over_once_whichever_replys_button_is_clicked(store: Escalations) -> None:
+    assert await store.claim(escalation("C1:1.0"))
+    assert not await store.claim(escalation("C1:2.0"))  # a follow-up's reply in the same thread
+    assert await store.claim(escalation("C1:3.0", thread_ts="3.0"))  # another thread
+    # Outside a thread (a DM's questions) each question is its own.
+    assert await store.claim(escalation("D1:1.0", channel="D1", thread_ts=None, is_dm=True))
+    assert await store.claim(escalation("D1:2.0", channel="D1", thread_ts=None, is_dm=True))
+    await store.release("C1:1.0")
+    assert await store.claim(escalation("C1:2.0"))
+
+
 async def test_a_save_keeps_the_records_lifetime_and_never_revives_it(store: Escalations) -> None:
     assert await store.claim(escalation())
     record = await store.get("C1:1.0")

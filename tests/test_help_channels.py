@@ -273,6 +273,14 @@ def test_a_hand_over_slack_refuses_is_released_and_the_next_click_makes_it(bot):
     bot.send_action(block_action("citebot_handover", question_id, channel=HELP, user="UASKER"))
     handed = answers_in(bot, HELP, thread, count=2)[1]
     assert "<!subteam^S0ITSUPPORT>" in handed["text"]
+    # A follow-up's reply in the same thread has the button too; the thread is handed over already.
+    follow = mention_event("And until when can I use them?", channel=HELP, thread_ts=thread)
+    bot.send_event(follow)
+    reply = answers_in(bot, HELP, thread, count=3)[2]
+    bot.send_action(block_action("citebot_handover", button_value(reply, "citebot_handover"), channel=HELP,
+                                 user="UASKER"))
+    quiet(bot)
+    assert len(bot.replies(HELP, thread)) == 3
 
 
 def test_a_reviewer_may_edit_a_persons_answer_before_it_is_saved(bot):

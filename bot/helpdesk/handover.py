@@ -4,8 +4,9 @@ Where the channel's policy (or, in a DM and the assistant panel, the `dm`
 policy) names `escalate_to`, every reply to a question there (the answer, the
 uncertain message, the refusal) carries the button; its value is the question
 id. The click is taken in the web process: only the asker's click counts, the
-first one claims the hand-over in Redis (bot.store.escalations), and a
-`handover` job is queued; a second click finds the claim and does nothing.
+first one in the thread claims the hand-over in Redis (bot.store.escalations),
+and a `handover` job is queued; a second click, on any reply's button in that
+thread, finds the claim and does nothing.
 
 The worker then, once per question through the post ledger:
 - in a channel: posts in the asker's thread one message that mentions the

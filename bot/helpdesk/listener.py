@@ -92,7 +92,7 @@ async def _thread_reply(event: dict[str, Any], channel: str, thread_ts: str, tex
 
 
 async def on_handover_click(body: dict[str, Any], deps: Any) -> None:
-    """"Still need help?" clicked: the asker's first click claims the hand-over and queues it."""
+    """"Still need help?" clicked: the asker's first click in the thread claims the hand-over and queues it."""
     actions = body.get("actions")
     first = actions[0] if isinstance(actions, list) and actions and isinstance(actions[0], dict) else {}
     question_id = _string(first.get("value"))

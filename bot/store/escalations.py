@@ -1,7 +1,7 @@
 """Questions handed over to people, and the per-channel count of answers given without a mention.
 
 An `Escalation` is written by the web process when the asker clicks "Still need
-help?" (claimed once per question: a second click finds it and does nothing),
+help?" (claimed once per thread: a second click finds the claim and does nothing),
 completed by the worker once the people in `escalate_to` were mentioned, and
 added to when a person answers in the thread. Key names and lifetimes are in
 bot.store.keys.
@@ -50,10 +50,12 @@ class Escalation(BaseModel):
     replies: list[PersonReply] = Field(default_factory=list)
 
 
-# KEYS: escalation key, all escalations. ARGV: record json, ttl, question id, at.
-# NX: the first click claims; the set is written with it, so a listed hand-over always has its record.
+# KEYS: escalation key, all escalations, the thread's claim. ARGV: record json, ttl, question id, at.
+# The first click in a thread claims it; the record and the set are written with the claim, so a listed
+# hand-over always has its record.
 CLAIM_LUA = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then
+if redis.call('SET', KEYS[3], ARGV[3], 'NX', 'EX', ARGV[2]) then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
   redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3])
   return 1
 end
@@ -76,6 +78,10 @@ return 1
 """
 
 
+def _claim_key(escalation: Escalation) -> str:
+    return keys.escalation_claim_key(escalation.channel, escalation.thread_ts, escalation.question_id)
+
+
 def _text(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -87,15 +93,19 @@ class Escalations:
         self._within_cap = redis.register_script(WITHIN_CAP_LUA)
 
     async def claim(self, escalation: Escalation) -> bool:
-        """True for the first click on the question's button; False for any later one."""
+        """True for the first click in the question's thread (or on a question asked outside a thread);
+        False for any later one, on this question's button or another reply's in the same thread."""
         claimed = await self._claim(
-            keys=[keys.escalation_key(escalation.question_id), keys.ESCALATIONS_ZSET],
+            keys=[keys.escalation_key(escalation.question_id), keys.ESCALATIONS_ZSET, _claim_key(escalation)],
             args=[escalation.model_dump_json(), keys.ESCALATION_TTL_S, escalation.question_id, repr(escalation.at)],
         )
         return bool(claimed)
 
     async def release(self, question_id: str) -> None:
         """The hand-over could not be made (the job could not be queued, Slack refused the post): a later click tries again."""
+        escalation = await self.get(question_id)
+        if escalation is not None:
+            await self.redis.delete(_claim_key(escalation))
         await self.redis.delete(keys.escalation_key(question_id))
         await self.redis.zrem(keys.ESCALATIONS_ZSET, question_id)
 

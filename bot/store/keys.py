@@ -310,6 +310,9 @@ AUTO_ANSWERED_WINDOW_S = 3600
 ESCALATION_PREFIX = PREFIX + "{escalations}:q:"  # + question id
 ESCALATIONS_ZSET = PREFIX + "{escalations}:all"  # member question id, score when handed over
 ESCALATED_THREAD_PREFIX = PREFIX + "{escalations}:thread:"  # + channel + ":" + thread ts -> question id
+# A thread's one hand-over: the asker's thread (a channel's, a panel's) is handed over once, whichever of
+# its replies' buttons is clicked; a question asked outside a thread (a DM's) claims only itself.
+ESCALATION_CLAIM_PREFIX = PREFIX + "{escalations}:claim:"  # + channel + ":" + thread ts, or the question id
 ESCALATION_TTL_S = AUDIT_HORIZON_S
 
 
@@ -323,3 +326,7 @@ def escalation_key(question_id: str) -> str:
 
 def escalated_thread_key(channel: str, thread_ts: str) -> str:
     return f"{ESCALATED_THREAD_PREFIX}{channel}:{thread_ts}"
+
+
+def escalation_claim_key(channel: str, thread_ts: str | None, question_id: str) -> str:
+    return ESCALATION_CLAIM_PREFIX + (f"{channel}:{thread_ts}" if thread_ts else question_id)
