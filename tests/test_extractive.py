@@ -421,3 +421,26 @@ async def test_passages_in_a_table_are_found_by_meaning(pipeline):
     answer = await ask_pipeline(pipeline, "Wir ziehen nächsten Monat privat um, gibts da einen Tag frei?")
     assert answer.outcome is Outcome.ANSWERED and "hp-sur-01" in answer.citations
     assert "Privater Umzug (einmal im Kalenderjahr) · 1 Arbeitstag [1]" in answer.answer
+
+
+@pytest.mark.parametrize("outcome", ["answered", "uncertain", "refused"])
+def test_the_line_goes_only_before_passages_that_are_posted(outcome):
+    from bot.answer.assemble import build_answer
+    from bot.answer.pipeline import _with_lead
+    from bot.models import Verdict, Violation
+
+    blocks = evidence(("hr-vacation", VACATION))
+    out = draft("Bermuda dollar exchange rate?", blocks)
+    verdict = {
+        "answered": verify_citations(out.text, blocks, "en"),
+        "uncertain": Verdict(ok=False, violations=[Violation(kind="UNCITED_SENTENCE", detail="x")]),
+        "refused": Verdict(ok=True, refusal=True),
+    }[outcome]
+    answer = build_answer("Bermuda dollar exchange rate?", out.text, verdict, blocks)
+    body = answer.answer
+    _with_lead(answer, out)
+    if outcome == "answered":
+        assert answer.answer == f"{message(Key.EXTRACTIVE_NEAR, 'en')}\n\n{body}"
+        assert answer.not_covered == ["Bermuda dollar exchange rate?"]
+    else:
+        assert answer.answer == body and answer.not_covered == []
