@@ -29,6 +29,8 @@ class Key(StrEnum):
     PARTIAL = "partial"  # only some statements of the answer could be verified
     NOT_COVERED = "not_covered"  # the answer says what the KB does not cover; the question goes to the gaps report
     TRUNCATED = "truncated"  # the question was cut to the maximum length
+    EXTRACTIVE_LEAD = "extractive_lead"  # before the passages the extractive backend quotes as the answer
+    EXTRACTIVE_NEAR = "extractive_near"  # before the nearest passages to a question the KB does not answer as asked
     HELP = "help"  # an empty mention
     COMMAND_HELP = "command_help"  # an empty /citebot
     LOOKING_UP = "looking_up"  # /citebot acknowledged: the answer follows, to the asker alone
@@ -168,6 +170,10 @@ _TEXT: dict[str, dict[Key, str]] = {
             "have been told what is missing."
         ),
         Key.TRUNCATED: "Your question was longer than {limit} characters, so I answered its first {limit} characters.",
+        Key.EXTRACTIVE_LEAD: "Here is what the knowledge base says:",
+        Key.EXTRACTIVE_NEAR: (
+            "The knowledge base may not answer this question as asked. The nearest it says is this:"
+        ),
         Key.HELP: (
             "Ask me a question and I will answer it from the company knowledge base, "
             "with a source for every statement. For example: @citebot How many vacation days do I get?"
@@ -348,6 +354,10 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
             "wissen jetzt, was fehlt."
         ),
         Key.TRUNCATED: "Deine Frage war länger als {limit} Zeichen; ich habe die ersten {limit} Zeichen beantwortet.",
+        Key.EXTRACTIVE_LEAD: "Das sagt die Wissensbasis dazu:",
+        Key.EXTRACTIVE_NEAR: (
+            "So, wie die Frage gestellt ist, beantwortet die Wissensbasis sie vielleicht nicht. Am nächsten kommt dies:"
+        ),
         Key.HELP: (
             "Stell mir eine Frage, und ich beantworte sie aus der Wissensbasis des Unternehmens, "
             "mit einer Quelle für jede Aussage. Zum Beispiel: @citebot Wie viele Urlaubstage habe ich?"
