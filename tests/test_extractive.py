@@ -493,3 +493,13 @@ async def test_a_near_topic_question_close_in_meaning_is_marked_for_the_thing_it
     assert answer.answerability["answerable"]
     assert answer.answer.startswith(message(Key.EXTRACTIVE_NEAR, "en") + "\n\n- ")
     assert answer.not_covered == [question]
+
+
+async def test_a_near_topic_question_across_languages_is_marked_by_meaning(pipeline):
+    # No word of a German question can be missing from an English entry; the embedder alone decides, at a
+    # threshold that marks what a nearby topic reaches across languages (breakfast: the canteen serves lunch).
+    question = "Gibt es in der Kantine auch Frühstück?"
+    answer = await ask_pipeline(pipeline, question)
+    assert answer.answerability["answerable"] and "tf-canteen-01" in answer.citations
+    assert answer.answer.startswith(message(Key.EXTRACTIVE_NEAR, "de") + "\n\n- ")
+    assert answer.not_covered == [question]
