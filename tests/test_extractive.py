@@ -16,7 +16,10 @@ import pytest
 from bot.answer.extractive import (
     MAX_PASSAGES,
     ExtractiveBackend,
+    Vectors,
+    candidates,
     prose_units,
+    sibling_word,
 )
 from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import verify_claims
@@ -229,6 +232,42 @@ def test_a_question_of_stop_words_only_is_not_answered():
 
 
 # ----------------------------------------------------------------- claims mode
+
+
+def _vectors_by_word(close: set[str]) -> Vectors:
+    """Stand-in vectors: the words in `close` point where every title points, all others elsewhere."""
+    import numpy as np
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, 0.0] if t in close or " " in t or "-" in t else [0.0, 1.0] for t in texts])
+
+    return Vectors(embed, embed)
+
+
+def _german(blocks: list[Evidence]) -> list[Evidence]:
+    from dataclasses import replace
+
+    return [e.model_copy(update={"chunk": replace(e.chunk, language="de")}) for e in blocks]
+
+
+def test_the_word_an_entry_does_not_mention_is_found_and_weighed_by_its_closeness_to_the_title():
+    blocks = _german(evidence(("de-atz-01", ATZ), ("de-meal-01", MEAL)))
+    best = candidates(blocks, "de")[0]
+    assert best.evidence.entry_id == "de-atz-01"
+    # "Teilzeit" is inside "Altersteilzeit" (the compound's word-pieces) and "Ruhestand" is a word of the
+    # entry: neither is missing. "Sabbatical" is, and close to the title; "Montag" is missing too, but far.
+    vectors = _vectors_by_word({"Sabbatical"})
+    assert sibling_word("Gibt es Teilzeit vor dem Ruhestand als Sabbatical ab Montag?", best, blocks, "de",
+                        vectors) == ("Sabbatical", 1.0)
+    assert sibling_word("Gibt es Teilzeit vor dem Ruhestand ab Montag?", best, blocks, "de", vectors) == ("Montag", 0.0)
+    assert sibling_word("Gibt es Teilzeit vor dem Ruhestand?", best, blocks, "de", vectors) == ("", 0.0)
+
+
+def test_across_languages_no_word_is_missing():
+    blocks = _german(evidence(("de-atz-01", ATZ)))
+    best = candidates(blocks, "en")[0]
+    assert sibling_word("Is there a sabbatical before retirement?", best, blocks, "en",
+                        _vectors_by_word({"sabbatical"})) == ("", 0.0)
 
 
 def test_claims_mode_is_valid_json_with_pointer_ids():
@@ -444,3 +483,23 @@ def test_the_line_goes_only_before_passages_that_are_posted(outcome):
         assert answer.not_covered == ["Bermuda dollar exchange rate?"]
     else:
         assert answer.answer == body and answer.not_covered == []
+
+
+async def test_a_near_topic_question_close_in_meaning_is_marked_for_the_thing_it_names(pipeline):
+    # The canteen entry is close in meaning to the question, which names a thing it never mentions (breakfast):
+    # the passages come marked, and the question goes to the gaps report.
+    question = "Does the canteen serve breakfast as well?"
+    answer = await ask_pipeline(pipeline, question)
+    assert answer.answerability["answerable"]
+    assert answer.answer.startswith(message(Key.EXTRACTIVE_NEAR, "en") + "\n\n- ")
+    assert answer.not_covered == [question]
+
+
+async def test_a_near_topic_question_across_languages_is_marked_by_meaning(pipeline):
+    # No word of a German question can be missing from an English entry; the embedder alone decides, at a
+    # threshold that marks what a nearby topic reaches across languages (breakfast: the canteen serves lunch).
+    question = "Gibt es in der Kantine auch Frühstück?"
+    answer = await ask_pipeline(pipeline, question)
+    assert answer.answerability["answerable"] and "tf-canteen-01" in answer.citations
+    assert answer.answer.startswith(message(Key.EXTRACTIVE_NEAR, "de") + "\n\n- ")
+    assert answer.not_covered == [question]

@@ -1,10 +1,12 @@
 """The extractive backend on knowledge bases it was not written for: does it answer what they cover?
 
-    python bench/extractive/run.py [--split test|tune|all] [--kb NAME] [--misses] [--json PATH]
+    python bench/extractive/run.py [--split test|tune|all] [--set first|second] [--kb NAME] [--misses] [--json PATH]
 
-Three knowledge bases of other companies (bench/extractive/kbs/: a German works council
-and personnel handbook, an English IT security handbook, an English facilities guide
-with German travel rules) and Slack-style questions about them, labelled with the entry
+Five knowledge bases of other companies (bench/extractive/kbs/; the first set: a German
+works council and personnel handbook, an English IT security handbook, an English
+facilities guide with German travel rules; the second set, written later with more
+near-topic questions: an English lab safety handbook, German employee benefits with an
+English relocation entry) and Slack-style questions about them, labelled with the entry
 that answers each, or near-topic (the KB covers something nearby, not what was asked),
 or off-topic. Each question goes through the whole pipeline as `citebot ask` runs it
 with no settings: retrieval and its answerability decision, the extractive backend,
@@ -63,6 +65,8 @@ CACHE = ROOT / ".citebot" / "bench-cache" / "embeddings.sqlite"
 DEFAULT_TOP_K = Settings.model_fields["top_k"].default
 DEFAULT_BUDGET_CHARS = Settings.model_fields["prompt_budget_chars"].default
 PAIRS = ("de-de", "en-en", "de-en", "en-de")
+# The labelled sets, each split into its own tune and test halves (README: which halves were looked at, when).
+SETS = {"first": ["corvid", "hallberg", "tidewater"], "second": ["lindqvist", "ostwerk"]}
 
 
 def load_questions(kb: str, split: str) -> list[dict]:
@@ -193,12 +197,13 @@ def _handled(cases: list[Case]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=("test", "tune", "all"), default="test")
+    ap.add_argument("--set", choices=sorted(SETS), help="the knowledge bases of one labelled set (default: all)")
     ap.add_argument("--kb", action="append", help="one of bench/extractive/kbs (default: all)")
     ap.add_argument("--misses", action="store_true", help="print each question the backend got wrong")
     ap.add_argument("--json", type=Path, help="write every case to this file")
     args = ap.parse_args(argv)
 
-    names = args.kb or sorted(p.name for p in KBS.iterdir() if (p / "questions.yaml").exists())
+    names = args.kb or SETS.get(args.set or "") or sorted(p.name for p in KBS.iterdir() if (p / "questions.yaml").exists())
     embedder = LocalE5Embedder()
     cached = CachedEmbedder(LocalE5Embedder(), CACHE)  # the KBs' chunks, embedded once across runs
     cases: list[Case] = []

@@ -1,6 +1,6 @@
 """Chooses the extractive backend's weights and thresholds on the tune half, and only there.
 
-    python bench/extractive/tune.py [--cases]
+    python bench/extractive/tune.py [--cases] [--grid] [--standout] [--siblings]
 
 Retrieval runs once per question (as the pipeline runs it: answerability, the blocks
 that fit the prompt budget); then each setting of the weights is tried on the same
@@ -103,17 +103,44 @@ def show_cases(items: list[Item], embed) -> None:
             print(f"      {c.score:.3f} {c.meaning:.3f} {c.lexical:.2f} [{c.evidence.entry_id}] {c.text[:110]}")
 
 
+def siblings(items: list[Item], embed) -> None:
+    """MIN_SIBLING: for the questions that meaning alone says are answered, the question's word the best
+    entry does not mention that is closest to the entry's title (same language only), by kind."""
+    found: list[tuple[float, str, str, str]] = []
+    for it in items:
+        if not it.passed:
+            continue
+        saved, extractive.MIN_SIBLING = extractive.MIN_SIBLING, float("inf")
+        try:
+            sel = extractive.choose(it.q, it.evidence, it.language, embed)
+        finally:
+            extractive.MIN_SIBLING = saved
+        if sel.answers and sel.best is not None:
+            word, closeness = extractive.sibling_word(it.q, sel.best, it.evidence, it.language, embed)
+            found.append((closeness, it.kind, word, it.q))
+    for closeness, k, word, q in sorted(found):
+        print(f"   {closeness:.3f} {k:10s} {word:24s} {q}")
+    near = [c for c, k, _, _ in found if k != "answerable"]
+    low = min(near, default=1.0)
+    print(f"near/off-topic questions meaning alone lets through: {len(near)}, their lowest closeness {low:.3f}; "
+          f"answerable ones at or above it: {sum(c >= low for c, k, _, _ in found if k == 'answerable')} "
+          f"of {sum(k == 'answerable' for _, k, _, _ in found)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", action="store_true")
     ap.add_argument("--grid", action="store_true", help="the weights of the passage choice")
     ap.add_argument("--standout", action="store_true", help="the weight of how far the best passage stands out")
+    ap.add_argument("--siblings", action="store_true", help="the closeness of the word the best entry does not mention")
     args = ap.parse_args(argv)
     embedder = CachedEmbedder(LocalE5Embedder(), CACHE)
     embed = extractive.Vectors(VectorCache(embedder.embed_queries).vectors, VectorCache(embedder.embed_passages).vectors)
     items = gather(embedder)
     if args.cases:
         show_cases(items, embed)
+    if args.siblings:
+        siblings(items, embed)
     base = evaluate(items, embed)
     bests = base.pop("bests")
     print(f"current constants: {base}")
