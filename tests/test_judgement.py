@@ -17,6 +17,7 @@ from bot.answer.verify.judgement import (
     unavailable,
     wants_judgement,
 )
+from bot.answer.verify.policy import JUDGE_UNAVAILABLE
 from bot.models import (
     JUDGE_CONTRADICTS,
     JUDGE_NOT_STATED,
@@ -198,11 +199,14 @@ def test_a_passed_judgement_is_recorded_and_changes_nothing_else():
     assert judged == verdict.model_copy(update={"judgement": judgement})
 
 
-def test_an_unavailable_judge_leaves_the_checks_verdict_standing():
+def test_an_unavailable_judge_fails_the_verdict():
     verdict, asked_ = asked()
+    assert verdict.ok
     judgement = unavailable(asked_, "LLMUnavailable: HTTP 503", "m")
     judged = apply_judgement(verdict, judgement, EVIDENCE, AnswerMode.CITATIONS)
-    assert judged.ok and judged.violations == [] and judged.judgement.status is JudgeStatus.UNAVAILABLE
+    assert not judged.ok and judged.judgement.status is JudgeStatus.UNAVAILABLE
+    (down,) = judged.violations
+    assert down.kind == JUDGE_UNAVAILABLE and down.detail.endswith("LLMUnavailable: HTTP 503")
     assert [(s.said, s.support) for s in judged.judgement.statements] == [("", Support.NOT_STATED)] * 2
 
 

@@ -10,8 +10,16 @@ worker runs it per job. The rules that make it safe:
   as feedback; a second failure gives the uncertain message and keeps the draft;
 - a draft that stopped at the output cap is checked as it is, never completed:
   unless it is claims JSON that closed before the cap, it fails (CUT_AT_OUTPUT_CAP);
-- with an entailment judge (CITEBOT_JUDGE=llm, bot.answer.judge), a draft the
-  checks pass is judged too, and what it fails counts as a violation;
+- what each finding does (regenerate, hold for the judge, fail) is the one
+  table of bot.answer.verify.policy;
+- with an entailment judge (CITEBOT_JUDGE=auto|llm|minicheck, bot.answer.judge),
+  every statement a draft the checks pass would post is judged, and what it fails
+  counts as a violation; a judge that cannot judge fails the draft without a
+  regeneration (an outage: the caller retries the job), nothing unjudged is posted
+  as verified, and `Answer.unverified_reason` says why;
+- with no judge (CITEBOT_JUDGE=off) a model's answer is posted unverified, with a
+  line that its statements were not checked against the sources; the extractive
+  backend needs no judge (its text is the KB's own words);
 - the model being down is not an answer: `LLMError` propagates, so the caller
   can retry the job or, after the last try, apologise.
 """
@@ -31,12 +39,27 @@ from bot.answer.verify.align import Aligner, VectorCache
 from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES, verify_claims
 from bot.answer.verify.judgement import wants_judgement
+from bot.answer.verify.policy import JUDGE_UNAVAILABLE, outage
 from bot.answer.verify.support import weigher
 from bot.config import Settings
-from bot.models import Answer, AnswerMode, AuditMode, Draft, Evidence, GenerationRequest, Question, Verdict, Violation
+from bot.i18n import Key, message
+from bot.models import (
+    Answer,
+    AnswerMode,
+    AuditMode,
+    Draft,
+    Evidence,
+    GenerationRequest,
+    Outcome,
+    Question,
+    Verdict,
+    Violation,
+)
 from kb_index import Retriever
 from kb_index.question.follow_up import retrieval_text
 from kb_index.search import Retrieval
+
+EXTRACTIVE = "extractive"  # the backend that quotes the KB (bot.answer.extractive): nothing to judge
 
 # Told the name of each stage as it starts ("retrieve", "generate", "verify", "judge"): the
 # assistant panel shows it (bot.slack.assistant_status).
@@ -91,7 +114,7 @@ class Pipeline:
         draft, verdict = await self._generate_and_verify(request, evidence, question.language, timings, progress)
         drafts_cut = int(draft.truncated)
         regenerations = 0
-        if not (verdict.ok or verdict.refusal):
+        if not (verdict.ok or verdict.refusal or outage(verdict)):
             regenerations = 1
             retry = request.model_copy(
                 update={"messages": retry_messages(request.messages, draft.text, verdict.violations, question.language)}
@@ -102,6 +125,12 @@ class Pipeline:
                 draft, verdict = second_draft, second
 
         answer = build_answer(question, draft.text, verdict, evidence, mode, question.language)
+        if outage(verdict):
+            answer.unverified_reason = next(v.detail for v in verdict.violations if v.kind == JUDGE_UNAVAILABLE)
+        elif not self.judged and answer.outcome is Outcome.ANSWERED and not answer.refused:
+            answer.verified = False
+            answer.notes.insert(0, message(Key.NOT_JUDGED, question.language))
+            answer.unverified_reason = NOT_JUDGED_REASON
         answer.drafts_cut = drafts_cut
         answer.context = [make_source(ev.block, ev) for ev in evidence]
         answer.regenerations = regenerations
@@ -110,6 +139,12 @@ class Pipeline:
         answer.judgement = verdict.judgement
         answer.timings_ms = timings
         return answer
+
+    @property
+    def judged(self) -> bool:
+        """Are the statements of what is posted checked against the sources? By the judge, or by being
+        the KB's own words (the extractive backend)."""
+        return self.judge is not None or self.backend.name == EXTRACTIVE
 
     async def aclose(self) -> None:
         """The backend, and the judge's own backend where it has one."""
@@ -204,6 +239,9 @@ def _cut_short(verdict: Verdict, mode: AnswerMode) -> Verdict:
         return verdict
     cut = Violation(kind="CUT_AT_OUTPUT_CAP", detail="the answer stopped at the length limit before it ended; answer more briefly")
     return verdict.model_copy(update={"ok": False, "refusal": False, "violations": [*verdict.violations, cut]})
+
+
+NOT_JUDGED_REASON = "CITEBOT_JUDGE=off: the statements were not checked against the sources, only the citations"
 
 
 def _rank(verdict: Verdict) -> int:

@@ -38,10 +38,11 @@ from bot.answer.verify.citations import passage
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.answer.verify.links import missing_links
 from bot.answer.verify.not_covered import says_not_covered
+from bot.answer.verify.policy import claim_local
 from bot.answer.verify.statement import StatementContext, check_statement
 from bot.answer.verify.support import Weigher, weigher
 from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, is_refusal, strip_think
-from bot.models import JUDGE_CONTRADICTS, JUDGE_NOT_STATED, AuditMode, Claim, Evidence, Verdict, Violation
+from bot.models import AuditMode, Claim, Evidence, Verdict, Violation
 from citebot_core.errors import Permanent
 
 # Source roles a claim may rest on. Background material (noisy_background_source)
@@ -59,20 +60,6 @@ DEFAULT_ALLOWED_ROLES = frozenset(
 # More claims than this is a runaway answer (repetition, listing a whole block):
 # operators must see it, so it demotes to HYBRID; it never cuts claims off.
 MAX_CLAIMS = 12
-
-_CLAIM_LOCAL = {
-    "UNKNOWN_EVIDENCE_ID",
-    "UNSUPPORTED_CLAIM",
-    "NUMBER_NOT_IN_SOURCE",
-    "LINK_NOT_IN_SOURCE",
-    "NEGATION_NOT_IN_SOURCE",
-    "NEGATION_DROPPED",
-    "SCOPE_NOT_IN_SOURCE",
-    "WORDS_NOT_IN_SOURCE",
-    "TOO_MANY_CLAIMS",
-    JUDGE_CONTRADICTS,  # the entailment judge fails one claim at a time (bot.answer.judge)
-    JUDGE_NOT_STATED,
-}
 
 
 class _SchemaError(Permanent, ValueError):
@@ -159,7 +146,7 @@ def _check_claim(
 
 
 def audit_mode(violations: list[Violation], n_verified: int) -> AuditMode:
-    if n_verified == 0 or any(v.kind not in _CLAIM_LOCAL for v in violations):
+    if n_verified == 0 or not all(claim_local(v) for v in violations):
         return AuditMode.UNGROUNDED
     return AuditMode.HYBRID if violations else AuditMode.STRICT
 

@@ -36,6 +36,7 @@ from bot.answer.verify.calculation import is_calculation
 from bot.answer.verify.citations import cited_sentences
 from bot.answer.verify.claims import EvidenceIndex, audit_mode, evidence_text, verified_citations
 from bot.answer.verify.lenient_json import parse_lenient_json
+from bot.answer.verify.policy import JUDGE_UNAVAILABLE, finding, held_for_judge
 from bot.answer.verify.statement import lead_in
 from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, quote_in
 from bot.models import (
@@ -104,13 +105,13 @@ def wants_judgement(verdict: Verdict) -> bool:
 
 
 def _only_soft(verdict: Verdict) -> bool:
-    return bool(verdict.violations) and all(v.soft for v in verdict.violations)
+    return bool(verdict.violations) and all(held_for_judge(v) for v in verdict.violations)
 
 
 def _judgeable(i: int, claim: Claim, verdict: Verdict) -> bool:
     """A verified claim, or one that only soft findings hold back."""
     return claim.verified or (
-        any(v.claim == i for v in verdict.violations) and all(v.soft for v in verdict.violations if v.claim == i)
+        any(v.claim == i for v in verdict.violations) and all(held_for_judge(v) for v in verdict.violations if v.claim == i)
     )
 
 
@@ -244,14 +245,21 @@ def _violation(judged: JudgedStatement) -> Violation | None:
 
 
 def apply_judgement(verdict: Verdict, judgement: Judgement, evidence: list[Evidence], mode: AnswerMode) -> Verdict:
-    """The verdict with the judgement recorded: its failed statements as violations, and the soft
-    findings on the statements it supports (with a quote found in their blocks) cleared. An
-    unavailable judge leaves the checks' verdict as it was, soft findings included."""
+    """The verdict with the judgement recorded: its failed statements as violations, and the findings
+    held for the judge on the statements it supports (with a quote found in their blocks) cleared. An
+    unavailable judge fails the verdict (JUDGE_UNAVAILABLE): nothing unjudged is posted."""
     if judgement.status is JudgeStatus.UNAVAILABLE:
-        return verdict.model_copy(update={"judgement": judgement})
+        # Fail closed: nothing the judge was to check is posted unjudged (policy.JUDGE_UNAVAILABLE).
+        down = finding(JUDGE_UNAVAILABLE, f"the judge could not judge: {judgement.error}")
+        claims = [c.model_copy(update={"verified": False}) for c in verdict.claims]
+        return verdict.model_copy(update={
+            "ok": False, "violations": [*verdict.violations, down], "judgement": judgement, "claims": claims,
+            "citations": [] if mode is AnswerMode.CLAIMS else verdict.citations,
+            "audit_mode": AuditMode.UNGROUNDED if mode is AnswerMode.CLAIMS else verdict.audit_mode,
+        })
     found = [v for j in judgement.statements if (v := _violation(j)) is not None]
     supported = {j.item for j in judgement.statements if j.support is Support.SUPPORTS}
-    kept = [v for v in verdict.violations if not (v.soft and v.claim in supported)]
+    kept = [v for v in verdict.violations if not (held_for_judge(v) and v.claim in supported)]
     violations = [*kept, *found]
     if violations == verdict.violations:
         return verdict.model_copy(update={"judgement": judgement})
