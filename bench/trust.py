@@ -25,18 +25,18 @@ regenerate, and the judge's prompt with the recorded verdicts. Counted:
   "not sure" when the answer ends uncertain;
 - a wrong draft is posted when its mistaken statement reaches the asker (the
   whole answer verified; in claims mode, its claim among those posted).
-Judge off and judge on (the recorded capable judge), per half, kind, language
-pair and mode; with the judge on, what it adds per answer (calls, prompt and
+The sound checks only (judge off: the answer is posted unverified, marked so) and
+judge on (the recorded capable judge), per half, kind, language pair and mode; with the judge on, what it adds per answer (calls, prompt and
 reply size in tokens at 4 characters each, time in citebot).
 
 SciFact (bench/verifier_scifact.py) is printed beside it with --scifact.
 
     python bench/trust.py [--set holdout|main|fresh|fresh2] [--half test|tune|all] [--by kind|pair|mode] [--show N] [--minicheck] [--checks] [--live-retrieval]
 
-Goals on held-out drafts (issue answer-trust): judge off, right flagged <= 5 % on
-the first draft in each language pair, wrong posted <= 25 % overall and <= 1 in 6
-for flipped negation and changed conditions; judge on, wrong posted <= 3 % and
-right flagged <= 3 %.
+Goals on held-out drafts: judge on, wrong posted <= 3 % and right flagged <= 3 %.
+The sound checks alone cannot tell a wrong sentence whose words all stand in its
+block, and make no claim to: an answer posted with the judge off says it was not
+checked (bot.answer.pipeline).
 """
 
 from __future__ import annotations
@@ -63,7 +63,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.answer.judge import LLMJudge
 from bot.answer.minicheck import MiniCheckJudge
 from bot.answer.pipeline import Pipeline
-from bot.answer.verify.align import VectorCache
 from bot.answer.verify.judgement import JUDGE_JSON_SCHEMA
 from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR
 from bot.models import Answer, AnswerMode, Draft, GenerationRequest, Outcome, Question
@@ -149,6 +148,7 @@ class RecordedJudge:
 
     verdicts: dict[str, dict[str, dict]] = field(default_factory=dict)
     unmatched: int = 0
+    unmatched_texts: list[str] = field(default_factory=list)  # the statements asked with no recorded verdict
 
     @classmethod
     def load(cls, root: Path = HERE) -> RecordedJudge:
@@ -191,6 +191,7 @@ class RecordedJudge:
             found = table.get(statement_key(m.group(2)))
             if found is None:
                 self.unmatched += 1
+                self.unmatched_texts.append(f"{case.id}: {m.group(2)}")
                 out.append({"id": m.group(1), "verdict": "not_stated", "quote": ""})
             else:
                 out.append({"id": m.group(1), "verdict": found["verdict"], "quote": found.get("quote", "")})
@@ -378,10 +379,9 @@ async def run(cases: list[Case], retriever: Retriever, judge: RecordedJudge, jud
     what retrieval finds now."""
     kind = "llm" if judged is True else (judged or "off")
     results = []
-    vectors = VectorCache(retriever.embedder.embed_queries) if retriever.embedder is not None else None
     for case in cases:
         model = ScriptedModel(case, judge)
-        options = {"mode": AnswerMode(case.mode), "judge": _judge(kind, model), "vectors": vectors}
+        options = {"mode": AnswerMode(case.mode), "judge": _judge(kind, model)}
         if replay is not None:
             pipeline: Pipeline = ReplayPipeline(retriever, model, case=case, replay=replay, **options)
         else:
@@ -407,7 +407,7 @@ def _rate(results: list[Result]) -> str:
 
 def table(off: list[Result], on: list[Result] | None, by: str) -> list[str]:
     key = {"kind": lambda r: r.case.kind, "pair": lambda r: r.case.pair, "mode": lambda r: r.case.mode}[by]
-    lines = [f"{'':26} {'judge off':>16}   {'judge on':>16}"]
+    lines = [f"{'':26} {'checks only':>16}   {'judge on':>16}"]
 
     def row(label: str, pick) -> None:
         a = [r for r in off if pick(r)]
@@ -500,7 +500,7 @@ def frontier(results: list[Result]) -> list[tuple[float, float, tuple[str, ...]]
 
 
 def checks_report(results: list[Result]) -> list[str]:
-    lines = ["", "what each check costs and catches (judge off; 'only': no other check fired on the draft)",
+    lines = ["", "what each check costs and catches (checks only; 'only': no other check fired on the draft)",
              f"  {'check':26} {'right flagged':>15} {'wrong caught':>15}"]
     for kind, flags, only_flags, catches, only_catches in check_costs(results):
         lines.append(f"  {kind:26} {flags:>6} ({only_flags:>2} only) {catches:>6} ({only_catches:>2} only)")
@@ -555,6 +555,8 @@ def main() -> int:
     parser.add_argument("--show", type=int, default=0, help="print the first N failures of the half (tune only!)")
     parser.add_argument("--show-judged", action="store_true", help="--show the failures with the judge on")
     parser.add_argument("--no-judge", action="store_true", help="judge off only")
+    parser.add_argument("--show-unmatched", type=int, default=0, metavar="N",
+                        help="print the first N statements the judge was asked with no recorded verdict")
     parser.add_argument("--minicheck", action="store_true",
                         help="judge on in MiniCheck's protocol (one sentence a call), with the recorded verdicts")
     parser.add_argument("--live-retrieval", action="store_true",
@@ -596,11 +598,13 @@ def main() -> int:
     for line in table(off, on, args.by):
         print(line)
     not_sure = sum(r.not_sure for r in off if r.case.kind == "right")
-    print(f"right answers that ended 'not sure' (judge off): {not_sure}")
+    print(f"right answers that ended 'not sure' (checks only): {not_sure}")
     if on is not None:
         print("\n".join(cost(on)))
         if judge.unmatched:
             print(f"note: {judge.unmatched} statements had no recorded verdict (counted as not stated)")
+            for text in judge.unmatched_texts[:args.show_unmatched]:
+                print(f"    {text}")
     if args.checks:
         print("\n".join(checks_report(off)))
     if args.show:

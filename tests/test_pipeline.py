@@ -13,7 +13,6 @@ from bot.answer.judge import BUDGET_RESERVE_S, LLMJudge
 from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import NOT_JUDGED_REASON, Pipeline
 from bot.answer.verify.policy import JUDGE_UNAVAILABLE
-from bot.answer.verify.support import assess
 from bot.i18n import Key, message
 from bot.models import (
     JUDGE_CONTRADICTS,
@@ -27,7 +26,7 @@ from bot.models import (
 )
 from kb_index import Retriever, build_index
 from tests.fakes import FakeLLMServer, Reply
-from tests.kb_fixtures import write_entry, write_mini_kb
+from tests.kb_fixtures import write_mini_kb
 
 UNCERTAIN_DE = message(Key.UNCERTAIN, "de")
 REFUSAL_DE = message(Key.REFUSAL, "de")
@@ -252,33 +251,6 @@ async def test_thread_history_stays_inside_the_prompt_budget(retriever, llm):
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
     assert len(user) <= budget + 2_000  # labels and block headers on top of the budgeted text
     assert "Message 7" in user and "Message 0" not in user  # the newest message is the one kept
-
-
-async def test_the_verifier_weighs_words_by_the_kbs_idf(tmp_path, llm):
-    # Every entry says "Employees receive ... years of service"; only the bonus is rare. A claim that
-    # swaps the bonus for another rare word holds four of its five words, enough with uniform weights.
-    kb = tmp_path / "kb"
-    write_entry(kb, "hr/bonus.md", {"id": "hr-bonus", "title": "Bonus", "language": "en"},
-                {"Rule": "Employees receive a bonus after years of service."})
-    for i, perk in enumerate(["a laptop", "a parking space", "a phone", "a gym pass", "a bike", "a locker"]):
-        write_entry(kb, f"hr/perk-{i}.md", {"id": f"hr-perk-{i}", "title": f"Perk {i}", "language": "en"},
-                    {"Rule": f"Employees receive {perk} in their first year of service."})
-    write_entry(kb, "hr/sabbatical.md", {"id": "hr-sabbatical", "title": "Sabbatical", "language": "en"},
-                {"Rule": "A sabbatical is unpaid."})
-    build_index(kb, tmp_path / "index")
-    claim = "Employees receive a sabbatical after years of service."
-    draft = json.dumps({"claims": [{"text": claim, "evidence_ids": ["E1"]}]})
-    llm.script(draft, draft)
-    backend = OpenAIBackend(llm.url, "test-model", retries=1, backoff=0)
-    with Retriever(tmp_path / "index") as r:
-        answer = await Pipeline(r, backend, mode=AnswerMode.CLAIMS).answer(
-            Question(text="What do employees receive after years of service?")
-        )
-    await backend.aclose()
-    assert answer.context[0].id == "hr-bonus"
-    assert assess(claim, [answer.context[0].passage]).supported  # uniform weights would let it through
-    assert (answer.verified, answer.outcome) == (False, Outcome.UNCERTAIN)
-    assert [v.kind for v in answer.violations] == ["UNSUPPORTED_CLAIM"]
 
 
 # ---------------------------------------------------------------- with the entailment judge

@@ -2,12 +2,12 @@
 draft says (CITEBOT_JUDGE: auto, the default, judges with the answering model wherever one is
 configured; llm; minicheck, a dedicated grounding model: bot.answer.minicheck; off).
 
-It runs after the deterministic checks (bot.answer.pipeline) on a draft they pass or hold back
-only with soft findings (Violation.soft: a heuristic of the alignment, such as a bound or a
-negation the matching sentence words otherwise), on what would be posted: every cited sentence
-(citations mode) or claim (claims mode), each with the blocks it cites. A statement the judge
-supports, with a quote found in its blocks, has its soft findings cleared. The model answers supports, contradicts or
-not_stated per statement with the words it relies on quoted; reading that reply,
+It runs after the sound checks (bot.answer.verify, bot.answer.pipeline) on a draft they pass or
+hold back only with findings held for the judge (bot.answer.verify.policy: a number no cited block
+nor the question states), on every statement that would be posted: each cited sentence (citations
+mode) or claim (claims mode), with the blocks it cites. A statement the judge supports, with a quote
+found in its blocks, has the findings held for the judge cleared. The model answers supports,
+contradicts or not_stated per statement with the words it relies on quoted; reading that reply,
 checking each quote against the blocks and turning failures into violations is
 bot.answer.verify.judgement. A failed statement fails like any violation: the
 draft is regenerated with the feedback, then the uncertain reply and the review
@@ -101,8 +101,8 @@ def judge_request(asked: list[Statement], mode: AnswerMode, language: str, quest
 
 
 class Judge:
-    """What every entailment judge does: ask about the statements a draft would post (or that
-    only soft findings hold back), within its time, and apply the judgement to the verdict.
+    """What every entailment judge does: ask about the statements a draft would post (or that only
+    findings held for the judge hold back), within its time, and apply the judgement to the verdict.
     Subclasses say how one judgement is had (`_call`). `timeout` bounds the whole judgement,
     retries included."""
 
@@ -117,7 +117,7 @@ class Judge:
         question: str = "",
     ) -> Verdict:
         """The deterministic verdict on `draft`, with the judge's verdicts applied and recorded."""
-        asked = statements(draft, verdict, evidence, mode, language, question)
+        asked = statements(draft, verdict, evidence, mode, language)
         if not asked:
             return verdict
         judgement = await self.judge(asked, mode, language, question)

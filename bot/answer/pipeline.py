@@ -35,12 +35,10 @@ from bot.answer.assemble import build_answer, make_source, refusal_answer
 from bot.answer.backends import Backend, make_backend
 from bot.answer.judge import Judge, make_judge
 from bot.answer.prompt import build_evidence, build_request, clip_history, retry_messages, trim_to_budget
-from bot.answer.verify.align import Aligner, VectorCache
 from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES, verify_claims
 from bot.answer.verify.judgement import wants_judgement
-from bot.answer.verify.policy import JUDGE_UNAVAILABLE, outage
-from bot.answer.verify.support import weigher
+from bot.answer.verify.policy import JUDGE_UNAVAILABLE, finding, outage
 from bot.config import Settings
 from bot.i18n import Key, message
 from bot.models import (
@@ -53,7 +51,6 @@ from bot.models import (
     Outcome,
     Question,
     Verdict,
-    Violation,
 )
 from kb_index import Retriever
 from kb_index.question.follow_up import retrieval_text
@@ -81,7 +78,6 @@ class Pipeline:
         budget_chars: int | None = 24_000,
         allowed_roles: frozenset[str] = DEFAULT_ALLOWED_ROLES,
         judge: Judge | None = None,
-        vectors: VectorCache | None = None,
     ):
         self.retriever = retriever
         self.backend = backend
@@ -90,8 +86,6 @@ class Pipeline:
         self.top_k = top_k
         self.budget_chars = budget_chars
         self.allowed_roles = allowed_roles
-        # Sentence vectors for alignment; made on first use from the retriever's embedder.
-        self._vectors = vectors
 
     async def answer(self, question: Question, *, mode: AnswerMode | None = None,
                      progress: Progress = _no_progress) -> Answer:
@@ -172,9 +166,7 @@ class Pipeline:
             draft = await self.backend.generate(request)
         await progress("verify")
         with _timed(timings, "verify"):
-            # In a thread: aligning sentences embeds them (tens of milliseconds each, the
-            # first time), which would stall every other job of a worker's event loop.
-            verdict = await asyncio.to_thread(self.verify, draft.text, evidence, request.mode, language, request.question)
+            verdict = self.verify(draft.text, evidence, request.mode, language, request.question)
         if draft.truncated:
             verdict = _cut_short(verdict, request.mode)
         if self.judge is not None and wants_judgement(verdict):
@@ -187,22 +179,11 @@ class Pipeline:
     def verify(
         self, draft: str, evidence: list[Evidence], mode: AnswerMode, language: str, question: str = ""
     ) -> Verdict:
-        # The KB's own word weights, as bench/verifier_scifact.py measures the verifier with.
-        idf = self.retriever.idf(language)
-        aligner = self._aligner(idf)
+        """The sound checks (bot.answer.verify.policy says what each finding does)."""
         if mode is AnswerMode.CLAIMS:
-            return verify_claims(draft, evidence, language, allowed_roles=self.allowed_roles, idf=idf,
-                                 question=question, aligner=aligner)
-        verdict = verify_citations(draft, evidence, language, idf=idf, question=question, aligner=aligner)
+            return verify_claims(draft, evidence, language, allowed_roles=self.allowed_roles, question=question)
+        verdict = verify_citations(draft, evidence, language, question=question)
         return _block_roles(verdict, evidence, self.allowed_roles)
-
-    def _aligner(self, idf) -> Aligner:
-        """Sentences aligned by words and, where the retriever has an embedder, by meaning
-        (across languages too); the vectors are cached for the pipeline's lifetime."""
-        embedder = getattr(self.retriever, "embedder", None)
-        if embedder is not None and self._vectors is None:
-            self._vectors = VectorCache(embedder.embed_queries)
-        return Aligner(weigher(idf), self._vectors)
 
 
 def make_pipeline(settings: Settings, retriever: Retriever, backend: Backend | None = None) -> Pipeline:
@@ -225,7 +206,7 @@ def _block_roles(verdict: Verdict, evidence: list[Evidence], allowed: frozenset[
     blocked = [eid for eid in verdict.citations if roles.get(eid, "") not in allowed and eid in roles]
     if not blocked:
         return verdict
-    extra = [Violation(kind="SOURCE_ROLE_BLOCKED", detail=f"[{eid}] is a {roles[eid]}, not an answer source") for eid in blocked]
+    extra = [finding("SOURCE_ROLE_BLOCKED", f"[{eid}] is a {roles[eid]}, not an answer source") for eid in blocked]
     return verdict.model_copy(update={"ok": False, "violations": [*verdict.violations, *extra]})
 
 
@@ -237,7 +218,7 @@ def _cut_short(verdict: Verdict, mode: AnswerMode) -> Verdict:
     so it fails, and the regeneration is told why."""
     if mode is AnswerMode.CLAIMS and not any(v.kind == "SCHEMA_INVALID" for v in verdict.violations):
         return verdict
-    cut = Violation(kind="CUT_AT_OUTPUT_CAP", detail="the answer stopped at the length limit before it ended; answer more briefly")
+    cut = finding("CUT_AT_OUTPUT_CAP", "the answer stopped at the length limit before it ended; answer more briefly")
     return verdict.model_copy(update={"ok": False, "refusal": False, "violations": [*verdict.violations, cut]})
 
 

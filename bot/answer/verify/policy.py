@@ -66,11 +66,6 @@ POLICY: dict[str, Rule] = {
     JUDGE_CONTRADICTS: _LOCAL,
     JUDGE_NOT_STATED: _LOCAL,
     JUDGE_UNAVAILABLE: Rule(Action.FAIL),
-    # word-meaning rules, to be removed
-    "NEGATION_NOT_IN_SOURCE": _LOCAL,
-    "NEGATION_DROPPED": _LOCAL,
-    "SCOPE_NOT_IN_SOURCE": _LOCAL,
-    "WORDS_NOT_IN_SOURCE": _LOCAL,
 }
 
 
@@ -85,7 +80,7 @@ def finding(kind: str, detail: str, claim: int | None = None) -> Violation:
 
 
 def held_for_judge(violation: Violation) -> bool:
-    return violation.soft or rule(violation.kind).action is Action.JUDGE
+    return rule(violation.kind).action is Action.JUDGE
 
 
 def claim_local(violation: Violation) -> bool:
