@@ -149,6 +149,10 @@ class RecordedJudge:
     verdicts: dict[str, dict[str, dict]] = field(default_factory=dict)
     unmatched: int = 0
     unmatched_texts: list[str] = field(default_factory=list)  # the statements asked with no recorded verdict
+    # What a statement with no recorded verdict counts as: not stated (the default: the judge did not vouch
+    # for it), or supported (--unmatched supports: what the recorded verdicts alone decide, as if the judge
+    # agreed with every statement it was never asked about when the verdicts were recorded).
+    unmatched_verdict: str = "not_stated"
 
     @classmethod
     def load(cls, root: Path = HERE) -> RecordedJudge:
@@ -185,17 +189,27 @@ class RecordedJudge:
         table = self.verdicts.get(judge_id(case.id), {})
         out = []
         for line in request.messages[-1]["content"].split("\n"):
-            m = re.match(r"^(S\d+) \([^)]*\): (.*)$", line)
+            m = re.match(r"^(S\d+) \(([^)]*)\): (.*)$", line)
             if not m:
                 continue
-            found = table.get(statement_key(m.group(2)))
+            found = table.get(statement_key(m.group(3)))
             if found is None:
                 self.unmatched += 1
-                self.unmatched_texts.append(f"{case.id}: {m.group(2)}")
-                out.append({"id": m.group(1), "verdict": "not_stated", "quote": ""})
+                self.unmatched_texts.append(f"{case.id}: {m.group(3)}")
+                out.append(self._unmatched(m.group(1), m.group(2), request))
             else:
                 out.append({"id": m.group(1), "verdict": found["verdict"], "quote": found.get("quote", "")})
         return json.dumps({"verdicts": out}, ensure_ascii=False)
+
+
+    def _unmatched(self, item: str, cites: str, request: GenerationRequest) -> dict:
+        if self.unmatched_verdict != "supports":
+            return {"id": item, "verdict": "not_stated", "quote": ""}
+        # A quote the statement's blocks hold, so that the support counts (bot.answer.verify.judgement).
+        pointers = set(re.findall(r"E\d+", cites))
+        blocks = [ev.chunk.text for ev in request.evidence if ev.pointer_id in pointers]
+        quote = next((w for text in blocks for w in re.findall(r"[^\W\d_]{6,}", text)), "")
+        return {"id": item, "verdict": "supports", "quote": quote}
 
 
 def _minicheck_claim(request: GenerationRequest) -> str | None:
@@ -408,6 +422,7 @@ def _rate(results: list[Result]) -> str:
 def table(off: list[Result], on: list[Result] | None, by: str) -> list[str]:
     key = {"kind": lambda r: r.case.kind, "pair": lambda r: r.case.pair, "mode": lambda r: r.case.mode}[by]
     lines = [f"{'':26} {'checks only':>16}   {'judge on':>16}"]
+    base = off or on or []
 
     def row(label: str, pick) -> None:
         a = [r for r in off if pick(r)]
@@ -416,13 +431,13 @@ def table(off: list[Result], on: list[Result] | None, by: str) -> list[str]:
 
     lines.append("right answers flagged (first draft)")
     # By kind, the right drafts are one kind: their "all" row says it.
-    groups = [] if by == "kind" else sorted({key(r) for r in off if r.case.kind == "right"})
+    groups = [] if by == "kind" else sorted({key(r) for r in base if r.case.kind == "right"})
     row("  all", lambda r: r.case.kind == "right")
     for g in groups:
         row(f"  {g}", lambda r, g=g: r.case.kind == "right" and key(r) == g)
     lines.append("wrong answers posted")
     row("  all", lambda r: r.case.kind != "right")
-    groups = [k for k in KINDS if by == "kind"] or sorted({key(r) for r in off if r.case.kind != "right"})
+    groups = [k for k in KINDS if by == "kind"] or sorted({key(r) for r in base if r.case.kind != "right"})
     for g in groups:
         row(f"  {g}", lambda r, g=g: r.case.kind != "right" and key(r) == g)
     return lines
@@ -555,6 +570,9 @@ def main() -> int:
     parser.add_argument("--show", type=int, default=0, help="print the first N failures of the half (tune only!)")
     parser.add_argument("--show-judged", action="store_true", help="--show the failures with the judge on")
     parser.add_argument("--no-judge", action="store_true", help="judge off only")
+    parser.add_argument("--judge-only", action="store_true", help="judge on only (no checks-only pass)")
+    parser.add_argument("--unmatched", choices=("not_stated", "supports"), default="not_stated",
+                        help="what a statement with no recorded verdict counts as (default: not stated)")
     parser.add_argument("--show-unmatched", type=int, default=0, metavar="N",
                         help="print the first N statements the judge was asked with no recorded verdict")
     parser.add_argument("--minicheck", action="store_true",
@@ -572,6 +590,7 @@ def main() -> int:
     args = parser.parse_args()
 
     cases, judge = load_sets(args.which, args.half, args.judge_v1)
+    judge.unmatched_verdict = args.unmatched
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         index_dir = Path(tmp) / "index"
@@ -579,7 +598,7 @@ def main() -> int:
         build_index(markdown_kb(Path(tmp)), index_dir, embedder=embedder, seed_vectors=BUNDLED_VECTORS_DIR)
         replay = None if args.live_retrieval else Replay()
         with Retriever(index_dir, embedder=embedder) as retriever:
-            off = asyncio.run(run(cases, retriever, judge, judged=False, replay=replay))
+            off = [] if args.judge_only else asyncio.run(run(cases, retriever, judge, judged=False, replay=replay))
             kind = "minicheck" if args.minicheck else "llm"
             on = None if args.no_judge or not judge.verdicts else \
                 asyncio.run(run(cases, retriever, judge, judged=kind, replay=None if replay is None else Replay()))
@@ -590,9 +609,9 @@ def main() -> int:
     if replay is not None and (replay.changed or replay.lost):
         print(f"note: of the blocks the recorded prompts showed, {replay.changed} changed since and "
               f"{replay.lost} are no longer in the index")
-    drift = sum(r.prompt_drift for r in off)
+    drift = sum(r.prompt_drift for r in off or on or [])
     if drift:
-        lost = sum(r.lost_blocks > 0 for r in off)
+        lost = sum(r.lost_blocks > 0 for r in off or on or [])
         print(f"note: for {drift} drafts citebot now builds another prompt than the one they answered "
               f"(block pointers renumbered to match; {lost} cite a block the prompt no longer shows)")
     for line in table(off, on, args.by):
