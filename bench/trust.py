@@ -67,6 +67,7 @@ from bot.answer.verify.judgement import JUDGE_JSON_SCHEMA
 from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR
 from bot.models import Answer, AnswerMode, Draft, GenerationRequest, Outcome, Question
 from kb_index import ChunkResult, Retriever, build_index
+from kb_index.analysis import terms
 from kb_index.embedding import LocalE5Embedder
 from kb_index.search import Retrieval
 
@@ -207,8 +208,8 @@ class RecordedJudge:
             return {"id": item, "verdict": "not_stated", "quote": ""}
         # A quote the statement's blocks hold, so that the support counts (bot.answer.verify.judgement).
         pointers = set(re.findall(r"E\d+", cites))
-        blocks = [ev.chunk.text for ev in request.evidence if ev.pointer_id in pointers]
-        quote = next((w for text in blocks for w in re.findall(r"[^\W\d_]{6,}", text)), "")
+        blocks = [ev.chunk for ev in request.evidence if ev.pointer_id in pointers]
+        quote = next((w for c in blocks for w in re.findall(r"[^\W\d_]{6,}", c.text) if terms(w, c.language)), "")
         return {"id": item, "verdict": "supports", "quote": quote}
 
 
