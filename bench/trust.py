@@ -622,7 +622,8 @@ def main() -> int:
     if on is not None:
         print("\n".join(cost(on)))
         if judge.unmatched:
-            print(f"note: {judge.unmatched} statements had no recorded verdict (counted as not stated)")
+            counted = "supported" if judge.unmatched_verdict == "supports" else "not stated"
+            print(f"note: {judge.unmatched} statements had no recorded verdict (counted as {counted})")
             for text in judge.unmatched_texts[:args.show_unmatched]:
                 print(f"    {text}")
     if args.checks:
