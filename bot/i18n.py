@@ -28,6 +28,7 @@ class Key(StrEnum):
     UNCERTAIN = "uncertain"  # a draft existed but could not be backed by the KB
     PARTIAL = "partial"  # only some statements of the answer could be verified
     NOT_COVERED = "not_covered"  # the answer says what the KB does not cover; the question goes to the gaps report
+    NOT_JUDGED = "not_judged"  # CITEBOT_JUDGE=off: the statements were not checked against the sources
     TRUNCATED = "truncated"  # the question was cut to the maximum length
     EXTRACTIVE_LEAD = "extractive_lead"  # before the passages the extractive backend quotes as the answer
     EXTRACTIVE_NEAR = "extractive_near"  # before the nearest passages to a question the KB does not answer as asked
@@ -165,6 +166,9 @@ _TEXT: dict[str, dict[Key, str]] = {
             "A reviewer may follow up in this thread."
         ),
         Key.PARTIAL: "Partial answer: only the statements above could be verified against the knowledge base.",
+        Key.NOT_JUDGED: (
+            "Not verified: the statements of this answer were not checked against its sources; only its citations were."
+        ),
         Key.NOT_COVERED: (
             "The knowledge base does not cover all of your question; the owners of the knowledge base "
             "have been told what is missing."
@@ -349,6 +353,9 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
             "Eine Prüferin oder ein Prüfer meldet sich eventuell in diesem Thread."
         ),
         Key.PARTIAL: "Teilantwort: Nur die Aussagen oben ließen sich anhand der Wissensbasis belegen.",
+        Key.NOT_JUDGED: (
+            "Nicht geprüft: Die Aussagen dieser Antwort wurden nicht mit ihren Quellen abgeglichen, nur ihre Zitate."
+        ),
         Key.NOT_COVERED: (
             "Die Wissensbasis deckt deine Frage nicht ganz ab; die Verantwortlichen der Wissensbasis "
             "wissen jetzt, was fehlt."

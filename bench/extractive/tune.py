@@ -29,7 +29,7 @@ from run import CACHE, DEFAULT_BUDGET_CHARS, DEFAULT_TOP_K, KBS, kind, load_ques
 
 from bot.answer import extractive  # noqa: E402
 from bot.answer.prompt import build_evidence, trim_to_budget  # noqa: E402
-from bot.answer.verify.align import VectorCache  # noqa: E402
+from bot.answer.vector_cache import VectorCache  # noqa: E402
 from bot.models import Evidence  # noqa: E402
 from kb_index import Retriever, build_index  # noqa: E402
 from kb_index.analysis import guess_language  # noqa: E402

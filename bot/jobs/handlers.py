@@ -30,6 +30,9 @@ trail (bot.store.audit) right after its post.
 What the asker hears when something fails, past all tries:
     the model                     the model-down apology; also when the question
                                   used up CITEBOT_QUESTION_BUDGET_S, at once
+    the entailment judge          "not sure", with the draft on the review card: nothing
+                                  unjudged is posted (at once when the question's
+                                  time is spent)
     the model refused the request a general apology, at once: a wrong model name
                                   or key is the operator's to fix, not an outage
     the index is missing or empty that the knowledge base is not ready, at once: a
@@ -64,7 +67,7 @@ from bot.helpdesk.learning import Learning
 from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind, ShareAnswerPayload
 from bot.jobs.source_changes import note_source_changes
 from bot.logs import about_question
-from bot.models import Answer, Outcome, Question, SlackQuestion
+from bot.models import Answer, JudgeStatus, Outcome, Question, SlackQuestion
 from bot.review.desk import ReviewDesk
 from bot.slack import replies
 from bot.slack.assistant_status import PanelStatus
@@ -96,6 +99,15 @@ Delivery = Poster | ResponseUrlPoster
 
 class ModelUnavailable(Retryable):
     """The model failed this try; past the last one the asker gets the model-down apology."""
+
+
+class JudgeOutage(ModelUnavailable):
+    """The judge could not judge the draft this try: past the last one, the asker hears "not sure"
+    and the review card carries the draft (`answer`, the pipeline's uncertain answer)."""
+
+    def __init__(self, answer: Answer):
+        super().__init__(f"judge: {answer.unverified_reason}")
+        self.answer = answer
 
 
 class ModelRejected(Permanent):
@@ -179,6 +191,9 @@ class JobHandlers:
         if isinstance(error, SlackError):
             await self._post_stored_reply(question, error, poster)
             return
+        if isinstance(error, JudgeOutage):
+            await self.answer(job, settled=error.answer)  # "not sure", the draft on the review card
+            return
         if not await poster.claim_unless_posted(question.id, question.channel, question.reply_thread_ts):
             return
         await self._reply_with_apology(question, error, poster)
@@ -216,7 +231,8 @@ class JobHandlers:
 
     # ---------------------------------------------------------------- answer
 
-    async def answer(self, job: Job) -> None:
+    async def answer(self, job: Job, settled: Answer | None = None) -> None:
+        """`settled`: the answer of the last try, posted as it is (a judge outage past all tries)."""
         payload = job.read(AnswerPayload)
         question, poster = payload.question, self._delivery(payload)
         channel, thread = question.channel, question.reply_thread_ts
@@ -234,7 +250,7 @@ class JobHandlers:
         if status is not None:
             await status.title(question)
         try:
-            answer = await self._generate(question, poster, status)
+            answer = settled or await self._generate(question, poster, status)
         except BudgetSpent as exc:
             log.warning("%s", exc)
             metrics.LLM_ERRORS.labels(kind="BudgetSpent").inc()
@@ -243,6 +259,9 @@ class JobHandlers:
         except IndexNotFound as exc:
             await self._reply_not_ready(question, exc, poster)
             return
+        if settled is None and _judge_outage(answer):
+            await poster.release_claim(question.id)
+            raise JudgeOutage(answer)
 
         msg = self._offer_handover(self._render(answer, question), payload)
         record = AnswerRecord(
@@ -425,3 +444,11 @@ def _question_id(job: Job) -> str | None:
         return job.parsed().about
     except ValueError:
         return None  # not readable: the handler says why, with the job id
+
+
+def _judge_outage(answer: Answer) -> bool:
+    """Did the judge fail to judge for a reason another try may not have? Not the question's time
+    spent: that ends "not sure" at once."""
+    judgement = answer.judgement
+    return (answer.outcome is Outcome.UNCERTAIN and judgement is not None and judgement.status is JudgeStatus.UNAVAILABLE
+            and not (judgement.error or "").startswith(BudgetSpent.__name__))

@@ -316,6 +316,7 @@ def posted_notes(text: str, language: str, question_chars: int) -> tuple[str, li
     known = {
         message(Key.PARTIAL, language),
         message(Key.NOT_COVERED, language),
+        message(Key.NOT_JUDGED, language),
         *truncated_note(language, question_chars),
     }
     body, notes = text.rstrip(), list[str]()
