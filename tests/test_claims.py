@@ -234,7 +234,9 @@ def test_citations_list_only_verified_claims_in_first_use_order():
 def test_schema_violations():
     evidence = [ev("E1", BRACHIO)]
     for raw in ('{"answer": "x"}', '{"claims": {"text": "x"}}', '{"claims": [{"evidence_ids": ["E1"]}]}',
-                '{"claims": [{"text": "x", "evidence_ids": [1]}]}', '[{"text": "x", "evidence_ids": ["E1"]}]'):
+                '{"claims": [{"text": "x", "evidence_ids": [1]}]}', '[{"text": "x", "evidence_ids": ["E1"]}]',
+                # Punctuation alone states nothing (a small model's claims JSON once posted " [1].").
+                '{"claims": [{"text": ".", "evidence_ids": ["E1"]}]}', '{"claims": [{"text": " … ", "evidence_ids": ["E1"]}]}'):
         v = verify_claims(raw, evidence)
         assert kinds(v) == ["SCHEMA_INVALID"], raw
         assert v.audit_mode is AuditMode.UNGROUNDED

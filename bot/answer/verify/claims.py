@@ -34,6 +34,7 @@ goes on to state something is not one (text.is_refusal): it is checked.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from bot.answer.verify.lenient_json import parse_lenient_json
@@ -66,6 +67,10 @@ class _SchemaError(Permanent, ValueError):
     pass
 
 
+# A claim of punctuation alone ("." "-" "…") states nothing a source could back: it is no claim.
+_SAYS_SOMETHING = re.compile(r"[^\W_]")
+
+
 def _read_claims(obj: Any) -> list[Claim]:
     if not isinstance(obj, dict) or not isinstance(obj.get("claims"), list):
         raise _SchemaError('expected an object {"claims": [...]}')
@@ -76,6 +81,8 @@ def _read_claims(obj: Any) -> list[Claim]:
         text, ids = item.get("text"), item.get("evidence_ids")
         if not isinstance(text, str) or not text.strip():
             raise _SchemaError(f"claim {i} has no text")
+        if not _SAYS_SOMETHING.search(text):
+            raise _SchemaError(f"claim {i} has no word or number: {text.strip()!r}")
         if isinstance(ids, str):
             ids = [ids]  # a single id not wrapped in a list: the meaning is plain
         if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
