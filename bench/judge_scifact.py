@@ -14,11 +14,11 @@ SciFact claims of one split:
 judge calls are spent where words fail.) Three verifiers, "accepted" meaning
 the claim would be posted:
 
-  checks        the deterministic claims verifier (verify_claims, the index's word weights);
+  checks        the sound claims checks (verify_claims: evidence ids, numbers, links, quotes);
   judge         the judge alone, as citebot makes it (make_backend, make_judge): supports,
                 with its quote found in the abstract; a failed call accepts nothing;
   checks+judge  as the pipeline runs them: the judge only on what the checks accept, and a
-                failed judge call leaves the checks' verdict standing (docs/DESIGN.md 3.6).
+                failed judge call accepts nothing (it fails closed: docs/DESIGN.md 3.6).
 
 Printed for each: F1 of accepting (a) over (b), the share of CONTRADICT
 accepted, the share of (c) caught; for the judge: calls made, failures, median
@@ -48,7 +48,6 @@ from pathlib import Path
 
 from bot.answer.backends import make_backend
 from bot.answer.judge import Judge, make_judge
-from bot.answer.verify import support
 from bot.answer.verify.judgement import Statement
 from bot.config import load_settings
 from bot.models import AnswerMode, JudgeStatus, Support
@@ -82,8 +81,8 @@ class Cases:
     judge: dict[str, list[Call]] = field(default_factory=dict)
 
     def combined(self, name: str) -> list[bool]:
-        """Checks, then the judge on what they accept; an unavailable judge leaves the checks' verdict."""
-        return [ok and (call.accepted or call.failed) for ok, call in zip(self.checks[name], self.judge[name], strict=True)]
+        """Checks, then the judge on what they accept; an unavailable judge accepts nothing."""
+        return [ok and call.accepted for ok, call in zip(self.checks[name], self.judge[name], strict=True)]
 
 
 def sample(sets, limit: int | None) -> dict[str, list[scifact.Case]]:
@@ -193,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     corpus = scifact.load_corpus(args.data)
     with tempfile.TemporaryDirectory() as tmp, Retriever(scifact.build_kb_index(args.data, Path(tmp))) as retriever:
         cases = Cases(sample(scifact.build_sets(scifact.load_claims(args.data, args.split), corpus, retriever), args.limit))
-        idf = support.weigher(retriever.idf("en"))
-    cases.checks = {n: [scifact.accepted(c, corpus, idf) for c in cases.cases[n]] for n in SETS}
+    cases.checks = {n: [scifact.accepted(c, corpus) for c in cases.cases[n]] for n in SETS}
     print(f"sets built and checked in {time.perf_counter() - t0:.1f} s")
     t1 = time.perf_counter()
     asyncio.run(_judge_with(settings, cases, corpus, args.concurrency))

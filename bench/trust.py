@@ -25,18 +25,18 @@ regenerate, and the judge's prompt with the recorded verdicts. Counted:
   "not sure" when the answer ends uncertain;
 - a wrong draft is posted when its mistaken statement reaches the asker (the
   whole answer verified; in claims mode, its claim among those posted).
-Judge off and judge on (the recorded capable judge), per half, kind, language
-pair and mode; with the judge on, what it adds per answer (calls, prompt and
+The sound checks only (judge off: the answer is posted unverified, marked so) and
+judge on (the recorded capable judge), per half, kind, language pair and mode; with the judge on, what it adds per answer (calls, prompt and
 reply size in tokens at 4 characters each, time in citebot).
 
 SciFact (bench/verifier_scifact.py) is printed beside it with --scifact.
 
     python bench/trust.py [--set holdout|main|fresh|fresh2] [--half test|tune|all] [--by kind|pair|mode] [--show N] [--minicheck] [--checks] [--live-retrieval]
 
-Goals on held-out drafts (issue answer-trust): judge off, right flagged <= 5 % on
-the first draft in each language pair, wrong posted <= 25 % overall and <= 1 in 6
-for flipped negation and changed conditions; judge on, wrong posted <= 3 % and
-right flagged <= 3 %.
+Goals on held-out drafts: judge on, wrong posted <= 3 % and right flagged <= 3 %.
+The sound checks alone cannot tell a wrong sentence whose words all stand in its
+block, and make no claim to: an answer posted with the judge off says it was not
+checked (bot.answer.pipeline).
 """
 
 from __future__ import annotations
@@ -63,11 +63,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.answer.judge import LLMJudge
 from bot.answer.minicheck import MiniCheckJudge
 from bot.answer.pipeline import Pipeline
-from bot.answer.verify.align import VectorCache
 from bot.answer.verify.judgement import JUDGE_JSON_SCHEMA
 from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR
 from bot.models import Answer, AnswerMode, Draft, GenerationRequest, Outcome, Question
 from kb_index import ChunkResult, Retriever, build_index
+from kb_index.analysis import terms
 from kb_index.embedding import LocalE5Embedder
 from kb_index.search import Retrieval
 
@@ -149,6 +149,11 @@ class RecordedJudge:
 
     verdicts: dict[str, dict[str, dict]] = field(default_factory=dict)
     unmatched: int = 0
+    unmatched_texts: list[str] = field(default_factory=list)  # the statements asked with no recorded verdict
+    # What a statement with no recorded verdict counts as: not stated (the default: the judge did not vouch
+    # for it), or supported (--unmatched supports: what the recorded verdicts alone decide, as if the judge
+    # agreed with every statement it was never asked about when the verdicts were recorded).
+    unmatched_verdict: str = "not_stated"
 
     @classmethod
     def load(cls, root: Path = HERE) -> RecordedJudge:
@@ -185,16 +190,27 @@ class RecordedJudge:
         table = self.verdicts.get(judge_id(case.id), {})
         out = []
         for line in request.messages[-1]["content"].split("\n"):
-            m = re.match(r"^(S\d+) \([^)]*\): (.*)$", line)
+            m = re.match(r"^(S\d+) \(([^)]*)\): (.*)$", line)
             if not m:
                 continue
-            found = table.get(statement_key(m.group(2)))
+            found = table.get(statement_key(m.group(3)))
             if found is None:
                 self.unmatched += 1
-                out.append({"id": m.group(1), "verdict": "not_stated", "quote": ""})
+                self.unmatched_texts.append(f"{case.id}: {m.group(3)}")
+                out.append(self._unmatched(m.group(1), m.group(2), request))
             else:
                 out.append({"id": m.group(1), "verdict": found["verdict"], "quote": found.get("quote", "")})
         return json.dumps({"verdicts": out}, ensure_ascii=False)
+
+
+    def _unmatched(self, item: str, cites: str, request: GenerationRequest) -> dict:
+        if self.unmatched_verdict != "supports":
+            return {"id": item, "verdict": "not_stated", "quote": ""}
+        # A quote the statement's blocks hold, so that the support counts (bot.answer.verify.judgement).
+        pointers = set(re.findall(r"E\d+", cites))
+        blocks = [ev.chunk for ev in request.evidence if ev.pointer_id in pointers]
+        quote = next((w for c in blocks for w in re.findall(r"[^\W\d_]{6,}", c.text) if terms(w, c.language)), "")
+        return {"id": item, "verdict": "supports", "quote": quote}
 
 
 def _minicheck_claim(request: GenerationRequest) -> str | None:
@@ -378,10 +394,9 @@ async def run(cases: list[Case], retriever: Retriever, judge: RecordedJudge, jud
     what retrieval finds now."""
     kind = "llm" if judged is True else (judged or "off")
     results = []
-    vectors = VectorCache(retriever.embedder.embed_queries) if retriever.embedder is not None else None
     for case in cases:
         model = ScriptedModel(case, judge)
-        options = {"mode": AnswerMode(case.mode), "judge": _judge(kind, model), "vectors": vectors}
+        options = {"mode": AnswerMode(case.mode), "judge": _judge(kind, model)}
         if replay is not None:
             pipeline: Pipeline = ReplayPipeline(retriever, model, case=case, replay=replay, **options)
         else:
@@ -407,7 +422,8 @@ def _rate(results: list[Result]) -> str:
 
 def table(off: list[Result], on: list[Result] | None, by: str) -> list[str]:
     key = {"kind": lambda r: r.case.kind, "pair": lambda r: r.case.pair, "mode": lambda r: r.case.mode}[by]
-    lines = [f"{'':26} {'judge off':>16}   {'judge on':>16}"]
+    lines = [f"{'':26} {'checks only':>16}   {'judge on':>16}"]
+    base = off or on or []
 
     def row(label: str, pick) -> None:
         a = [r for r in off if pick(r)]
@@ -416,13 +432,13 @@ def table(off: list[Result], on: list[Result] | None, by: str) -> list[str]:
 
     lines.append("right answers flagged (first draft)")
     # By kind, the right drafts are one kind: their "all" row says it.
-    groups = [] if by == "kind" else sorted({key(r) for r in off if r.case.kind == "right"})
+    groups = [] if by == "kind" else sorted({key(r) for r in base if r.case.kind == "right"})
     row("  all", lambda r: r.case.kind == "right")
     for g in groups:
         row(f"  {g}", lambda r, g=g: r.case.kind == "right" and key(r) == g)
     lines.append("wrong answers posted")
     row("  all", lambda r: r.case.kind != "right")
-    groups = [k for k in KINDS if by == "kind"] or sorted({key(r) for r in off if r.case.kind != "right"})
+    groups = [k for k in KINDS if by == "kind"] or sorted({key(r) for r in base if r.case.kind != "right"})
     for g in groups:
         row(f"  {g}", lambda r, g=g: r.case.kind != "right" and key(r) == g)
     return lines
@@ -500,7 +516,7 @@ def frontier(results: list[Result]) -> list[tuple[float, float, tuple[str, ...]]
 
 
 def checks_report(results: list[Result]) -> list[str]:
-    lines = ["", "what each check costs and catches (judge off; 'only': no other check fired on the draft)",
+    lines = ["", "what each check costs and catches (checks only; 'only': no other check fired on the draft)",
              f"  {'check':26} {'right flagged':>15} {'wrong caught':>15}"]
     for kind, flags, only_flags, catches, only_catches in check_costs(results):
         lines.append(f"  {kind:26} {flags:>6} ({only_flags:>2} only) {catches:>6} ({only_catches:>2} only)")
@@ -555,6 +571,11 @@ def main() -> int:
     parser.add_argument("--show", type=int, default=0, help="print the first N failures of the half (tune only!)")
     parser.add_argument("--show-judged", action="store_true", help="--show the failures with the judge on")
     parser.add_argument("--no-judge", action="store_true", help="judge off only")
+    parser.add_argument("--judge-only", action="store_true", help="judge on only (no checks-only pass)")
+    parser.add_argument("--unmatched", choices=("not_stated", "supports"), default="not_stated",
+                        help="what a statement with no recorded verdict counts as (default: not stated)")
+    parser.add_argument("--show-unmatched", type=int, default=0, metavar="N",
+                        help="print the first N statements the judge was asked with no recorded verdict")
     parser.add_argument("--minicheck", action="store_true",
                         help="judge on in MiniCheck's protocol (one sentence a call), with the recorded verdicts")
     parser.add_argument("--live-retrieval", action="store_true",
@@ -570,6 +591,7 @@ def main() -> int:
     args = parser.parse_args()
 
     cases, judge = load_sets(args.which, args.half, args.judge_v1)
+    judge.unmatched_verdict = args.unmatched
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         index_dir = Path(tmp) / "index"
@@ -577,7 +599,7 @@ def main() -> int:
         build_index(markdown_kb(Path(tmp)), index_dir, embedder=embedder, seed_vectors=BUNDLED_VECTORS_DIR)
         replay = None if args.live_retrieval else Replay()
         with Retriever(index_dir, embedder=embedder) as retriever:
-            off = asyncio.run(run(cases, retriever, judge, judged=False, replay=replay))
+            off = [] if args.judge_only else asyncio.run(run(cases, retriever, judge, judged=False, replay=replay))
             kind = "minicheck" if args.minicheck else "llm"
             on = None if args.no_judge or not judge.verdicts else \
                 asyncio.run(run(cases, retriever, judge, judged=kind, replay=None if replay is None else Replay()))
@@ -588,19 +610,22 @@ def main() -> int:
     if replay is not None and (replay.changed or replay.lost):
         print(f"note: of the blocks the recorded prompts showed, {replay.changed} changed since and "
               f"{replay.lost} are no longer in the index")
-    drift = sum(r.prompt_drift for r in off)
+    drift = sum(r.prompt_drift for r in off or on or [])
     if drift:
-        lost = sum(r.lost_blocks > 0 for r in off)
+        lost = sum(r.lost_blocks > 0 for r in off or on or [])
         print(f"note: for {drift} drafts citebot now builds another prompt than the one they answered "
               f"(block pointers renumbered to match; {lost} cite a block the prompt no longer shows)")
     for line in table(off, on, args.by):
         print(line)
     not_sure = sum(r.not_sure for r in off if r.case.kind == "right")
-    print(f"right answers that ended 'not sure' (judge off): {not_sure}")
+    print(f"right answers that ended 'not sure' (checks only): {not_sure}")
     if on is not None:
         print("\n".join(cost(on)))
         if judge.unmatched:
-            print(f"note: {judge.unmatched} statements had no recorded verdict (counted as not stated)")
+            counted = "supported" if judge.unmatched_verdict == "supports" else "not stated"
+            print(f"note: {judge.unmatched} statements had no recorded verdict (counted as {counted})")
+            for text in judge.unmatched_texts[:args.show_unmatched]:
+                print(f"    {text}")
     if args.checks:
         print("\n".join(checks_report(off)))
     if args.show:

@@ -104,8 +104,7 @@ class _Capture:
 
 def _all_statements(case, evidence, draft=None, held=()):
     """Every statement of the draft, as the judge would be asked about it (bot.answer.verify.judgement);
-    `held`: the soft findings the checks made on it, whose statements the judge is asked about whatever they
-    are (a lead-in, a line of arithmetic)."""
+    `held`: the findings held for the judge the checks made on it."""
     from bot.answer.verify.citations import verify_citations
     from bot.answer.verify.claims import verify_claims
     from bot.answer.verify.judgement import statements
@@ -123,9 +122,9 @@ def _all_statements(case, evidence, draft=None, held=()):
     else:
         # Every cited sentence, and the uncited ones the judge is asked about with all the answer's blocks.
         checked = verify_citations(draft, evidence, case.language, question=case.question)
-        verdict = Verdict(ok=True, violations=[v for v in checked.violations if v.kind == "UNCITED_SENTENCE" and v.soft])
+        verdict = Verdict(ok=True, violations=[v for v in checked.violations if v.kind == "UNCITED_NUMBER"])
     verdict = verdict.model_copy(update={"violations": [*verdict.violations, *held]})
-    return statements(draft, verdict, evidence, mode, case.language, case.question)
+    return statements(draft, verdict, evidence, mode, case.language)
 
 
 async def _asked(index_dir: Path, root: Path):
@@ -133,6 +132,7 @@ async def _asked(index_dir: Path, root: Path):
     prompt it answered as bench/trust.py shows them (ReplayPipeline), its block pointers moved to where
     that prompt shows their blocks (bench.trust.renumber)."""
     from bench.trust import Replay, ReplayPipeline, load_cases, renumber
+    from bot.answer.verify.policy import held_for_judge
 
     with Retriever(index_dir, embedder=LocalE5Embedder()) as retriever:
         for case in load_cases(root):
@@ -140,7 +140,7 @@ async def _asked(index_dir: Path, root: Path):
             pipeline = ReplayPipeline(retriever, model, mode=AnswerMode(case.mode), case=case, replay=Replay())
             answer = await pipeline.answer(Question(text=case.question, language=case.language))
             draft, _ = renumber(case, model.evidence or [])
-            held = [v for v in answer.violations if v.soft]
+            held = [v for v in answer.violations if held_for_judge(v)]
             yield case, _all_statements(case, model.evidence or [], draft, held)
 
 

@@ -17,47 +17,37 @@ verified. The sets, from the SciFact claims of one split:
 Printed: precision/recall/F1 of "supported" over (a)+(b) and over (a)+(b'),
 the share of (c) caught, the share of CONTRADICT accepted, and the set sizes.
 
+With no word-support test left in the checks (whether a claim says what its
+source says is the entailment judge's: bench/judge_scifact.py), the checks accept
+every claim whose numbers its abstract states: (b), (b') and CONTRADICT measure
+how little the checks alone can tell, and (c) what the number check catches.
+
 Citations mode: the same claims as one answer sentence citing the abstract
-("<claim> [d123].") through bot.answer.verify.citations.verify_citations. That
-verifier has no word-support test (it checks numbers, quotations, links and
-negations against the cited block), so only (a), (c) and CONTRADICT say
-something there: how many correct sentences it rejects (false failures), how
-many changed numbers it catches, how many contradictions get through.
+("<claim> [d123].") through bot.answer.verify.citations.verify_citations: how many
+correct sentences it rejects (false failures), how many changed numbers it
+catches, how many contradictions get through.
 
-    python bench/verifier_scifact.py [--data DIR] [--split dev|train] [--tune] [--idf index|corpus|none]
-
---tune grid-searches the support thresholds (bot/answer/verify/support.py) on the
-train split only and prints the best setting; dev is for reporting.
-
-Word weights: the verifier takes an optional IDF table. By default (--idf index)
-it is the one the bot passes: Retriever.idf of the index built from the corpus
-(the knowledge base), one count per chunk. --idf corpus counts the corpus
-documents directly (title + abstract), --idf none weighs every word the same.
+    python bench/verifier_scifact.py [--data DIR] [--split dev|train]
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import random
 import re
 import sys
 import tempfile
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.answer.prompt import evidence_id
-from bot.answer.verify import support
 from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import verify_claims
 from bot.answer.verify.numbers import source_values
 from bot.models import Evidence
 from kb_index import ChunkResult, Retriever, build_index
-from kb_index.analysis import terms
-from kb_index.impacts import idf_table
 
 try:
     from bench.retrieval_scifact import DEFAULT_DATA, write_kb
@@ -205,17 +195,17 @@ def evidence_for(doc: dict) -> list[Evidence]:
     return [Evidence(block=1, pointer_id="E1", evidence_id=evidence_id(chunk), chunk=chunk)]
 
 
-def accepted(case: Case, corpus: dict[str, dict], idf) -> bool:
+def accepted(case: Case, corpus: dict[str, dict]) -> bool:
     draft = json.dumps({"claims": [{"text": case.claim, "evidence_ids": ["E1"]}]})
-    verdict = verify_claims(draft, evidence_for(corpus[case.doc]), "en", idf=idf)
+    verdict = verify_claims(draft, evidence_for(corpus[case.doc]), "en")
     return bool(verdict.claims) and verdict.claims[0].verified
 
 
-def accepted_as_sentence(case: Case, corpus: dict[str, dict], idf) -> bool:
+def accepted_as_sentence(case: Case, corpus: dict[str, dict]) -> bool:
     """Citations mode: the claim as one answer sentence citing the abstract's KB-ID."""
     evidence = evidence_for(corpus[case.doc])
     draft = f"{case.claim.rstrip('. ')} [{evidence[0].entry_id}]."
-    return verify_citations(draft, evidence, "en", idf=idf).ok
+    return verify_citations(draft, evidence, "en").ok
 
 
 def prf(pos: list[bool], neg: list[bool]) -> tuple[float, float, float]:
@@ -246,33 +236,17 @@ class Result:
         return prf(self.gold, self.random)[2]
 
 
-def run(sets: Sets, corpus: dict[str, dict], idf) -> Result:
+def run(sets: Sets, corpus: dict[str, dict]) -> Result:
     def judge(cases: list[Case]) -> list[bool]:
-        return [accepted(c, corpus, idf) for c in cases]
+        return [accepted(c, corpus) for c in cases]
 
     def as_sentences(cases: list[Case]) -> list[bool]:
-        return [accepted_as_sentence(c, corpus, idf) for c in cases]
+        return [accepted_as_sentence(c, corpus) for c in cases]
 
     return Result(
         judge(sets.gold), judge(sets.hard), judge(sets.random), judge(sets.changed), judge(sets.contradict),
         as_sentences(sets.gold), as_sentences(sets.changed), as_sentences(sets.contradict),
     )
-
-
-def corpus_idf(corpus: dict[str, dict]) -> dict[str, float]:
-    """IDF of every analyzed term of title + abstract over the corpus (the KB)."""
-    df: Counter[str] = Counter()
-    for doc in corpus.values():
-        df.update(set(terms(f"{doc['title']}\n{doc['text']}", "en")))
-    return idf_table(df, len(corpus))
-
-
-def word_weights(kind: str, retriever: Retriever, corpus: dict[str, dict]) -> dict[str, float] | None:
-    if kind == "index":
-        return retriever.idf("en")  # what the bot's pipeline passes the verifier
-    if kind == "corpus":
-        return corpus_idf(corpus)
-    return None
 
 
 def report(split: str, sets: Sets, result: Result) -> None:
@@ -309,79 +283,23 @@ def _pct(values: list[bool]) -> str:
     return f"{100 * sum(values) / max(1, len(values)):.1f} %"
 
 
-# ----------------------------------------------------------------- tuning (train only)
-
-# Module constants of bot/answer/verify/support.py and the values tried for each.
-GRID: dict[str, tuple[float, ...]] = {
-    "SINGLE_SENTENCE_COVERAGE": (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5),
-    "TWO_SENTENCE_COVERAGE": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6),
-    # Below 0.3 the pair rule stops rejecting claims whose words all stand in one
-    # sentence but far apart (one near pair in four): word salad a model writes
-    # and SciFact's human-written claims do not contain. Its cost on SciFact is
-    # printed by --tune at PAIR_COVERAGE 0.0 for comparison.
-    "PAIR_COVERAGE": (0.0, 0.3, 0.34),
-}
-
-
-def tune(sets: Sets, corpus: dict[str, dict], idf) -> None:
-    names = list(GRID)
-    original = {name: getattr(support, name) for name in names}
-    rows = []
-    try:
-        for values in itertools.product(*(GRID[n] for n in names)):
-            setting = dict(zip(names, values, strict=True))
-            if setting["TWO_SENTENCE_COVERAGE"] <= setting["SINGLE_SENTENCE_COVERAGE"]:
-                continue  # two sentences must be held to the higher bar
-            for name, value in setting.items():
-                setattr(support, name, value)
-            gold = [accepted(c, corpus, idf) for c in sets.gold]
-            hard = [accepted(c, corpus, idf) for c in sets.hard]
-            rnd = [accepted(c, corpus, idf) for c in sets.random]
-            f_hard, f_rnd = prf(gold, hard)[2], prf(gold, rnd)[2]
-            rows.append((f_hard, f_rnd, setting))
-            print(f"{setting}: F1 (a)+(b) {f_hard:.3f}  (a)+(b') {f_rnd:.3f}", flush=True)
-    finally:
-        for name, value in original.items():
-            setattr(support, name, value)
-    usable = [r for r in rows if r[2]["PAIR_COVERAGE"] >= 0.3]
-    for label, key in (("F1 (a)+(b)", lambda r: (r[0], r[1])), ("F1 (a)+(b) + F1 (a)+(b')", lambda r: r[0] + r[1])):
-        best = max(usable, key=key)
-        print(f"best on train by {label}: {best[2]}  F1 (a)+(b) {best[0]:.3f}  (a)+(b') {best[1]:.3f}")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--split", default="dev", choices=("dev", "train"))
-    ap.add_argument("--tune", action="store_true", help="grid-search the support thresholds (train only)")
-    ap.add_argument("--idf", choices=("index", "corpus", "none"), default="index",
-                    help="word weights: the index's, as the bot passes them (default); counted over the corpus; none")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="override a support threshold, e.g. --set SINGLE_SENTENCE_COVERAGE=0.2")
     args = ap.parse_args(argv)
-    for item in args.set:
-        name, _, value = item.partition("=")
-        if name not in GRID:
-            ap.error(f"--set: {name!r} is not one of {', '.join(GRID)}")
-        setattr(support, name, float(value))
     if not (args.data / "corpus.jsonl").exists():
         print(f"SciFact not found in {args.data} (give --data)", file=sys.stderr)
         return 2
-    split = "train" if args.tune else args.split
+    split = args.split
     t0 = time.perf_counter()
     corpus = load_corpus(args.data)
     claims = load_claims(args.data, split)
     with tempfile.TemporaryDirectory() as tmp, Retriever(build_kb_index(args.data, Path(tmp))) as retriever:
         sets = build_sets(claims, corpus, retriever)
-        table = word_weights(args.idf, retriever, corpus)
-    idf = None if table is None else support.weigher(table)
-    print(f"sets built in {time.perf_counter() - t0:.1f} s; word weights: {args.idf}; "
-          + ", ".join(f"{name} {getattr(support, name)}" for name in GRID))
-    if args.tune:
-        tune(sets, corpus, idf)
-        return 0
+    print(f"sets built in {time.perf_counter() - t0:.1f} s")
     t1 = time.perf_counter()
-    result = run(sets, corpus, idf)
+    result = run(sets, corpus)
     n = len(sets.gold) + len(sets.hard) + len(sets.random) + len(sets.changed) + len(sets.contradict)
     report(split, sets, result)
     print(f"  verify: {1000 * (time.perf_counter() - t1) / n:.2f} ms per claim")

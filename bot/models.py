@@ -125,7 +125,7 @@ class Support(StrEnum):
 class JudgeStatus(StrEnum):
     PASSED = "passed"  # every statement supported, each with a quote found in its blocks
     FAILED = "failed"  # some statement contradicted or not stated: its violations are in the verdict
-    UNAVAILABLE = "unavailable"  # no usable reply (model down, timeout, not the schema): the checks' verdict stands
+    UNAVAILABLE = "unavailable"  # no usable reply (model down, timeout, not the schema): nothing is posted as verified
 
 
 class JudgedStatement(BaseModel):
@@ -185,6 +185,12 @@ class Draft(BaseModel):
     model: str
     raw: str = ""  # as the backend returned it
     truncated: bool = False  # the model stopped at the output cap, not at the end of its answer
+    # The backend's own line before the verified text, in the bot's words, not checked (the
+    # extractive backend: "Here is what the knowledge base says:"); empty for a model's draft.
+    lead: str = ""
+    # What the backend itself says the knowledge base does not answer (the extractive backend's
+    # near-topic question): counted in the gaps report as the verifiers' not_covered is.
+    not_covered: list[str] = Field(default_factory=list)
 
 
 class Source(BaseModel):
@@ -225,6 +231,10 @@ class Answer(BaseModel):
     # What the answer says the KB does not cover (a partial refusal: bot.answer.verify.not_covered),
     # shown to the asker as such and counted in the gaps report.
     not_covered: list[str] = Field(default_factory=list)
+    # Why the answer is not verified, when it is not: its statements were not checked against the
+    # sources (CITEBOT_JUDGE=off), or the judge could not judge (down, timed out, an unreadable reply,
+    # the question's time spent). None for a verified answer and for a draft the checks rejected.
+    unverified_reason: str | None = None
     outcome: Outcome = Field(default=Outcome.ANSWERED, exclude=True)
     partial: bool = Field(default=False, exclude=True)  # HYBRID: only the verified claims
     model: str = Field(default="", exclude=True)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -83,15 +82,6 @@ class Impacts:
         i = int(np.searchsorted(self.terms, encoded))
         return i if i < len(self.terms) and self.terms[i] == encoded else None
 
-    def document_frequencies(self, space: str) -> dict[str, int]:
-        """Term -> number of live chunks that contain it, for one term space ("en", "de")."""
-        prefix = f"{space}:".encode()
-        # Keys are sorted: the space is one run, from its prefix to the next byte value.
-        lo = int(np.searchsorted(self.terms, prefix))
-        hi = int(np.searchsorted(self.terms, prefix[:-1] + bytes([prefix[-1] + 1])))
-        counts = np.diff(self.offsets[lo : hi + 1])
-        return {key.decode("utf-8")[len(prefix) :]: int(n) for key, n in zip(self.terms[lo:hi], counts, strict=True)}
-
     def postings(self, row: int) -> tuple[np.ndarray, np.ndarray]:
         start, end = self.offsets[row], self.offsets[row + 1]
         return self.docs[start:end], self.weights[start:end]
@@ -130,12 +120,6 @@ class Impacts:
             params=Params(**meta["params"]),
             **data,
         )
-
-
-def idf_table(document_frequencies: Mapping[str, int], n_documents: int) -> dict[str, float]:
-    """Smoothed IDF, log((N + 1) / (df + 0.5)): the word weights of the answer verifier
-    (bot/answer/verify/support.py), from the index's counts or a benchmark's corpus."""
-    return {t: math.log((n_documents + 1) / (df + 0.5)) for t, df in document_frequencies.items()}
 
 
 def build(reader, params: Params | None = None, progress=None) -> Impacts:

@@ -22,7 +22,7 @@ import logging
 import os
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +31,7 @@ from kb_index.analysis import SUBWORD_GRAM, guess_language, query_terms
 from kb_index.answerability import Answerability, Calibration, PartSignals, calibration_for, decide
 from kb_index.docstore import DocStore
 from kb_index.embedding import EmbedderError
-from kb_index.impacts import Impacts, idf_table
+from kb_index.impacts import Impacts
 from kb_index.index import CURRENT_FILE, IndexEmpty, check_generation, current_generation, open_problem
 from kb_index.question.chatter import strip_chatter
 from kb_index.question.parts import split_question
@@ -51,7 +51,8 @@ log = logging.getLogger(__name__)
 # Chosen among 1, 2, 3, 4 on the tune half of tests/data/answerability.yaml
 # and SciFact's train queries together: 2 kept the tune half's top 3 (88 %)
 # and cross-language top 3 (70 %) and took SciFact train nDCG@10 from 0.700
-# (a fixed weight of 0.5) to 0.722.
+# (a fixed weight of 0.5) to 0.722 (scored per chunk then, an abstract's two
+# chunks counted twice; bench/ranking.py counts each once now).
 BM25_WEIGHT = 2.0
 # Hits whose coverage is measured for the answerability decision.
 COVERAGE_DEPTH = 10
@@ -82,7 +83,6 @@ class _Generation:
     entry_starts: np.ndarray  # per entry code: first position in entry_order
     entry_code: dict[str, int]  # entry id -> entry code, for cross-ref expansion
     vectors: Vectors | None  # None: built without an embedder, or by another model than ours
-    idf: dict[str, dict[str, float]] = field(default_factory=dict)  # per language, built on first use
 
 
 @dataclass(frozen=True)
@@ -208,17 +208,6 @@ class Retriever:
 
     def _calibration(self, gen: _Generation) -> Calibration:
         return calibration_for(gen.vectors.model if gen.vectors is not None else None, self.min_cosine)
-
-    def idf(self, language: str) -> dict[str, float]:
-        """Analyzed term -> its IDF over the live chunks, for the answer verifier's word
-        weights (impacts.idf_table); the terms of one language's analyzer. Built once per generation."""
-        gen = self._current()
-        table = gen.idf.get(language)
-        if table is None:
-            # Two threads may both build it on first use: the same table, stored twice.
-            table = idf_table(gen.impacts.document_frequencies(language), int(gen.impacts.live.sum()))
-            gen.idf[language] = table
-        return table
 
     def entry_chunks(self, entry_id: str) -> list[ChunkResult]:
         """The live chunks of one entry, in section order; [] if the index has no such entry.

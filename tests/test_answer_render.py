@@ -236,6 +236,7 @@ def test_answer_json_has_the_documented_keys_only():
     assert set(dumped) == {
         "question", "answer", "verified", "refused", "citations", "sources", "mode", "audit_mode",
         "violations", "regenerations", "n_context", "draft", "timings_ms", "answerability", "not_covered",
+        "unverified_reason",
     }
     assert dumped["sources"][0] == {
         "n": 1, "id": "lb-min-01", "title": "Titel lb-min-01", "section": "Zusammenfassung",

@@ -78,6 +78,6 @@ def test_the_worker_warns_at_start_when_nothing_judges_the_models_answers(citebo
     if judge == "off":
         assert "LLM test-model, judge off," in started
         [warning] = warnings
-        assert warning.startswith("CITEBOT_JUDGE=off: the model's answers are checked by the rules alone")
+        assert warning.startswith("CITEBOT_JUDGE=off: the model's answers are posted unverified, marked so")
     else:  # the default: the model judges its own answers, and there is nothing to warn about
         assert "LLM test-model, judge llm," in started and warnings == []

@@ -152,7 +152,16 @@ async def test_an_unavailable_judge_is_shown_with_its_reason(trail):
     judgement = Judgement(status=JudgeStatus.UNAVAILABLE, model="m", error="LLMUnavailable: HTTP 503")
     await trail.record(audit_entry(q, answered(q).model_copy(update={"judgement": judgement})))
     text = format_entry(await trail.get(q.id), {})
-    assert "judge       unavailable · model m · LLMUnavailable: HTTP 503 (the checks' verdict stands)" in text
+    assert "judge       unavailable · model m · LLMUnavailable: HTTP 503 (nothing was posted as verified)" in text
+
+
+async def test_an_answer_posted_with_the_judge_off_is_recorded_as_not_verified_and_why(trail):
+    q = question()
+    unjudged = answered(q).model_copy(update={"verified": False, "unverified_reason": "CITEBOT_JUDGE=off"})
+    await trail.record(audit_entry(q, unjudged))
+    entry = await trail.get(q.id)
+    assert (entry.verified, entry.unverified_reason) == (False, "CITEBOT_JUDGE=off")
+    assert "not verified" in format_entry(entry, {})
 
 
 async def test_entries_written_before_the_judge_existed_read_back_without_one(trail):

@@ -271,7 +271,7 @@ def test_trailing_uncited_sentence_takes_citations_of_the_one_before():
 
 def test_inheritance_stops_at_the_paragraph():
     verdict = verify("Es gibt 30 Tage.\n\nUrlaub regelt [lb-url-02].")
-    assert kinds(verdict) == ["UNCITED_SENTENCE"]
+    assert kinds(verdict) == ["UNCITED_NUMBER"]
 
 
 def test_uncited_paragraph_without_numbers_or_quotes_is_allowed():
@@ -403,37 +403,6 @@ def test_a_link_from_a_block_the_sentence_does_not_cite_fails():
     evidence = build_evidence([PTO, MIN1])
     verdict = verify_citations("The form is at https://wiki.example.com/hr/leave-form [lb-min-01].", evidence, "en")
     assert kinds(verdict) == ["LINK_NOT_IN_SOURCE"]
-
-
-# ------------------------------------------------------------------ negations
-
-
-@pytest.mark.parametrize(
-    "sentence",
-    [
-        "Employees can never carry over any leave [hb-pto-01].",
-        "You cannot carry over unused vacation days [hb-pto-01].",
-        "Unused vacation days are not carried over to the next year [hb-pto-01].",
-        "No unused vacation days can be carried over [hb-pto-01].",
-        "Nobody can carry over unused vacation days [hb-pto-01].",
-        "You won't be able to carry over vacation days [hb-pto-01].",
-    ],
-)
-def test_a_negation_the_cited_sentence_does_not_carry_fails(sentence):
-    verdict = verify_en(sentence)
-    assert kinds(verdict) == ["NEGATION_NOT_IN_SOURCE"]
-
-
-@pytest.mark.parametrize(
-    "sentence",
-    [
-        "Man kann keinen Urlaub übertragen [lb-url-02].",
-        "Der Urlaubsanspruch beträgt nie 30 Tage [lb-url-02].",
-        "Weder Teilzeit noch Lohnausgleich gehören zur Altersteilzeit [lb-atz-01].",
-    ],
-)
-def test_a_german_negation_the_cited_sentence_does_not_carry_fails(sentence):
-    assert "NEGATION_NOT_IN_SOURCE" in kinds(verify(sentence))
 
 
 SICK = chunk(

@@ -1,4 +1,4 @@
-"""Claims mode: lenient JSON, per-claim rules, support test, audit modes."""
+"""Claims mode: lenient JSON, per-claim rules, audit modes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import json
 import pytest
 
 from bot.answer.prompt import build_evidence
-from bot.answer.verify import support
 from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES, MAX_CLAIMS, verify_claims
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.i18n import message
@@ -167,15 +166,6 @@ def test_cap_is_a_parameter():
 # ------------------------------------------------------------------ per-claim rules
 
 
-def test_claim_not_stated_by_its_evidence_is_unsupported():
-    v = verify_claims(
-        claims_json(("Brachiosaurus appears in the film", ["E1"]), ("Triceratops hunts at night", ["E1"])),
-        [ev("E1", BRACHIO)],
-    )
-    assert kinds(v) == ["UNSUPPORTED_CLAIM"] and v.violations[0].claim == 1
-    assert v.audit_mode is AuditMode.HYBRID
-
-
 def test_claim_citing_no_evidence_is_unsupported():
     v = verify_claims(claims_json(("Brachiosaurus appears in the film", [])), [ev("E1", BRACHIO)])
     assert kinds(v) == ["UNSUPPORTED_CLAIM"]
@@ -244,7 +234,9 @@ def test_citations_list_only_verified_claims_in_first_use_order():
 def test_schema_violations():
     evidence = [ev("E1", BRACHIO)]
     for raw in ('{"answer": "x"}', '{"claims": {"text": "x"}}', '{"claims": [{"evidence_ids": ["E1"]}]}',
-                '{"claims": [{"text": "x", "evidence_ids": [1]}]}', '[{"text": "x", "evidence_ids": ["E1"]}]'):
+                '{"claims": [{"text": "x", "evidence_ids": [1]}]}', '[{"text": "x", "evidence_ids": ["E1"]}]',
+                # Punctuation alone states nothing (a small model's claims JSON once posted " [1].").
+                '{"claims": [{"text": ".", "evidence_ids": ["E1"]}]}', '{"claims": [{"text": " … ", "evidence_ids": ["E1"]}]}'):
         v = verify_claims(raw, evidence)
         assert kinds(v) == ["SCHEMA_INVALID"], raw
         assert v.audit_mode is AuditMode.UNGROUNDED
@@ -292,63 +284,6 @@ def test_refusal_claim_next_to_a_cited_claim_is_an_answer():
     assert not v.refusal and not v.ok
 
 
-# ------------------------------------------------------------------ support test
-
-
-def test_support_needs_the_words_in_one_or_two_sentences_not_scattered():
-    # One claim word per sentence: no two sentences hold half of the claim.
-    scattered = (
-        "The committee met in spring. Travel costs rose sharply. Employees asked about parking. "
-        "Managers discussed budgets. Approval was delayed. Rail strikes were announced."
-    )
-    focused = "Employees need manager approval before booking rail travel."
-    claim = "Employees need manager approval for rail travel"
-    assert support.assess(claim, [focused]).supported
-    result = support.assess(claim, [scattered])
-    assert not result.supported
-    assert result.coverage < support.TWO_SENTENCE_COVERAGE
-
-
-def test_support_accepts_a_claim_spread_over_two_sentences():
-    passage = "Employees may book rail travel. Manager approval is needed before booking it."
-    assert support.assess("Employees need manager approval to book rail travel", [passage]).supported
-
-
-def test_support_rejects_the_same_words_far_apart_in_one_sentence():
-    # Every content word is in this one sentence, but not together: the pair test catches it.
-    passage = (
-        "Employees of the northern office, according to the minutes, discussed parking, catering, cleaning "
-        "and heating, and only afterwards did the managers, who had arrived late from the airport, talk about "
-        "approval of budgets, printer contracts, holiday rosters and finally rail timetables, before booking closed."
-    )
-    result = support.assess("Employees need manager approval for rail booking", [passage])
-    assert result.coverage == 1.0
-    assert result.pair_coverage < support.PAIR_COVERAGE
-    assert not result.supported
-
-
-def test_support_requires_the_claims_names_and_codes():
-    passage = "Blimp-1 regulates the homeostasis of B and T cells in mice."
-    assert support.assess("Blimp-1 regulates the homeostasis of B and T cells", [passage]).supported
-    result = support.assess("Egr2 regulates the homeostasis of B and T cells", [passage])
-    assert result.coverage >= support.SINGLE_SENTENCE_COVERAGE
-    assert not result.supported
-
-
-def test_support_matches_german_compounds():
-    passage = "Die Altersteilzeit ist eine besondere Form der Teilzeitarbeit mit Lohnausgleich."
-    assert support.assess("Altersteilzeit ist Teilzeit mit Lohnausgleich", [passage], "de").supported
-
-
-def test_support_of_a_claim_without_content_words_is_false():
-    assert not support.assess("It is so.", [BRACHIO]).supported
-
-
-def test_support_thresholds_are_ordered_sensibly():
-    assert 0 < support.SINGLE_SENTENCE_COVERAGE < support.TWO_SENTENCE_COVERAGE <= 1
-    assert 0 < support.PAIR_COVERAGE < 1
-
-
 # ------------------------------------------------------------------ SciFact-shaped cases
 
 GOLD = (
@@ -365,11 +300,6 @@ CLAIM = "Low vitamin B12 status is associated with elevated plasma homocysteine.
 
 def test_claim_is_supported_by_its_gold_passage():
     assert verify_claims(claims_json((CLAIM, ["E1"])), [ev("E1", GOLD)]).ok
-
-
-def test_claim_is_not_supported_by_a_related_passage():
-    v = verify_claims(claims_json((CLAIM, ["E1"])), [ev("E1", RELATED)])
-    assert kinds(v) == ["UNSUPPORTED_CLAIM"]
 
 
 def test_changed_number_in_the_gold_passage_is_caught():
@@ -407,16 +337,11 @@ def test_a_claim_with_the_evidence_link_passes():
     assert verify_claims(claims_json((claim, ["E1"])), [ev("E1", PTO_SPAN)]).ok
 
 
-def test_a_made_up_negation_is_named_as_such():
-    v = verify_claims(claims_json(("Employees can never carry over unused vacation days", ["E1"])), [ev("E1", PTO_SPAN)])
-    assert kinds(v) == ["NEGATION_NOT_IN_SOURCE"]
-
-
-def test_link_and_negation_violations_are_local_to_their_claim():
+def test_link_and_number_violations_are_local_to_their_claim():
     v = verify_claims(
         claims_json(
             ("You can carry over up to 5 unused vacation days", ["E1"]),
-            ("Employees can never carry over unused vacation days", ["E1"]),
+            ("You can carry over up to 7 unused vacation days", ["E1"]),
             ("Reset your password at https://evil.example/reset to carry over unused vacation days", ["E1"]),
         ),
         [ev("E1", PTO_SPAN)],

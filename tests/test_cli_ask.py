@@ -17,6 +17,7 @@ from tests.fakes import FakeLLMServer, Reply
 CONTRACT_KEYS = {
     "question", "answer", "verified", "refused", "citations", "sources", "mode", "audit_mode",
     "violations", "regenerations", "n_context", "draft", "timings_ms", "answerability", "not_covered",
+        "unverified_reason",
 }
 
 

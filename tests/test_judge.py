@@ -14,6 +14,7 @@ from bot.answer.judge import LLMJudge, judge_messages, make_judge
 from bot.answer.llm_http import DEFAULT_RETRIES
 from bot.answer.prompt import build_evidence
 from bot.answer.verify.judgement import JUDGE_JSON_SCHEMA, Statement
+from bot.answer.verify.policy import JUDGE_UNAVAILABLE
 from bot.cli import main
 from bot.config import load_settings
 from bot.i18n import Key, message
@@ -102,6 +103,26 @@ async def test_a_judge_that_cannot_judge_says_why_and_is_counted(llm):
     assert [s.text for s in down.statements] == ["Altersteilzeit gibt es ab 55."]
 
 
+async def test_the_fake_model_judges_on_its_own_when_told(llm):
+    # What deploy/smoke.sh's fake model does with the judge on: a statement its blocks hold is supported,
+    # quoting them; one with another number, or words the blocks lack, is not stated. The script is not used.
+    changed = Statement(1, "Die Arbeitszeit wird ab 60 halbiert.", ("lb-atz-01",), (EVIDENCE[0],))
+    unrelated = Statement(3, "Der Arbeitgeber zahlt eine Abfindung.", ("lb-atz-02",), (EVIDENCE[1],))
+    with FakeLLMServer(default="no JSON here", judge=True) as server:
+        async with OpenAIBackend(server.url, "m", retries=0) as backend:
+            judgement = await LLMJudge(backend).judge([SECOND, changed, unrelated], AnswerMode.CITATIONS, "de")
+        (call,) = server.calls
+    assert [(s.item, s.support) for s in judgement.statements] == [
+        (2, Support.SUPPORTS), (1, Support.NOT_STATED), (3, Support.NOT_STATED)]
+    assert judgement.statements[0].quote == "Die Arbeitszeit wird bis zur Rente halbiert."
+    assert judgement.statements[0].quote_found and judgement.status is JudgeStatus.FAILED
+    assert json.loads(call.reply)["verdicts"][0]["verdict"] == "supports"
+    # Off (the default), the judge's request takes the script's reply like any other.
+    async with OpenAIBackend(llm.url, "m", retries=0) as backend:
+        garbled = await LLMJudge(backend).judge([SECOND], AnswerMode.CITATIONS, "de")
+    assert garbled.status is JudgeStatus.UNAVAILABLE and llm.calls[0].reply is None
+
+
 def test_the_judge_follows_the_setting(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     backend = OpenAIBackend("http://127.0.0.1:9", "m")
@@ -183,10 +204,10 @@ def test_a_number_the_checks_cannot_back_is_judged_and_posted_when_the_judge_sup
 
 
 def test_a_number_the_checks_cannot_back_is_not_posted_when_the_judge_cannot_judge(ask, llm, capsys):
-    llm.script(WORKED, "no JSON here", WORKED, "no JSON here")
+    llm.script(WORKED, "no JSON here")
     code, answer = ask(capsys)
     assert code == 0 and not answer["verified"] and answer["answer"] == message(Key.UNCERTAIN, "en")
-    assert {v["kind"] for v in answer["violations"]} == {"NUMBER_NOT_IN_SOURCE"}
+    assert {v["kind"] for v in answer["violations"]} == {"NUMBER_NOT_IN_SOURCE", JUDGE_UNAVAILABLE}
 
 
 def test_the_judge_is_on_by_default_wherever_a_model_answers(ask, llm, capsys):
@@ -195,14 +216,30 @@ def test_the_judge_is_on_by_default_wherever_a_model_answers(ask, llm, capsys):
     assert code == 0 and answer["verified"] and len(llm.calls) == 2 and "judge" in answer["timings_ms"]
 
 
-def test_ask_with_the_judge_down_answers_as_the_checks_decided(ask, llm, capsys):
-    llm.set_script([PTO_DRAFT], default=Reply(status=503))
+@pytest.mark.parametrize("failure", [Reply(status=503), Reply(status=500), Reply(text="no JSON here")],
+                         ids=["down", "500", "junk"])
+def test_ask_with_a_judge_that_cannot_judge_is_not_sure_and_says_why(ask, llm, capsys, failure):
+    llm.set_script([PTO_DRAFT], default=failure)
     code, answer = ask(capsys)
-    assert code == 0 and answer["verified"] and answer["citations"] == ["hb-pto-01"]
-    assert [c.status for c in llm.calls] == [200] + [503] * (1 + DEFAULT_RETRIES)  # the draft, the judge's tries
+    assert code == 0 and not answer["verified"] and answer["answer"] == message(Key.UNCERTAIN, "en")
+    assert answer["draft"] == PTO_DRAFT and answer["regenerations"] == 0 and answer["sources"] == []
+    assert [v["kind"] for v in answer["violations"]] == [JUDGE_UNAVAILABLE]
+    assert answer["unverified_reason"].startswith("the judge could not judge: ")
+    tries = 1 if failure.status == 200 else 1 + DEFAULT_RETRIES
+    assert [c.status for c in llm.calls] == [200] + [failure.status] * tries  # the draft, the judge's tries
 
 
-def test_ask_with_the_judge_off_makes_one_call(ask, llm, capsys):
+def test_ask_with_a_judge_past_its_time_is_not_sure(ask, llm, capsys, monkeypatch):
+    monkeypatch.setenv("CITEBOT_LLM_TIMEOUT", "1")
+    llm.set_script([PTO_DRAFT], default=Reply(text=verdicts(("supports", PTO_QUOTE)), delay=3.0))
+    code, answer = ask(capsys)
+    assert code == 0 and not answer["verified"] and answer["answer"] == message(Key.UNCERTAIN, "en")
+    assert "no reply within 1s" in answer["unverified_reason"]
+
+
+def test_ask_with_the_judge_off_makes_one_call_and_says_the_answer_is_not_verified(ask, llm, capsys):
     llm.script(PTO_DRAFT)
     code, answer = ask(capsys, judge="off")
-    assert code == 0 and answer["verified"] and len(llm.calls) == 1 and "judge" not in answer["timings_ms"]
+    assert code == 0 and len(llm.calls) == 1 and "judge" not in answer["timings_ms"]
+    assert not answer["verified"] and answer["citations"] == ["hb-pto-01"] and answer["unverified_reason"]
+    assert answer["answer"].endswith("\n\n" + message(Key.NOT_JUDGED, "en"))

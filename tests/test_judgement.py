@@ -17,6 +17,7 @@ from bot.answer.verify.judgement import (
     unavailable,
     wants_judgement,
 )
+from bot.answer.verify.policy import JUDGE_UNAVAILABLE
 from bot.models import (
     JUDGE_CONTRADICTS,
     JUDGE_NOT_STATED,
@@ -64,7 +65,7 @@ def test_citations_mode_asks_about_every_cited_sentence_with_all_blocks_of_its_e
     assert [(s.item, s.text, s.cites) for s in asked_] == [
         (0, "You get 28 days a year.", ("hb-pto-01",)),  # inherits the next sentence's citation
         (1, "You can carry over 5 days.", ("hb-pto-01",)),
-        # "Sick?" is a lead-in: nothing in it can be checked without the question
+        (2, "Sick?", ("hb-sick-01",)),  # every sentence that would be posted is asked
         (3, "Tell your manager.", ("hb-sick-01",)),
     ]
     assert asked_[0].pointers == ["E1", "E3"] and asked_[2].pointers == ["E2"]
@@ -198,11 +199,14 @@ def test_a_passed_judgement_is_recorded_and_changes_nothing_else():
     assert judged == verdict.model_copy(update={"judgement": judgement})
 
 
-def test_an_unavailable_judge_leaves_the_checks_verdict_standing():
+def test_an_unavailable_judge_fails_the_verdict():
     verdict, asked_ = asked()
+    assert verdict.ok
     judgement = unavailable(asked_, "LLMUnavailable: HTTP 503", "m")
     judged = apply_judgement(verdict, judgement, EVIDENCE, AnswerMode.CITATIONS)
-    assert judged.ok and judged.violations == [] and judged.judgement.status is JudgeStatus.UNAVAILABLE
+    assert not judged.ok and judged.judgement.status is JudgeStatus.UNAVAILABLE
+    (down,) = judged.violations
+    assert down.kind == JUDGE_UNAVAILABLE and down.detail.endswith("LLMUnavailable: HTTP 503")
     assert [(s.said, s.support) for s in judged.judgement.statements] == [("", Support.NOT_STATED)] * 2
 
 
@@ -233,7 +237,7 @@ UNCITED = "**In short:** you can carry over 5 days until 31 March.\n\nYou get 28
 
 def test_an_uncited_sentence_with_numbers_is_asked_about_with_every_block_the_answer_cites():
     verdict = verify_citations(UNCITED, EVIDENCE)
-    assert [(v.kind, v.soft) for v in verdict.violations] == [("UNCITED_SENTENCE", True)]
+    assert [(v.kind, v.soft) for v in verdict.violations] == [("UNCITED_NUMBER", True)]
     asked_ = statements(UNCITED, verdict, EVIDENCE, AnswerMode.CITATIONS, "en")
     assert [(s.item, s.cites, s.pointers) for s in asked_] == [
         (0, ("hb-pto-01",), ["E1", "E3"]), (1, ("hb-pto-01",), ["E1", "E3"])]
@@ -242,7 +246,7 @@ def test_an_uncited_sentence_with_numbers_is_asked_about_with_every_block_the_an
     assert apply_judgement(verdict, supported, EVIDENCE, AnswerMode.CITATIONS).ok
     not_stated = read_judgement(reply(("S1", "not_stated", ""), ("S2", "supports", "28 days")), asked_, "en")
     judged = apply_judgement(verdict, not_stated, EVIDENCE, AnswerMode.CITATIONS)
-    assert not judged.ok and {v.kind for v in judged.violations} == {"UNCITED_SENTENCE", JUDGE_NOT_STATED}
+    assert not judged.ok and {v.kind for v in judged.violations} == {"UNCITED_NUMBER", JUDGE_NOT_STATED}
 
 
 def test_an_uncited_quotation_or_link_is_no_judges_question():

@@ -101,9 +101,10 @@ def test_ask_is_not_sure_when_minicheck_says_no_twice(ask, servers, capsys):
     assert [v["kind"] for v in answer["violations"]] == [JUDGE_NOT_STATED] and answer["regenerations"] == 1
 
 
-def test_ask_with_minicheck_down_answers_as_the_checks_decided(ask, servers, capsys):
+def test_ask_with_minicheck_down_is_not_sure(ask, servers, capsys):
     llm, minicheck = servers
     minicheck.set_script([], default=Reply(status=503))
     llm.script(DRAFT)
     answer = ask(capsys)
-    assert answer["verified"] and len(llm.calls) == 1  # the checks passed it; the judge was unavailable
+    assert not answer["verified"] and len(llm.calls) == 1  # no regeneration: the judge is out, not the draft
+    assert answer["draft"] == DRAFT and answer["unverified_reason"].startswith("the judge could not judge: ")

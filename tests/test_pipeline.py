@@ -9,10 +9,10 @@ import pytest
 from bot.answer.backends import OllamaBackend, OpenAIBackend
 from bot.answer.budget import within_budget
 from bot.answer.extractive import ExtractiveBackend
-from bot.answer.judge import LLMJudge
+from bot.answer.judge import BUDGET_RESERVE_S, LLMJudge
 from bot.answer.llm_http import LLMError
-from bot.answer.pipeline import Pipeline
-from bot.answer.verify.support import assess
+from bot.answer.pipeline import NOT_JUDGED_REASON, Pipeline
+from bot.answer.verify.policy import JUDGE_UNAVAILABLE
 from bot.i18n import Key, message
 from bot.models import (
     JUDGE_CONTRADICTS,
@@ -26,7 +26,7 @@ from bot.models import (
 )
 from kb_index import Retriever, build_index
 from tests.fakes import FakeLLMServer, Reply
-from tests.kb_fixtures import write_entry, write_mini_kb
+from tests.kb_fixtures import write_mini_kb
 
 UNCERTAIN_DE = message(Key.UNCERTAIN, "de")
 REFUSAL_DE = message(Key.REFUSAL, "de")
@@ -61,14 +61,14 @@ async def pipeline(retriever, llm):
 
 
 async def test_happy_path_is_verified_with_footnotes(pipeline, llm):
-    llm.script("Altersteilzeit ist ab dem 55. Lebensjahr möglich [lb-atz-01].")
-    answer = await pipeline().answer(ATZ)
+    llm.script("Altersteilzeit ist ab dem 55. Lebensjahr möglich [lb-atz-01].", SUPPORTS)
+    answer = await pipeline(judged=True).answer(ATZ)
     assert (answer.verified, answer.refused, answer.outcome) == (True, False, Outcome.ANSWERED)
-    assert answer.answer == "Altersteilzeit ist ab dem 55. Lebensjahr möglich [1]."
-    assert answer.citations == ["lb-atz-01"]
+    assert answer.answer == "Altersteilzeit ist ab dem 55. Lebensjahr möglich [1]." and answer.notes == []
+    assert answer.citations == ["lb-atz-01"] and answer.unverified_reason is None
     assert (answer.sources[0].id, answer.sources[0].stand, answer.sources[0].n) == ("lb-atz-01", "2026-01", 1)
-    assert answer.regenerations == 0 and len(llm.calls) == 1
-    assert set(answer.timings_ms) == {"retrieve", "generate", "verify"}
+    assert answer.regenerations == 0 and len(llm.calls) == 2
+    assert set(answer.timings_ms) == {"retrieve", "generate", "verify", "judge"}
 
 
 async def test_prompt_has_numbered_blocks_and_the_question_last(pipeline, llm):
@@ -101,7 +101,7 @@ async def test_the_retry_carries_the_draft_and_its_violations(pipeline, llm):
 async def test_regeneration_can_recover(pipeline, llm):
     llm.script("ATZ gilt ab 60 [lb-atz-99].", "Altersteilzeit halbiert die Arbeitszeit bis zur Rente [lb-atz-01].")
     answer = await pipeline().answer(ATZ)
-    assert answer.verified and answer.regenerations == 1 and answer.citations == ["lb-atz-01"]
+    assert answer.outcome is Outcome.ANSWERED and answer.regenerations == 1 and answer.citations == ["lb-atz-01"]
 
 
 async def test_wrong_number_for_a_cited_block_fails(pipeline, llm):
@@ -153,7 +153,7 @@ async def test_claims_mode_strict_answer_sends_the_schema(pipeline, llm):
     claims = {"claims": [{"text": "Altersteilzeit ist ab dem 55. Lebensjahr möglich", "evidence_ids": ["E1"]}]}
     llm.script(json.dumps(claims))
     answer = await pipeline(mode=AnswerMode.CLAIMS).answer(ATZ)
-    assert answer.audit_mode is AuditMode.STRICT and answer.verified
+    assert answer.audit_mode is AuditMode.STRICT and answer.outcome is Outcome.ANSWERED
     assert answer.answer == "Altersteilzeit ist ab dem 55. Lebensjahr möglich [1]."
     body = llm.calls[0].body
     assert body["response_format"]["type"] == "json_schema"
@@ -177,7 +177,7 @@ async def test_claims_json_that_closed_before_the_cap_is_whole(retriever, llm):
     llm.script(claims + " and then the model went on" * 20)
     async with OpenAIBackend(llm.url, "test-model", retries=0, max_tokens=len(claims.split(" ")) + 4) as backend:
         answer = await Pipeline(retriever, backend, mode=AnswerMode.CLAIMS).answer(ATZ)
-    assert answer.verified and answer.audit_mode is AuditMode.STRICT
+    assert answer.outcome is Outcome.ANSWERED and answer.audit_mode is AuditMode.STRICT
     assert answer.drafts_cut == 1 and answer.violations == [] and len(llm.calls) == 1
 
 
@@ -185,7 +185,7 @@ async def test_claims_mode_through_ollama_sends_format(pipeline, llm):
     claims = {"claims": [{"text": "Altersteilzeit ist ab dem 55. Lebensjahr möglich", "evidence_ids": ["E1"]}]}
     llm.script(json.dumps(claims))
     answer = await pipeline(OllamaBackend, mode=AnswerMode.CLAIMS).answer(ATZ)
-    assert answer.verified
+    assert answer.outcome is Outcome.ANSWERED
     assert llm.calls[0].path == "/api/chat" and llm.calls[0].body["format"]["properties"]["claims"]
 
 
@@ -198,7 +198,7 @@ async def test_claims_mode_hybrid_posts_only_verified_claims_marked_partial(pipe
     answer = await pipeline(mode=AnswerMode.CLAIMS).answer(ATZ)
     assert answer.audit_mode is AuditMode.HYBRID and answer.partial
     assert "Käse" not in answer.answer and "55. Lebensjahr" in answer.answer
-    assert answer.notes == [message(Key.PARTIAL, "de")]
+    assert answer.notes == [message(Key.NOT_JUDGED, "de"), message(Key.PARTIAL, "de")]
     assert answer.regenerations == 1
 
 
@@ -251,33 +251,6 @@ async def test_thread_history_stays_inside_the_prompt_budget(retriever, llm):
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
     assert len(user) <= budget + 2_000  # labels and block headers on top of the budgeted text
     assert "Message 7" in user and "Message 0" not in user  # the newest message is the one kept
-
-
-async def test_the_verifier_weighs_words_by_the_kbs_idf(tmp_path, llm):
-    # Every entry says "Employees receive ... years of service"; only the bonus is rare. A claim that
-    # swaps the bonus for another rare word holds four of its five words, enough with uniform weights.
-    kb = tmp_path / "kb"
-    write_entry(kb, "hr/bonus.md", {"id": "hr-bonus", "title": "Bonus", "language": "en"},
-                {"Rule": "Employees receive a bonus after years of service."})
-    for i, perk in enumerate(["a laptop", "a parking space", "a phone", "a gym pass", "a bike", "a locker"]):
-        write_entry(kb, f"hr/perk-{i}.md", {"id": f"hr-perk-{i}", "title": f"Perk {i}", "language": "en"},
-                    {"Rule": f"Employees receive {perk} in their first year of service."})
-    write_entry(kb, "hr/sabbatical.md", {"id": "hr-sabbatical", "title": "Sabbatical", "language": "en"},
-                {"Rule": "A sabbatical is unpaid."})
-    build_index(kb, tmp_path / "index")
-    claim = "Employees receive a sabbatical after years of service."
-    draft = json.dumps({"claims": [{"text": claim, "evidence_ids": ["E1"]}]})
-    llm.script(draft, draft)
-    backend = OpenAIBackend(llm.url, "test-model", retries=1, backoff=0)
-    with Retriever(tmp_path / "index") as r:
-        answer = await Pipeline(r, backend, mode=AnswerMode.CLAIMS).answer(
-            Question(text="What do employees receive after years of service?")
-        )
-    await backend.aclose()
-    assert answer.context[0].id == "hr-bonus"
-    assert assess(claim, [answer.context[0].passage]).supported  # uniform weights would let it through
-    assert (answer.verified, answer.outcome) == (False, Outcome.UNCERTAIN)
-    assert [v.kind for v in answer.violations] == ["UNSUPPORTED_CLAIM"]
 
 
 # ---------------------------------------------------------------- with the entailment judge
@@ -341,32 +314,59 @@ async def test_supports_with_a_quote_the_block_does_not_hold_fails_as_not_stated
     assert violation.kind == JUDGE_NOT_STATED and "50. Lebensjahr" in violation.detail
 
 
-@pytest.mark.parametrize("failure", [
-    (Reply(status=503), Reply(status=503)),  # the model is down, the retry too
-    ("Looks right to me.",),  # not the judge's schema
-    (Reply(text=json.dumps({"verdicts": []}), delay=5.0),),  # past the judge's time
-])
-async def test_a_judge_that_cannot_judge_leaves_the_verified_answer_standing(pipeline, llm, failure):
-    llm.script(ATZ_DRAFT, *failure)
-    answer = await pipeline(judged=True, judge_timeout=1.0).answer(ATZ)
-    assert (answer.verified, answer.outcome, answer.regenerations) == (True, Outcome.ANSWERED, 0)
-    assert answer.answer == "Altersteilzeit ist ab dem 55. Lebensjahr möglich [1]."
-    judgement = answer.judgement
-    assert judgement.status is JudgeStatus.UNAVAILABLE and judgement.error
-    assert [s.text for s in judgement.statements] == ["Altersteilzeit ist ab dem 55. Lebensjahr möglich."]
+JUDGE_FAILURES = {
+    "down": (Reply(status=503), Reply(status=503)),  # the model is down, the retry too
+    "500": (Reply(status=500), Reply(status=500)),
+    "junk": ("Looks right to me.",),  # not the judge's schema
+    "timeout": (Reply(text=SUPPORTS, delay=5.0),),  # past the judge's time
+}
 
 
-async def test_a_judge_hanging_past_the_questions_budget_gives_up_in_time_for_the_verified_answer(pipeline, llm):
+@pytest.mark.parametrize("mode", [AnswerMode.CITATIONS, AnswerMode.CLAIMS])
+@pytest.mark.parametrize("failure", list(JUDGE_FAILURES))
+async def test_a_judge_that_cannot_judge_lets_nothing_be_posted_as_verified(pipeline, llm, failure, mode):
+    draft = ATZ_DRAFT if mode is AnswerMode.CITATIONS else json.dumps(
+        {"claims": [{"text": "Altersteilzeit ist ab dem 55. Lebensjahr möglich", "evidence_ids": ["E1"]}]})
+    llm.script(draft, *JUDGE_FAILURES[failure])
+    answer = await pipeline(judged=True, judge_timeout=1.0, mode=mode).answer(ATZ)
+    # "not sure", the draft kept for the review card, no regeneration: an outage is no fault of the draft
+    assert (answer.verified, answer.outcome, answer.regenerations) == (False, Outcome.UNCERTAIN, 0)
+    assert answer.answer == UNCERTAIN_DE and answer.draft == draft and answer.sources == []
+    assert [v.kind for v in answer.violations] == [JUDGE_UNAVAILABLE]
+    assert answer.unverified_reason.startswith("the judge could not judge: ")
+    assert answer.judgement.status is JudgeStatus.UNAVAILABLE and answer.judgement.error
+    assert len(llm.calls) == 1 + len(JUDGE_FAILURES[failure])
+    assert answer.model_dump(mode="json")["unverified_reason"] == answer.unverified_reason
+
+
+async def test_a_judge_hanging_past_the_questions_budget_gives_up_in_time_and_nothing_is_posted(pipeline, llm):
     llm.script(ATZ_DRAFT, Reply(text=SUPPORTS, delay=30.0))
     answer = await within_budget(pipeline(judged=True).answer(ATZ), 4.0)  # no BudgetSpent: the judge gave up first
-    assert (answer.verified, answer.outcome) == (True, Outcome.ANSWERED)
+    assert (answer.verified, answer.outcome) == (False, Outcome.UNCERTAIN)
     assert answer.judgement.status is JudgeStatus.UNAVAILABLE and answer.timings_ms["judge"] < 4_000
 
 
-async def test_judge_off_makes_no_extra_call(pipeline, llm):
+async def test_a_judge_with_the_questions_budget_spent_is_not_asked_and_nothing_is_posted(pipeline, llm):
+    llm.script(ATZ_DRAFT, SUPPORTS)
+    # Less than the judge's reserve is left once the draft is in: no judgement can be had in time.
+    answer = await within_budget(pipeline(judged=True).answer(ATZ), BUDGET_RESERVE_S * 0.9)
+    assert (answer.verified, answer.outcome) == (False, Outcome.UNCERTAIN) and len(llm.calls) == 1
+    assert answer.judgement.error.startswith("BudgetSpent: ") and "BudgetSpent" in answer.unverified_reason
+
+
+async def test_judge_off_makes_no_extra_call_and_says_the_answer_is_not_verified(pipeline, llm):
     llm.script(ATZ_DRAFT)
     answer = await pipeline().answer(ATZ)
-    assert answer.verified and answer.judgement is None and len(llm.calls) == 1
+    assert answer.judgement is None and len(llm.calls) == 1
+    assert (answer.verified, answer.outcome) == (False, Outcome.ANSWERED) and answer.citations == ["lb-atz-01"]
+    assert answer.notes == [message(Key.NOT_JUDGED, "de")] and answer.text.endswith(message(Key.NOT_JUDGED, "de"))
+    assert answer.unverified_reason == NOT_JUDGED_REASON
+
+
+async def test_the_extractive_backend_needs_no_judge(retriever):
+    answer = await Pipeline(retriever, ExtractiveBackend()).answer(ATZ)
+    assert (answer.verified, answer.outcome, answer.notes, answer.unverified_reason) == (
+        True, Outcome.ANSWERED, [], None)
 
 
 async def test_a_draft_that_fails_the_checks_or_refuses_is_not_judged(pipeline, llm):

@@ -24,7 +24,7 @@ from kb_index.files import DRAFTS_FOLDER, DRAFTS_SKIPPED
 from tests.citebot_fixtures import answers_in, button_value
 from tests.harness import REVIEW_CHANNEL, block_action, mention_event, view_submission
 from tests.kb_fixtures import write_mini_kb
-from tests.polling import wait_until
+from tests.polling import wait_until, wait_until_async
 
 pytestmark = pytest.mark.e2e
 
@@ -113,17 +113,20 @@ def test_a_redelivered_decision_writes_the_draft_once(citebot, tmp_path):
 
 
 async def redeliver(redis_url: str, review_id: str) -> None:
-    redis = aioredis.Redis.from_url(redis_url)
-    records = Records(redis)
-    record = await records.review(review_id)
-    assert record is not None and record.status is ReviewStatus.ANSWERED
-    record.status = ReviewStatus.OPEN
-    await records.save_review(record)
+    async with aioredis.Redis.from_url(redis_url) as redis:
+        records = Records(redis)
+
+        async def decided():  # the draft file is written before the decision is saved
+            record = await records.review(review_id)
+            return record if record is not None and record.status is ReviewStatus.ANSWERED else None
+
+        record = await wait_until_async(decided, 10, "the decision saved")
+        record.status = ReviewStatus.OPEN
+        await records.save_review(record)
     payload = ReviewDecisionPayload(review_id=review_id, decision="answer", reviewer="UREVIEWER", text=WRITTEN,
                                     save_draft=True)
     async with JobQueue(redis_url) as queue:
         await queue.enqueue(Job.of(payload), dedupe_id=f"redelivery:{review_id}")
-    await redis.aclose()
 
 
 def test_a_drafts_folder_inside_the_kb_must_be_the_one_the_index_skips(tmp_path):

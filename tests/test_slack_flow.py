@@ -182,6 +182,20 @@ def test_llm_down_gives_an_apology_after_the_retries(citebot):
     assert len(bot.llm.calls) >= 2
 
 
+def test_a_judge_that_cannot_judge_is_retried_then_the_asker_hears_not_sure_and_the_card_has_the_draft(citebot):
+    bot = citebot(worker_args=("--max-tries", "2", "--backoff-base", "0.1"), CITEBOT_JUDGE="llm")
+    bot.llm.script(GOOD, "no JSON here", GOOD, "no JSON here")  # each try: the draft, an unreadable judgement
+    event = mention_event(PTO_QUESTION)
+    bot.send_event(event)
+    [post] = answers_in(bot, "CGENERAL", event["event"]["ts"], timeout=40)
+    assert post["text"].startswith(message(Key.UNCERTAIN, "en")[:30])
+    [card] = answers_in(bot, REVIEW_CHANNEL, None)
+    blocks = json.dumps(card["blocks"])
+    assert "28 days" in blocks and "JUDGE_UNAVAILABLE" in blocks
+    assert len(bot.llm.calls) == 4  # two tries, no regeneration in either
+    assert len(bot.replies("CGENERAL", event["event"]["ts"])) == 1
+
+
 def test_slack_429_is_honoured_and_the_answer_goes_through(citebot):
     bot = citebot()
     bot.llm.script(GOOD)

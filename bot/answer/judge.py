@@ -2,12 +2,12 @@
 draft says (CITEBOT_JUDGE: auto, the default, judges with the answering model wherever one is
 configured; llm; minicheck, a dedicated grounding model: bot.answer.minicheck; off).
 
-It runs after the deterministic checks (bot.answer.pipeline) on a draft they pass or hold back
-only with soft findings (Violation.soft: a heuristic of the alignment, such as a bound or a
-negation the matching sentence words otherwise), on what would be posted: every cited sentence
-(citations mode) or claim (claims mode), each with the blocks it cites. A statement the judge
-supports, with a quote found in its blocks, has its soft findings cleared. The model answers supports, contradicts or
-not_stated per statement with the words it relies on quoted; reading that reply,
+It runs after the sound checks (bot.answer.verify, bot.answer.pipeline) on a draft they pass or
+hold back only with findings held for the judge (bot.answer.verify.policy: a number no cited block
+nor the question states), on every statement that would be posted: each cited sentence (citations
+mode) or claim (claims mode), with the blocks it cites. A statement the judge supports, with a quote
+found in its blocks, has the findings held for the judge cleared. The model answers supports,
+contradicts or not_stated per statement with the words it relies on quoted; reading that reply,
 checking each quote against the blocks and turning failures into violations is
 bot.answer.verify.judgement. A failed statement fails like any violation: the
 draft is regenerated with the feedback, then the uncertain reply and the review
@@ -19,10 +19,11 @@ claims serves the judge too.
 
 When the judge cannot judge (the model is down past the backend's retries, the
 call takes longer than `timeout` or than what is left of the question's time
-budget, the reply is not the judge's schema), the deterministic verdict
-stands: the answer goes out as it would with the judge off, and the judgement,
-recorded in the audit trail, says "unavailable" and why (docs/DESIGN.md 3.6
-argues the rule).
+budget, the reply is not the judge's schema), nothing is posted as verified:
+the verdict fails with JUDGE_UNAVAILABLE (bot.answer.verify.policy: a model
+outage, not regenerated), the job is retried, and the last try ends "not sure"
+with the draft on the review card; the judgement, recorded in the audit trail,
+says "unavailable" and why (docs/DESIGN.md 3.6).
 """
 
 from __future__ import annotations
@@ -100,8 +101,8 @@ def judge_request(asked: list[Statement], mode: AnswerMode, language: str, quest
 
 
 class Judge:
-    """What every entailment judge does: ask about the statements a draft would post (or that
-    only soft findings hold back), within its time, and apply the judgement to the verdict.
+    """What every entailment judge does: ask about the statements a draft would post (or that only
+    findings held for the judge hold back), within its time, and apply the judgement to the verdict.
     Subclasses say how one judgement is had (`_call`). `timeout` bounds the whole judgement,
     retries included."""
 
@@ -116,7 +117,7 @@ class Judge:
         question: str = "",
     ) -> Verdict:
         """The deterministic verdict on `draft`, with the judge's verdicts applied and recorded."""
-        asked = statements(draft, verdict, evidence, mode, language, question)
+        asked = statements(draft, verdict, evidence, mode, language)
         if not asked:
             return verdict
         judgement = await self.judge(asked, mode, language, question)
@@ -139,7 +140,7 @@ class Judge:
         return judgement
 
     def _unavailable(self, asked: list[Statement], error: str, model: str) -> Judgement:
-        log.warning("entailment judge unavailable, the checks' verdict stands: %s", error)
+        log.warning("entailment judge unavailable, nothing is posted unjudged: %s", error)
         return unavailable(asked, error, model)
 
     def time_limit(self) -> float | None:
@@ -170,12 +171,12 @@ class LLMJudge(Judge):
 
 
 # What `citebot doctor` and a starting worker say when a model writes the answers and nothing judges them:
-# bench/trust.py measured that the rules alone miss a wrong sentence whose words all stand in the block it
-# cites, and hold back more right ones, each of which then costs a second model call.
+# the sound checks (bot.answer.verify.policy) cannot tell a wrong sentence whose words all stand in the block
+# it cites, so such answers are posted with a line that says their statements were not checked.
 JUDGE_OFF_WARNING = (
-    "CITEBOT_JUDGE=off: the model's answers are checked by the rules alone, which let through wrong answers whose "
-    "words all stand in the cited blocks (a negation flipped, a condition changed, another office named) and hold "
-    "back more right ones; CITEBOT_JUDGE=auto has the model judge them"
+    "CITEBOT_JUDGE=off: the model's answers are posted unverified, marked so, with only their citations, quotes, "
+    "links and numbers checked: a wrong answer whose words all stand in the cited blocks (a negation flipped, a "
+    "condition changed, another office named) goes out; CITEBOT_JUDGE=auto has the model judge them"
 )
 
 

@@ -15,7 +15,7 @@ a statement is supported when every one of its sentences is.
 The model gives no quote and does not tell "contradicts" from "not stated": "Yes" counts
 as support (the reply is the model's whole output, a classification, so there is no
 quote to check), "No" as not stated. Any other reply is no judgement: the judge is
-unavailable and the checks' verdict stands, as for the chat judge (bot.answer.judge).
+unavailable and nothing is posted as verified, as for the chat judge (bot.answer.judge).
 
 It runs on its own server (CITEBOT_JUDGE_URL, CITEBOT_JUDGE_MODEL; Ollama or any
 OpenAI-compatible server, CITEBOT_JUDGE_LLM), sentences a few at a time, the whole

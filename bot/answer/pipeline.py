@@ -10,8 +10,16 @@ worker runs it per job. The rules that make it safe:
   as feedback; a second failure gives the uncertain message and keeps the draft;
 - a draft that stopped at the output cap is checked as it is, never completed:
   unless it is claims JSON that closed before the cap, it fails (CUT_AT_OUTPUT_CAP);
-- with an entailment judge (CITEBOT_JUDGE=llm, bot.answer.judge), a draft the
-  checks pass is judged too, and what it fails counts as a violation;
+- what each finding does (regenerate, hold for the judge, fail) is the one
+  table of bot.answer.verify.policy;
+- with an entailment judge (CITEBOT_JUDGE=auto|llm|minicheck, bot.answer.judge),
+  every statement a draft the checks pass would post is judged, and what it fails
+  counts as a violation; a judge that cannot judge fails the draft without a
+  regeneration (an outage: the caller retries the job), nothing unjudged is posted
+  as verified, and `Answer.unverified_reason` says why;
+- with no judge (CITEBOT_JUDGE=off) a model's answer is posted unverified, with a
+  line that its statements were not checked against the sources; the extractive
+  backend needs no judge (its text is the KB's own words);
 - the model being down is not an answer: `LLMError` propagates, so the caller
   can retry the job or, after the last try, apologise.
 """
@@ -25,18 +33,32 @@ from contextlib import contextmanager
 
 from bot.answer.assemble import build_answer, make_source, refusal_answer
 from bot.answer.backends import Backend, make_backend
+from bot.answer.extractive import ExtractiveBackend, Vectors
 from bot.answer.judge import Judge, make_judge
 from bot.answer.prompt import build_evidence, build_request, clip_history, retry_messages, trim_to_budget
-from bot.answer.verify.align import Aligner, VectorCache
+from bot.answer.vector_cache import VectorCache
 from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES, verify_claims
 from bot.answer.verify.judgement import wants_judgement
-from bot.answer.verify.support import weigher
+from bot.answer.verify.policy import JUDGE_UNAVAILABLE, finding, outage
 from bot.config import Settings
-from bot.models import Answer, AnswerMode, AuditMode, Draft, Evidence, GenerationRequest, Question, Verdict, Violation
+from bot.i18n import Key, message
+from bot.models import (
+    Answer,
+    AnswerMode,
+    AuditMode,
+    Draft,
+    Evidence,
+    GenerationRequest,
+    Outcome,
+    Question,
+    Verdict,
+)
 from kb_index import Retriever
 from kb_index.question.follow_up import retrieval_text
 from kb_index.search import Retrieval
+
+EXTRACTIVE = "extractive"  # the backend that quotes the KB (bot.answer.extractive): nothing to judge
 
 # Told the name of each stage as it starts ("retrieve", "generate", "verify", "judge"): the
 # assistant panel shows it (bot.slack.assistant_status).
@@ -58,7 +80,6 @@ class Pipeline:
         budget_chars: int | None = 24_000,
         allowed_roles: frozenset[str] = DEFAULT_ALLOWED_ROLES,
         judge: Judge | None = None,
-        vectors: VectorCache | None = None,
     ):
         self.retriever = retriever
         self.backend = backend
@@ -67,8 +88,12 @@ class Pipeline:
         self.top_k = top_k
         self.budget_chars = budget_chars
         self.allowed_roles = allowed_roles
-        # Sentence vectors for alignment; made on first use from the retriever's embedder.
-        self._vectors = vectors
+        # The extractive backend chooses passages by meaning with the retriever's embedder:
+        # questions embedded as queries, passages as passages, each cached for the pipeline's lifetime.
+        embedder = getattr(retriever, "embedder", None)
+        if isinstance(backend, ExtractiveBackend) and backend.vectors is None and embedder is not None:
+            backend.vectors = Vectors(VectorCache(embedder.embed_queries).vectors,
+                                      VectorCache(embedder.embed_passages).vectors)
 
     async def answer(self, question: Question, *, mode: AnswerMode | None = None,
                      progress: Progress = _no_progress) -> Answer:
@@ -91,7 +116,7 @@ class Pipeline:
         draft, verdict = await self._generate_and_verify(request, evidence, question.language, timings, progress)
         drafts_cut = int(draft.truncated)
         regenerations = 0
-        if not (verdict.ok or verdict.refusal):
+        if not (verdict.ok or verdict.refusal or outage(verdict)):
             regenerations = 1
             retry = request.model_copy(
                 update={"messages": retry_messages(request.messages, draft.text, verdict.violations, question.language)}
@@ -102,6 +127,13 @@ class Pipeline:
                 draft, verdict = second_draft, second
 
         answer = build_answer(question, draft.text, verdict, evidence, mode, question.language)
+        _with_lead(answer, draft)
+        if outage(verdict):
+            answer.unverified_reason = next(v.detail for v in verdict.violations if v.kind == JUDGE_UNAVAILABLE)
+        elif not self.judged and answer.outcome is Outcome.ANSWERED and not answer.refused:
+            answer.verified = False
+            answer.notes.insert(0, message(Key.NOT_JUDGED, question.language))
+            answer.unverified_reason = NOT_JUDGED_REASON
         answer.drafts_cut = drafts_cut
         answer.context = [make_source(ev.block, ev) for ev in evidence]
         answer.regenerations = regenerations
@@ -110,6 +142,12 @@ class Pipeline:
         answer.judgement = verdict.judgement
         answer.timings_ms = timings
         return answer
+
+    @property
+    def judged(self) -> bool:
+        """Are the statements of what is posted checked against the sources? By the judge, or by being
+        the KB's own words (the extractive backend)."""
+        return self.judge is not None or self.backend.name == EXTRACTIVE
 
     async def aclose(self) -> None:
         """The backend, and the judge's own backend where it has one."""
@@ -137,9 +175,7 @@ class Pipeline:
             draft = await self.backend.generate(request)
         await progress("verify")
         with _timed(timings, "verify"):
-            # In a thread: aligning sentences embeds them (tens of milliseconds each, the
-            # first time), which would stall every other job of a worker's event loop.
-            verdict = await asyncio.to_thread(self.verify, draft.text, evidence, request.mode, language, request.question)
+            verdict = self.verify(draft.text, evidence, request.mode, language, request.question)
         if draft.truncated:
             verdict = _cut_short(verdict, request.mode)
         if self.judge is not None and wants_judgement(verdict):
@@ -152,22 +188,11 @@ class Pipeline:
     def verify(
         self, draft: str, evidence: list[Evidence], mode: AnswerMode, language: str, question: str = ""
     ) -> Verdict:
-        # The KB's own word weights, as bench/verifier_scifact.py measures the verifier with.
-        idf = self.retriever.idf(language)
-        aligner = self._aligner(idf)
+        """The sound checks (bot.answer.verify.policy says what each finding does)."""
         if mode is AnswerMode.CLAIMS:
-            return verify_claims(draft, evidence, language, allowed_roles=self.allowed_roles, idf=idf,
-                                 question=question, aligner=aligner)
-        verdict = verify_citations(draft, evidence, language, idf=idf, question=question, aligner=aligner)
+            return verify_claims(draft, evidence, language, allowed_roles=self.allowed_roles, question=question)
+        verdict = verify_citations(draft, evidence, language, question=question)
         return _block_roles(verdict, evidence, self.allowed_roles)
-
-    def _aligner(self, idf) -> Aligner:
-        """Sentences aligned by words and, where the retriever has an embedder, by meaning
-        (across languages too); the vectors are cached for the pipeline's lifetime."""
-        embedder = getattr(self.retriever, "embedder", None)
-        if embedder is not None and self._vectors is None:
-            self._vectors = VectorCache(embedder.embed_queries)
-        return Aligner(weigher(idf), self._vectors)
 
 
 def make_pipeline(settings: Settings, retriever: Retriever, backend: Backend | None = None) -> Pipeline:
@@ -184,13 +209,25 @@ def make_pipeline(settings: Settings, retriever: Retriever, backend: Backend | N
     )
 
 
+def _with_lead(answer: Answer, draft: Draft) -> None:
+    """A posted answer gets the backend's own line before it (the extractive backend's
+    "Here is what the knowledge base says:"), and a question the backend says the KB may
+    not answer as asked goes to the gaps report, for the KB's owners to look at."""
+    if answer.outcome is not Outcome.ANSWERED or answer.refused:
+        return
+    if draft.lead:
+        answer.answer = f"{draft.lead}\n\n{answer.answer}"
+    if draft.not_covered:
+        answer.not_covered = [*answer.not_covered, *draft.not_covered]
+
+
 def _block_roles(verdict: Verdict, evidence: list[Evidence], allowed: frozenset[str]) -> Verdict:
     """Citations mode: a statement may rest only on entries whose role allows answering from them."""
     roles = {ev.entry_id: ev.source_role for ev in evidence}
     blocked = [eid for eid in verdict.citations if roles.get(eid, "") not in allowed and eid in roles]
     if not blocked:
         return verdict
-    extra = [Violation(kind="SOURCE_ROLE_BLOCKED", detail=f"[{eid}] is a {roles[eid]}, not an answer source") for eid in blocked]
+    extra = [finding("SOURCE_ROLE_BLOCKED", f"[{eid}] is a {roles[eid]}, not an answer source") for eid in blocked]
     return verdict.model_copy(update={"ok": False, "violations": [*verdict.violations, *extra]})
 
 
@@ -202,8 +239,11 @@ def _cut_short(verdict: Verdict, mode: AnswerMode) -> Verdict:
     so it fails, and the regeneration is told why."""
     if mode is AnswerMode.CLAIMS and not any(v.kind == "SCHEMA_INVALID" for v in verdict.violations):
         return verdict
-    cut = Violation(kind="CUT_AT_OUTPUT_CAP", detail="the answer stopped at the length limit before it ended; answer more briefly")
+    cut = finding("CUT_AT_OUTPUT_CAP", "the answer stopped at the length limit before it ended; answer more briefly")
     return verdict.model_copy(update={"ok": False, "refusal": False, "violations": [*verdict.violations, cut]})
+
+
+NOT_JUDGED_REASON = "CITEBOT_JUDGE=off: the statements were not checked against the sources, only the citations"
 
 
 def _rank(verdict: Verdict) -> int:

@@ -14,6 +14,8 @@ Jobs:
     feedback         a 👎 with a reason: goes to the review channel
     source_changed   `citebot index` changed an entry a posted answer cited: a note under it
     share_answer     "Post in channel" under a /citebot answer: the stored answer, for everyone
+    handover         "Still need help?": the people of `escalate_to` asked (bot.helpdesk.handover)
+    handover_reply   a person answered in a handed-over thread: a review (bot.helpdesk.learning)
 
 A question whose job carries `ephemeral` (/citebot, the shortcut in a DM) is
 answered the same way, through Slack's response_url to the asker alone
@@ -28,6 +30,9 @@ trail (bot.store.audit) right after its post.
 What the asker hears when something fails, past all tries:
     the model                     the model-down apology; also when the question
                                   used up CITEBOT_QUESTION_BUDGET_S, at once
+    the entailment judge          "not sure", with the draft on the review card: nothing
+                                  unjudged is posted (at once when the question's
+                                  time is spent)
     the model refused the request a general apology, at once: a wrong model name
                                   or key is the operator's to fix, not an outage
     the index is missing or empty that the knowledge base is not ready, at once: a
@@ -46,6 +51,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -56,10 +62,12 @@ from bot.answer.budget import BudgetSpent, within_budget
 from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import Pipeline
 from bot.config import Settings
+from bot.helpdesk.handover import Handover, with_handover
+from bot.helpdesk.learning import Learning
 from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind, ShareAnswerPayload
 from bot.jobs.source_changes import note_source_changes
 from bot.logs import about_question
-from bot.models import Answer, Outcome, Question, SlackQuestion
+from bot.models import Answer, JudgeStatus, Outcome, Question, SlackQuestion
 from bot.review.desk import ReviewDesk
 from bot.slack import replies
 from bot.slack.assistant_status import PanelStatus
@@ -70,6 +78,7 @@ from bot.slack.response_url import ResponseUrlPoster
 from bot.slack.shared_copy import mark_posted, tell_not_posted
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.errors import StoreUnavailable
+from bot.store.escalations import Escalations
 from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, Records
 from citebot_core.errors import Permanent, Retryable
@@ -90,6 +99,15 @@ Delivery = Poster | ResponseUrlPoster
 
 class ModelUnavailable(Retryable):
     """The model failed this try; past the last one the asker gets the model-down apology."""
+
+
+class JudgeOutage(ModelUnavailable):
+    """The judge could not judge the draft this try: past the last one, the asker hears "not sure"
+    and the review card carries the draft (`answer`, the pipeline's uncertain answer)."""
+
+    def __init__(self, answer: Answer):
+        super().__init__(f"judge: {answer.unverified_reason}")
+        self.answer = answer
 
 
 class ModelRejected(Permanent):
@@ -115,6 +133,14 @@ class JobHandlers:
         # (`poster is self.poster` says where a reaction goes).
         self.panel_poster = Poster(self.slack, self.ledger)
 
+    @cached_property
+    def handover(self) -> Handover:
+        return Handover(self.slack, self.ledger, Escalations(self.records.redis), self.settings.review_channel)
+
+    @cached_property
+    def learning(self) -> Learning:
+        return Learning(self.reviews, Escalations(self.records.redis))
+
     async def handle(self, job: Job) -> None:
         with about_question(_question_id(job)):
             await self._dispatch(job)
@@ -127,6 +153,8 @@ class JobHandlers:
             JobKind.FEEDBACK: self.reviews.feedback,
             JobKind.SOURCE_CHANGED: self.source_changed,
             JobKind.SHARE_ANSWER: self.share,
+            JobKind.HANDOVER: lambda j: self.handover.run(j),
+            JobKind.HANDOVER_REPLY: lambda j: self.learning.person_answered(j),
         }.get(job.kind)
         if handler is None:
             raise ValueError(f"unknown job kind {job.kind!r}")
@@ -140,6 +168,8 @@ class JobHandlers:
                 await self._answer_failed(job, error)
             elif job.kind is JobKind.REVIEW_DECISION:
                 await self.reviews.decision_failed(job, error)
+            elif job.kind is JobKind.HANDOVER:
+                await self.handover.failed(job)
 
     def _delivery(self, payload: AnswerPayload) -> Delivery:
         if payload.ephemeral is not None:
@@ -160,6 +190,9 @@ class JobHandlers:
             return
         if isinstance(error, SlackError):
             await self._post_stored_reply(question, error, poster)
+            return
+        if isinstance(error, JudgeOutage):
+            await self.answer(job, settled=error.answer)  # "not sure", the draft on the review card
             return
         if not await poster.claim_unless_posted(question.id, question.channel, question.reply_thread_ts):
             return
@@ -198,7 +231,8 @@ class JobHandlers:
 
     # ---------------------------------------------------------------- answer
 
-    async def answer(self, job: Job) -> None:
+    async def answer(self, job: Job, settled: Answer | None = None) -> None:
+        """`settled`: the answer of the last try, posted as it is (a judge outage past all tries)."""
         payload = job.read(AnswerPayload)
         question, poster = payload.question, self._delivery(payload)
         channel, thread = question.channel, question.reply_thread_ts
@@ -216,7 +250,7 @@ class JobHandlers:
         if status is not None:
             await status.title(question)
         try:
-            answer = await self._generate(question, poster, status)
+            answer = settled or await self._generate(question, poster, status)
         except BudgetSpent as exc:
             log.warning("%s", exc)
             metrics.LLM_ERRORS.labels(kind="BudgetSpent").inc()
@@ -225,8 +259,11 @@ class JobHandlers:
         except IndexNotFound as exc:
             await self._reply_not_ready(question, exc, poster)
             return
+        if settled is None and _judge_outage(answer):
+            await poster.release_claim(question.id)
+            raise JudgeOutage(answer)
 
-        msg = self._render(answer, question)
+        msg = self._offer_handover(self._render(answer, question), payload)
         record = AnswerRecord(
             answer_id=question.id,
             question_id=question.id,
@@ -253,7 +290,8 @@ class JobHandlers:
         # with the footnotes and the Sources button, rather than nothing.
         forms = [msg]
         if answer.outcome is Outcome.ANSWERED:
-            forms.append(replies.answer_message(answer, language=question.language, ref=question.id, compact=True))
+            compact = replies.answer_message(answer, language=question.language, ref=question.id, compact=True)
+            forms.append(self._offer_handover(compact, payload))
         shown = forms
         if payload.ephemeral is not None and payload.ephemeral.shareable and answer.outcome is Outcome.ANSWERED:
             # The button only on the asker's copy: the record keeps the answer as everyone may see it.
@@ -308,6 +346,14 @@ class JobHandlers:
                         "not waited for", wait, cap)
             return None
         return wait
+
+    @staticmethod
+    def _offer_handover(msg: dict[str, Any], payload: AnswerPayload) -> dict[str, Any]:
+        """"Still need help?" under any reply where the question's policy names people (not under a reply
+        only its asker sees: there is no thread to hand over in)."""
+        if not payload.handover or payload.ephemeral is not None:
+            return msg
+        return with_handover(msg, question_id=payload.question.id, language=payload.question.language)
 
     def _render(self, answer: Answer, question: Question) -> dict[str, Any]:
         language = question.language
@@ -398,3 +444,11 @@ def _question_id(job: Job) -> str | None:
         return job.parsed().about
     except ValueError:
         return None  # not readable: the handler says why, with the job id
+
+
+def _judge_outage(answer: Answer) -> bool:
+    """Did the judge fail to judge for a reason another try may not have? Not the question's time
+    spent: that ends "not sure" at once."""
+    judgement = answer.judgement
+    return (answer.outcome is Outcome.UNCERTAIN and judgement is not None and judgement.status is JudgeStatus.UNAVAILABLE
+            and not (judgement.error or "").startswith(BudgetSpent.__name__))

@@ -27,6 +27,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.answer.assemble import render_citations_text, render_claims_text, truncated_note
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.config import Settings
+from bot.helpdesk.learning import ESCALATION_KIND, decide_handover
 from bot.i18n import Key, message
 from bot.jobs.job import FeedbackPayload, Job, ReviewDecisionPayload
 from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
@@ -155,6 +156,10 @@ class ReviewDesk:
         record = await self.records.review(review_id)
         if record is None or record.status is not ReviewStatus.OPEN:
             return  # expired, or decided by an earlier run of this job
+        if record.kind == ESCALATION_KIND:
+            # A person answered the asker already: a draft for the KB, nothing posted (bot.helpdesk.learning).
+            await decide_handover(self, record, payload)
+            return
         status = DECISIONS[decision]
         text = payload.text
         answer = self._reviewed_answer(record, status, text)
@@ -311,6 +316,7 @@ def posted_notes(text: str, language: str, question_chars: int) -> tuple[str, li
     known = {
         message(Key.PARTIAL, language),
         message(Key.NOT_COVERED, language),
+        message(Key.NOT_JUDGED, language),
         *truncated_note(language, question_chars),
     }
     body, notes = text.rstrip(), list[str]()

@@ -84,6 +84,7 @@ class AuditEntry(BaseModel):
     mode: str | None = None
     model: str = ""
     verified: bool = False
+    unverified_reason: str | None = None  # Answer.unverified_reason
     partial: bool = False
     # What the answer said the KB does not cover (entries written before it read back without).
     not_covered: list[str] = Field(default_factory=list)
@@ -152,6 +153,7 @@ def audit_entry(
             "mode": str(answer.mode),
             "model": answer.model,
             "verified": answer.verified,
+            "unverified_reason": answer.unverified_reason,
             "partial": answer.partial,
             "not_covered": list(answer.not_covered),
             "audit_mode": str(answer.audit_mode) if answer.audit_mode else None,
@@ -283,7 +285,7 @@ def judgement_lines(judgement: Judgement | None) -> list[str]:
         return []
     head = f"judge       {judgement.status} · model {judgement.model or '-'}"
     if judgement.status is JudgeStatus.UNAVAILABLE:
-        return [f"{head} · {judgement.error or 'no reason recorded'} (the checks' verdict stands)"]
+        return [f"{head} · {judgement.error or 'no reason recorded'} (nothing was posted as verified)"]
     lines = [head]
     for s in judgement.statements:
         quote = f" · quote {s.quote!r}" if s.quote else ""

@@ -10,7 +10,7 @@ Methods (those citebot and its tests call): chat.postMessage, chat.update,
 chat.postEphemeral, chat.delete, views.open, views.publish, reactions.add, reactions.remove,
 auth.test, conversations.replies, conversations.history, conversations.info,
 conversations.list (over `channels`, by default the harness's review channel and
-#general), apps.connections.open (hands out `socket_url`, see
+#general), usergroups.list and users.info (over `usergroups` and `users`), apps.connections.open (hands out `socket_url`, see
 tests/fakes/socket_mode.py; only for an `xapp-` token) and the assistant
 panel's assistant.threads.setStatus, .setSuggestedPrompts and .setTitle (what each
 thread shows now: `assistant_thread(channel, thread_ts)`; a bot post into the
@@ -190,6 +190,10 @@ class FakeSlackServer(Scripting, ThreadedFake):
         self._home_views: dict[str, dict[str, Any]] = {}  # user id -> the Home tab views.publish last set
         # (channel, thread_ts) -> what an assistant thread shows: status, title, prompts
         self._assistant_threads: dict[tuple[str, str], dict[str, Any]] = {}
+        # The workspace's people, for a help channel's escalate_to (citebot doctor): usergroups.list
+        # over `usergroups` (id -> {"handle", "name"}), users.info over `users` (id -> {"name", ...}).
+        self.usergroups: dict[str, dict[str, Any]] = {}
+        self.users: dict[str, dict[str, Any]] = {}
         self._bind(host, port, _handler_for(self))
 
     @property
@@ -501,6 +505,14 @@ class FakeSlackServer(Scripting, ThreadedFake):
         more = start + limit < len(channels)
         return {"ok": True, "channels": page, "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
+    def _usergroups_list(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "usergroups": [{"id": gid, "team_id": self.team_id, **info}
+                                           for gid, info in self.usergroups.items()]}
+
+    def _user_info(self, body: dict[str, Any]) -> dict[str, Any]:
+        user = self.users.get(body.get("user") or "")
+        return {"ok": True, "user": {"id": body["user"], **user}} if user is not None else _error("user_not_found")
+
     def _replies(self, body: dict[str, Any]) -> dict[str, Any]:
         """The scripted thread plus what was posted into it, oldest first. An unknown
         thread is not an error here: a question that starts a thread has no replies yet."""
@@ -544,6 +556,8 @@ _METHODS = {
     "conversations.history": FakeSlackServer._history,
     "conversations.info": FakeSlackServer._conversation_info,
     "conversations.list": FakeSlackServer._conversation_list,
+    "usergroups.list": FakeSlackServer._usergroups_list,
+    "users.info": FakeSlackServer._user_info,
     "apps.connections.open": FakeSlackServer._connections_open,
     "assistant.threads.setStatus": FakeSlackServer._set_status,
     "assistant.threads.setTitle": FakeSlackServer._set_title,

@@ -1,6 +1,7 @@
-"""Citations-mode verifier: an answer with inline [KB-ID] references.
+"""Citations-mode checks: an answer with inline [KB-ID] references.
 
-Rules (docs/DESIGN.md 3.6), each a violation kind:
+The sound checks (docs/DESIGN.md 3.6), each a finding kind whose consequence is
+policy.py's table:
 - UNKNOWN_ID: a cited id is not one of the context blocks' KB-IDs.
 - NO_CITATION: the answer cites nothing at all (and is not a refusal: the refusal
   sentence and nothing else, see text.is_refusal).
@@ -8,14 +9,15 @@ Rules (docs/DESIGN.md 3.6), each a violation kind:
 - LINK_NOT_IN_SOURCE: a URL, e-mail address, phone number or Slack link of a
   sentence is not in the blocks it cites, nor in any other block the answer
   cites (links.py).
-- the checks of one statement against the sentences of its blocks that state it
-  (statement.py): NUMBER_NOT_IN_SOURCE, SCOPE_NOT_IN_SOURCE, NEGATION_NOT_IN_SOURCE,
-  NEGATION_DROPPED, WORDS_NOT_IN_SOURCE.
-- UNCITED_SENTENCE: a sentence states a number (not the question's, not a Stand,
-  not a written-out sum), a quotation or a link, but neither it nor any sentence
-  of its paragraph cites a block, so nothing can back it. For numbers alone the
-  finding is soft: the judge is asked about the sentence with every block the
-  answer cites.
+- NUMBER_NOT_IN_SOURCE: a number neither the blocks a sentence cites nor the
+  question state (numbers.py): held for the judge.
+- UNCITED_SENTENCE: a sentence with a quotation or a link that neither it nor any
+  sentence of its paragraph cites; UNCITED_NUMBER: one with a number that is not
+  the question's nor a Stand (held for the judge, who is shown every block the
+  answer cites).
+
+Whether a sentence says what its blocks say is the entailment judge's to decide
+(bot.answer.judge): every sentence that would be posted is asked.
 
 A sentence that says what the KB does not cover (not_covered.py) is a partial
 refusal: not checked, listed in Verdict.not_covered.
@@ -27,24 +29,21 @@ the end of a passage); at the end of a paragraph, those of the sentence before
 any, right after one with some, those of the paragraph before ("Zusammen
 180,90 €"); a sentence still without any whose every number a cited sentence
 states too (a short answer ahead of its details), those of the sentences that
-state them. Sentences without numbers or quotations and without any citation
-(a heading, "Kurz gesagt:") are allowed: there is nothing in them to check.
+state them. Sentences without numbers, quotations or links and without any
+citation (a heading, "Kurz gesagt:") are allowed: there is nothing in them to check.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 
-from bot.answer.verify.align import Aligner, Passage
-from bot.answer.verify.calculation import ARITHMETIC
 from bot.answer.verify.links import find_links, missing_links
 from bot.answer.verify.not_covered import says_not_covered
-from bot.answer.verify.numbers import find_numbers
+from bot.answer.verify.numbers import find_numbers, unstated
+from bot.answer.verify.policy import finding
 from bot.answer.verify.refs import IdSet, Ref, find_refs, ordered_ids, strip_refs
-from bot.answer.verify.statement import StatementContext, check_statement
-from bot.answer.verify.support import Weigher, weigher
 from bot.answer.verify.text import is_refusal, quote_in, quoted_passages, strip_think
 from bot.models import Evidence, Verdict, Violation
 from kb_index import markdown
@@ -76,13 +75,6 @@ def block_texts(evidence: list[Evidence]) -> dict[str, list[str]]:
         header = " ".join(filter(None, [c.title, c.section, c.stand or "", *c.legal_bases]))
         texts.setdefault(c.entry_id, []).append(f"{header}\n{c.text}")
     return texts
-
-
-def passage(ev: Evidence) -> Passage:
-    """A block as the statement checks read it (align.Passage): its text, language and header."""
-    c = ev.chunk
-    extra = tuple(filter(None, [f"Stand: {c.stand}" if c.stand else "", *c.legal_bases]))
-    return Passage(c.text, c.language, c.title, c.section, extra)
 
 
 def _sentences(text: str, known: IdSet, language: str) -> list[list[_Sentence]]:
@@ -163,59 +155,49 @@ _STAND_NOTE = re.compile(r"^\W*(?:stand|as of|valid as of|gültig ab|based on th
 _STAND_ONLY = re.compile(r"^\W*(?:stand|as of|valid as of|gültig ab|based on the stand)\W*[\d\-./ ]+\W*$", re.IGNORECASE)
 
 
-def _stand_note(body: str, ctx: StatementContext) -> bool:
-    """An uncited line that only names the Stand of a block of the prompt."""
-    stands = {v for p in ctx.passages for e in p.header_extra if e.startswith("Stand:")
-              for n in find_numbers(e, p.language, source=True) for v in n.values}
-    numbers = find_numbers(body, ctx.language)
-    return bool(_STAND_NOTE.match(body)) and all(n.values & stands for n in numbers)
+@dataclass(frozen=True)
+class _Context:
+    language: str
+    question: str
+    stands: frozenset[str]  # every reading of the Stand of every block of the prompt
 
 
-def _uncited(s: _Sentence, body: str, quotes: list[str], unquoted: str, ctx: StatementContext) -> list[Violation]:
+def _stands(evidence: list[Evidence]) -> frozenset[str]:
+    return frozenset(v for ev in evidence if ev.chunk.stand
+                     for n in find_numbers(ev.chunk.stand, ev.chunk.language, source=True) for v in n.values)
+
+
+def _uncited(s: _Sentence, body: str, quotes: list[str], unquoted: str, ctx: _Context) -> list[Violation]:
     """A sentence nothing cites may say what has nothing to check (a heading, "Kurz gesagt:"),
-    repeat the question's numbers or work with them, or name the Stand; no more."""
-    asked = {v for q in ctx.question_numbers for v in q.values}
-    # A line of arithmetic ("5.200 € × 3 ÷ 65 = 240 €") shows its work: numbers of any block may stand in it.
-    given = asked | (_prompt_values(ctx) if ARITHMETIC.search(unquoted) else set())
-    numbers = [n for n in find_numbers(unquoted, ctx.language)
-               if not n.values & given and not ctx.worked.accepts(n, unquoted, ctx.language)]
+    repeat the question's numbers, or name the Stand; no more."""
     if quotes or find_links(body):
-        return [Violation(kind="UNCITED_SENTENCE", detail=f"no citation for: {s.text}", claim=s.index)]
-    if numbers and not _stand_note(body, ctx):
-        # Soft: its numbers may be stated in a block the answer cites elsewhere, which the judge, shown
+        return [finding("UNCITED_SENTENCE", f"no citation for: {s.text}", s.index)]
+    numbers = find_numbers(unquoted, ctx.language)
+    stand_note = bool(_STAND_NOTE.match(body)) and all(n.values & ctx.stands for n in numbers)
+    if unstated(unquoted, [], ctx.language, question=ctx.question) and not stand_note:
+        # Its numbers may be stated in a block the answer cites elsewhere, which the judge, shown
         # all of those blocks, can find (judgement.statements); a quotation or a link cannot wait for it.
-        return [Violation(kind="UNCITED_SENTENCE", detail=f"no citation for: {s.text}", claim=s.index, soft=True)]
+        return [finding("UNCITED_NUMBER", f"no citation for: {s.text}", s.index)]
     return []
 
 
-def _check_sentence(
-    s: _Sentence, blocks: dict[str, list[str]], passages: dict[str, list[Passage]], ctx: StatementContext,
-    answer_sources: list[str],
-) -> list[Violation]:
+def _check_sentence(s: _Sentence, blocks: dict[str, list[str]], ctx: _Context, answer_sources: list[str]) -> list[Violation]:
     """The checks of one sentence; `answer_sources` are the texts of every block the answer cites."""
     body = strip_refs(s.text, s.refs)
     quotes = quoted_passages(body)
     unquoted = body
-    for q in quotes:  # a quotation is checked verbatim as a whole: its numbers and negations need no second check
+    for q in quotes:  # a quotation is checked verbatim as a whole: its numbers need no second check
         unquoted = unquoted.replace(q, " ")
     if s.has_refs and not s.cited:
         return []  # cites only unknown ids: already an UNKNOWN_ID, nothing to check against
     if not s.cited:
         return _uncited(s, body, quotes, unquoted, ctx)
     sources = [t for kb_id in s.cited for t in blocks.get(kb_id, [])]
-    cited = [p for kb_id in s.cited for p in passages.get(kb_id, [])]
     where = f"[{', '.join(s.cited)}]"
-    violations = [
-        Violation(
-            kind="QUOTE_NOT_IN_SOURCE",
-            detail=f"quotation {q!r} is not verbatim in {where}",
-            claim=s.index,
-        )
-        for q in quotes
-        if not any(quote_in(q, source) for source in sources)
-    ]
+    violations = [finding("QUOTE_NOT_IN_SOURCE", f"quotation {q!r} is not verbatim in {where}", s.index)
+                  for q in quotes if not any(quote_in(q, source) for source in sources)]
     violations += [
-        Violation(kind="LINK_NOT_IN_SOURCE", detail=f"{link!r} is not in {where}", claim=s.index)
+        finding("LINK_NOT_IN_SOURCE", f"{link!r} is not in {where}", s.index)
         for link in missing_links(body, sources)
         # a link of another block the answer cites is no made-up one, only cited a sentence too early or late
         if link in missing_links(body, answer_sources)
@@ -224,8 +206,8 @@ def _check_sentence(
     # rest.") says what the KB lacks, which no block can state.
     if is_refusal(unquoted):
         return violations
-    problems, _ = check_statement(unquoted, cited, ctx, need_support=False)
-    violations += [Violation(kind=p.kind, detail=f"{where}: {p.detail}", claim=s.index, soft=p.soft) for p in problems]
+    violations += [finding("NUMBER_NOT_IN_SOURCE", f"{where}: {raw!r} is not stated in the cited blocks", s.index)
+                   for raw in unstated(unquoted, sources, ctx.language, question=ctx.question)]
     return violations
 
 
@@ -246,7 +228,7 @@ def cited_sentences(
     """The sentences of a draft that rest on blocks, with the KB-IDs each rests on: what
     the entailment judge is asked about. The refusal sentence beside an answer is left
     out: it says what the KB lacks, which no block can state. A sentence of `uncited`
-    (held back by a soft UNCITED_SENTENCE) rests on every block the answer cites."""
+    (held back by UNCITED_NUMBER) rests on every block the answer cites."""
     known = IdSet([ev.entry_id for ev in evidence])
     groups = _assign_citations(_sentences(strip_think(draft_text), known, language), language)
     everything = tuple(dict.fromkeys(i for group in groups for s in group for i in s.cited))
@@ -278,24 +260,9 @@ def _unknown_id_violations(all_sentences: list[_Sentence]) -> list[Violation]:
     return out
 
 
-def verify_citations(
-    draft_text: str,
-    evidence: list[Evidence],
-    language: str = "en",
-    idf: Mapping[str, float] | Weigher | None = None,
-    *,
-    question: str = "",
-    question_language: str = "",
-    aligner: Aligner | None = None,
-) -> Verdict:
-    """Check a citations-mode draft against the context blocks it was written from.
-
-    `idf` weighs words (support.weigher); without it every word weighs the same.
-    `question` is what was asked: its numbers may be repeated and worked with.
-    `aligner` aligns each sentence to the block sentences that state it; without
-    one, by words only (align.Aligner).
-    """
-    weight = weigher(idf)
+def verify_citations(draft_text: str, evidence: list[Evidence], language: str = "en", *, question: str = "") -> Verdict:
+    """The sound checks of a citations-mode draft against the context blocks it was written from.
+    `question` is what was asked: its numbers may be repeated."""
     text = strip_think(draft_text)
     known = IdSet([ev.entry_id for ev in evidence])
     groups = _sentences(text, known, language)
@@ -309,27 +276,15 @@ def verify_citations(
         if gaps and len(gaps) == len(flat):
             return Verdict(ok=True, refusal=True, not_covered=gaps)
         detail = "empty answer" if not text else "the answer cites no KB-ID"
-        return Verdict(ok=False, violations=[Violation(kind="NO_CITATION", detail=detail)])
+        return Verdict(ok=False, violations=[finding("NO_CITATION", detail)])
     blocks = block_texts(evidence)
-    passages: dict[str, list[Passage]] = {}
-    for ev in evidence:
-        passages.setdefault(ev.entry_id, []).append(passage(ev))
-    ctx = StatementContext(language, aligner or Aligner(weight), question, question_language,
-                           [passage(ev) for ev in evidence], answer=text)
+    ctx = _Context(language, question, _stands(evidence))
     _assign_citations(groups, language)
     answer_sources = [t for kb_id in dict.fromkeys(i for s in flat for i in s.cited) for t in blocks.get(kb_id, [])]
-    checked = [s for s in flat if not _partial_refusal(s)]  # nothing in one a block could state (not_covered.py)
-    # Read once before checking: what the answer works out (ctx.worked) is known then wherever it is
-    # stated, so a result ahead of its working ("11 days left, worth 2,310 EUR", then the steps) passes.
-    for s in checked:
-        _check_sentence(s, blocks, passages, ctx, answer_sources)
-    for s in checked:
-        violations += _check_sentence(s, blocks, passages, ctx, answer_sources)
+    for s in flat:
+        if not _partial_refusal(s):  # nothing in one a block could state (not_covered.py)
+            violations += _check_sentence(s, blocks, ctx, answer_sources)
     return Verdict(ok=not violations, violations=violations, citations=citations, not_covered=gaps)
-
-
-def _prompt_values(ctx: StatementContext) -> set[str]:
-    return {v for p in ctx.passages for n in find_numbers(p.text, p.language, source=True) for v in n.values}
 
 
 def _partial_refusal(s: _Sentence) -> bool:

@@ -1,20 +1,24 @@
-"""Claim-lattice verifier: an answer as JSON claims, each pointing at evidence.
+"""Claim-lattice checks: an answer as JSON claims, each pointing at evidence.
 
 The model returns {"claims": [{"text": ..., "evidence_ids": ["E1", ...]}]}. Each
-claim is checked on its own; the verdict's audit mode then says what may be posted:
+claim is checked on its own by the sound checks; what each finding does is
+policy.py's table, and the verdict's audit mode then says what may be posted:
 
-- STRICT: no violation at all; the whole answer is posted.
-- HYBRID: some claims verified and every violation is local to a claim
-  (UNKNOWN_EVIDENCE_ID, UNSUPPORTED_CLAIM, NUMBER_NOT_IN_SOURCE,
-  LINK_NOT_IN_SOURCE: a URL, e-mail address, phone number or Slack link the
-  evidence does not state, NEGATION_NOT_IN_SOURCE: the claim negates and its
-  best-matching evidence sentences do not, TOO_MANY_CLAIMS, and the entailment
-  judge's JUDGE_CONTRADICTS and JUDGE_NOT_STATED); only the verified claims are
-  posted, marked partial.
+- STRICT: no finding at all; the whole answer is posted.
+- HYBRID: some claims verified and every finding is local to a claim
+  (UNKNOWN_EVIDENCE_ID, UNSUPPORTED_CLAIM: no evidence cited, LINK_NOT_IN_SOURCE:
+  a URL, e-mail address, phone number or Slack link the evidence does not state,
+  NUMBER_NOT_IN_SOURCE, TOO_MANY_CLAIMS, and the entailment judge's
+  JUDGE_CONTRADICTS and JUDGE_NOT_STATED); only the verified claims are posted,
+  marked partial.
 - UNGROUNDED: the output is not the schema (SCHEMA_INVALID), a claim quotes
   (MANUAL_QUOTE_VIOLATION: quotations cannot be checked claim by claim, so none
-  are allowed), a claim relies on a blocked source role (SOURCE_ROLE_BLOCKED), or
-  nothing verified. Handled like a failed verification.
+  are allowed), a claim relies on a blocked source role (SOURCE_ROLE_BLOCKED),
+  the judge could not judge (JUDGE_UNAVAILABLE), or nothing verified. Handled
+  like a failed verification.
+
+Whether a claim says what its evidence says is the entailment judge's to decide
+(bot.answer.judge), claim by claim.
 
 Evidence ids: the prompt's pointer ids (E1..En, any case) are the normal way to
 cite. A content-addressed evidence_id or a KB entry id is accepted too, since both
@@ -30,18 +34,16 @@ goes on to state something is not one (text.is_refusal): it is checked.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
 from typing import Any
 
-from bot.answer.verify.align import Aligner
-from bot.answer.verify.citations import passage
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.answer.verify.links import missing_links
 from bot.answer.verify.not_covered import says_not_covered
-from bot.answer.verify.statement import StatementContext, check_statement
-from bot.answer.verify.support import Weigher, weigher
+from bot.answer.verify.numbers import unstated
+from bot.answer.verify.policy import claim_local, finding
 from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, is_refusal, strip_think
-from bot.models import JUDGE_CONTRADICTS, JUDGE_NOT_STATED, AuditMode, Claim, Evidence, Verdict, Violation
+from bot.models import AuditMode, Claim, Evidence, Verdict, Violation
 from citebot_core.errors import Permanent
 
 # Source roles a claim may rest on. Background material (noisy_background_source)
@@ -60,23 +62,13 @@ DEFAULT_ALLOWED_ROLES = frozenset(
 # operators must see it, so it demotes to HYBRID; it never cuts claims off.
 MAX_CLAIMS = 12
 
-_CLAIM_LOCAL = {
-    "UNKNOWN_EVIDENCE_ID",
-    "UNSUPPORTED_CLAIM",
-    "NUMBER_NOT_IN_SOURCE",
-    "LINK_NOT_IN_SOURCE",
-    "NEGATION_NOT_IN_SOURCE",
-    "NEGATION_DROPPED",
-    "SCOPE_NOT_IN_SOURCE",
-    "WORDS_NOT_IN_SOURCE",
-    "TOO_MANY_CLAIMS",
-    JUDGE_CONTRADICTS,  # the entailment judge fails one claim at a time (bot.answer.judge)
-    JUDGE_NOT_STATED,
-}
-
 
 class _SchemaError(Permanent, ValueError):
     pass
+
+
+# A claim of punctuation alone ("." "-" "…") states nothing a source could back: it is no claim.
+_SAYS_SOMETHING = re.compile(r"[^\W_]")
 
 
 def _read_claims(obj: Any) -> list[Claim]:
@@ -89,6 +81,8 @@ def _read_claims(obj: Any) -> list[Claim]:
         text, ids = item.get("text"), item.get("evidence_ids")
         if not isinstance(text, str) or not text.strip():
             raise _SchemaError(f"claim {i} has no text")
+        if not _SAYS_SOMETHING.search(text):
+            raise _SchemaError(f"claim {i} has no word or number: {text.strip()!r}")
         if isinstance(ids, str):
             ids = [ids]  # a single id not wrapped in a list: the meaning is plain
         if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
@@ -122,17 +116,13 @@ def evidence_text(ev: Evidence) -> str:
 
 
 def _check_claim(
-    i: int,
-    claim: Claim,
-    index: EvidenceIndex,
-    allowed_roles: frozenset[str],
-    ctx: StatementContext,
+    i: int, claim: Claim, index: EvidenceIndex, allowed_roles: frozenset[str], language: str, question: str
 ) -> tuple[Claim, list[Violation]]:
-    """The claim with resolved pointer ids and its `verified` flag, and its violations."""
+    """The claim with resolved pointer ids and its `verified` flag, and its findings."""
     out: list[Violation] = []
 
-    def add(kind: str, detail: str, soft: bool = False) -> None:
-        out.append(Violation(kind=kind, detail=detail, claim=i, soft=soft))
+    def add(kind: str, detail: str) -> None:
+        out.append(finding(kind, detail, i))
 
     if any(ch in claim.text for ch in DOUBLE_QUOTE_CHARS):
         add("MANUAL_QUOTE_VIOLATION", "claim text contains a double quote; state facts without quoting")
@@ -151,15 +141,14 @@ def _check_claim(
         haystacks = [evidence_text(ev) for ev in resolved]
         for link in missing_links(claim.text, haystacks):
             add("LINK_NOT_IN_SOURCE", f"{link!r} is not in the cited evidence")
-        problems, _ = check_statement(claim.text, [passage(ev) for ev in resolved], ctx, need_support=True)
-        for problem in problems:
-            add(problem.kind, problem.detail, problem.soft)
+        for raw in unstated(claim.text, haystacks, language, question=question):
+            add("NUMBER_NOT_IN_SOURCE", f"{raw!r} is not stated in the cited evidence")
     pointers = [ev.pointer_id for ev in resolved] + [t for t in claim.evidence_ids if not index.resolve(t)]
     return Claim(text=claim.text, evidence_ids=pointers, verified=not out), out
 
 
 def audit_mode(violations: list[Violation], n_verified: int) -> AuditMode:
-    if n_verified == 0 or any(v.kind not in _CLAIM_LOCAL for v in violations):
+    if n_verified == 0 or not all(claim_local(v) for v in violations):
         return AuditMode.UNGROUNDED
     return AuditMode.HYBRID if violations else AuditMode.STRICT
 
@@ -183,21 +172,11 @@ def verify_claims(
     language: str = "en",
     allowed_roles: frozenset[str] | set[str] = DEFAULT_ALLOWED_ROLES,
     max_claims: int = MAX_CLAIMS,
-    idf: Mapping[str, float] | Weigher | None = None,
     *,
     question: str = "",
-    question_language: str = "",
-    aligner: Aligner | None = None,
 ) -> Verdict:
-    """Check a claims-mode draft against the context blocks it was written from.
-
-    `idf` maps analyzed terms to their inverse document frequency in the
-    knowledge base (or is a term -> weight function; see support.weigher);
-    without it every word weighs the same. `question` is what was asked (its
-    numbers may be repeated and worked with); `aligner` aligns each claim to the
-    block sentences that state it (words only without one).
-    """
-    weight = weigher(idf)
+    """The sound checks of a claims-mode draft against the context blocks it was written from.
+    `question` is what was asked: its numbers may be repeated."""
     text = strip_think(draft_text)
     try:
         obj, fixups = parse_lenient_json(text)
@@ -214,23 +193,17 @@ def verify_claims(
     if len(gaps) == len(claims):
         return _refusal(fixups).model_copy(update={"not_covered": gaps})
     index = EvidenceIndex(evidence)
-    ctx = StatementContext(language, aligner or Aligner(weight), question, question_language,
-                           [passage(ev) for ev in evidence], answer=" ".join(c.text for c in claims))
     checked, violations = [], []
-    # Read once before checking, as citations.verify_citations does: a result ahead of its working passes.
-    for i, claim in enumerate(claims):
-        if claim.text not in gaps:
-            _check_claim(i, claim, index, frozenset(allowed_roles), ctx)
     for i, claim in enumerate(claims):
         if claim.text in gaps:
             # A partial refusal: not posted as a fact, not checked (not_covered.py).
             checked.append(Claim(text=claim.text, evidence_ids=claim.evidence_ids, verified=False))
             continue
-        result, found = _check_claim(i, claim, index, frozenset(allowed_roles), ctx)
+        result, found = _check_claim(i, claim, index, frozenset(allowed_roles), language, question)
         checked.append(result)
         violations += found
     if len(claims) > max_claims:
-        violations.append(Violation(kind="TOO_MANY_CLAIMS", detail=f"{len(claims)} claims; at most {max_claims}"))
+        violations.append(finding("TOO_MANY_CLAIMS", f"{len(claims)} claims; at most {max_claims}"))
     mode = audit_mode(violations, sum(c.verified for c in checked))
     return Verdict(
         ok=mode is AuditMode.STRICT,
@@ -246,7 +219,7 @@ def verify_claims(
 def _schema_invalid(detail: str, fixups: list[str]) -> Verdict:
     return Verdict(
         ok=False,
-        violations=[Violation(kind="SCHEMA_INVALID", detail=detail)],
+        violations=[finding("SCHEMA_INVALID", detail)],
         audit_mode=AuditMode.UNGROUNDED,
         json_fixups=fixups,
     )

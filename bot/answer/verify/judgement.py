@@ -32,11 +32,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot.answer.verify.calculation import is_calculation
 from bot.answer.verify.citations import cited_sentences
 from bot.answer.verify.claims import EvidenceIndex, audit_mode, evidence_text, verified_citations
 from bot.answer.verify.lenient_json import parse_lenient_json
-from bot.answer.verify.statement import lead_in
+from bot.answer.verify.policy import JUDGE_UNAVAILABLE, finding, held_for_judge
 from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, quote_in
 from bot.models import (
     JUDGE_CONTRADICTS,
@@ -97,55 +96,40 @@ class Statement:
 
 def wants_judgement(verdict: Verdict) -> bool:
     """Does the verdict let something be posted, or could the judge clear what stops it?
-    A draft with a hard violation is regenerated or refused anyway, and a refusal states nothing."""
+    A draft with a regenerating finding is regenerated or refused anyway, and a refusal states nothing."""
     if verdict.refusal:
         return False
-    return verdict.ok or verdict.audit_mode is AuditMode.HYBRID or _only_soft(verdict)
+    return verdict.ok or verdict.audit_mode is AuditMode.HYBRID or _only_held(verdict)
 
 
-def _only_soft(verdict: Verdict) -> bool:
-    return bool(verdict.violations) and all(v.soft for v in verdict.violations)
+def _only_held(verdict: Verdict) -> bool:
+    return bool(verdict.violations) and all(held_for_judge(v) for v in verdict.violations)
 
 
 def _judgeable(i: int, claim: Claim, verdict: Verdict) -> bool:
-    """A verified claim, or one that only soft findings hold back."""
+    """A verified claim, or one that only findings held for the judge hold back."""
     return claim.verified or (
-        any(v.claim == i for v in verdict.violations) and all(v.soft for v in verdict.violations if v.claim == i)
+        any(v.claim == i for v in verdict.violations) and all(held_for_judge(v) for v in verdict.violations if v.claim == i)
     )
 
 
-def _says_something(text: str, language: str) -> bool:
-    """Can the statement be checked against a block without the question? Not a lead-in."""
-    return not lead_in(text, language)
-
-
-def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str,
-               question: str = "") -> list[Statement]:
-    """What would be posted, or is held back only by soft findings, statement by statement, each with its
-    blocks; not a line of the answer's own arithmetic that the checks passed (calculation.py), nor a lead-in
-    they passed. What the checks hold back is always asked: a soft finding only the judge can clear ("so that's
-    14 weeks, roughly:" introduces a calculation, and its number is checked)."""
-    held = {v.claim for v in verdict.violations}
+def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str) -> list[Statement]:
+    """Every statement that would be posted, or that only findings held for the judge hold back, each with
+    its blocks. A sentence held back for a number nothing cites (UNCITED_NUMBER) is shown every block the
+    answer cites."""
     if mode is AnswerMode.CLAIMS:
         by_pointer = {ev.pointer_id: ev for ev in evidence}
-        found = [
+        return [
             Statement(i, claim.text, tuple(claim.evidence_ids), tuple(by_pointer[p] for p in claim.evidence_ids))
             for i, claim in enumerate(verdict.claims)
-            # judgeable claims cite resolved pointer ids only: an unknown id is a hard violation
+            # judgeable claims cite resolved pointer ids only: an unknown id is a regenerating finding
             if _judgeable(i, claim, verdict) and all(p in by_pointer for p in claim.evidence_ids)
-            and (i in held or _says_something(claim.text, language))
         ]
-        answer = "\n".join(c.text for c in verdict.claims)
-    else:
-        uncited = {v.claim for v in verdict.violations if v.kind == "UNCITED_SENTENCE" and v.soft and v.claim is not None}
-        found = [
-            Statement(s.index, s.text, s.cited, tuple(ev for ev in evidence if ev.entry_id in s.cited))
-            for s in cited_sentences(draft, evidence, language, uncited=uncited)
-            if s.index in held or _says_something(s.text, language)
-        ]
-        answer = draft
-    return [s for s in found
-            if s.item in held or not is_calculation(s.text, language, question=question, answer=answer)]
+    uncited = {v.claim for v in verdict.violations if v.kind == "UNCITED_NUMBER" and v.claim is not None}
+    return [
+        Statement(s.index, s.text, s.cited, tuple(ev for ev in evidence if ev.entry_id in s.cited))
+        for s in cited_sentences(draft, evidence, language, uncited=uncited)
+    ]
 
 
 # ------------------------------------------------------------------ reading the reply
@@ -244,14 +228,21 @@ def _violation(judged: JudgedStatement) -> Violation | None:
 
 
 def apply_judgement(verdict: Verdict, judgement: Judgement, evidence: list[Evidence], mode: AnswerMode) -> Verdict:
-    """The verdict with the judgement recorded: its failed statements as violations, and the soft
-    findings on the statements it supports (with a quote found in their blocks) cleared. An
-    unavailable judge leaves the checks' verdict as it was, soft findings included."""
+    """The verdict with the judgement recorded: its failed statements as violations, and the findings
+    held for the judge on the statements it supports (with a quote found in their blocks) cleared. An
+    unavailable judge fails the verdict (JUDGE_UNAVAILABLE): nothing unjudged is posted."""
     if judgement.status is JudgeStatus.UNAVAILABLE:
-        return verdict.model_copy(update={"judgement": judgement})
+        # Fail closed: nothing the judge was to check is posted unjudged (policy.JUDGE_UNAVAILABLE).
+        down = finding(JUDGE_UNAVAILABLE, f"the judge could not judge: {judgement.error}")
+        claims = [c.model_copy(update={"verified": False}) for c in verdict.claims]
+        return verdict.model_copy(update={
+            "ok": False, "violations": [*verdict.violations, down], "judgement": judgement, "claims": claims,
+            "citations": [] if mode is AnswerMode.CLAIMS else verdict.citations,
+            "audit_mode": AuditMode.UNGROUNDED if mode is AnswerMode.CLAIMS else verdict.audit_mode,
+        })
     found = [v for j in judgement.statements if (v := _violation(j)) is not None]
     supported = {j.item for j in judgement.statements if j.support is Support.SUPPORTS}
-    kept = [v for v in verdict.violations if not (v.soft and v.claim in supported)]
+    kept = [v for v in verdict.violations if not (held_for_judge(v) and v.claim in supported)]
     violations = [*kept, *found]
     if violations == verdict.violations:
         return verdict.model_copy(update={"judgement": judgement})

@@ -79,7 +79,7 @@ def _phone(raw: str) -> Link | None:
     if _THOUSANDS.match(raw):
         return None  # "1.000.000", "10 000 000": an amount
     if raw.count("(") != raw.count(")") or all(_YEAR.match(g) for g in re.findall(r"\d+", raw)):
-        return None  # "seit 2026 (2025: 12,82 €)", "2025 2026": years beside each other
+        return None  # "seit 2024 (2023: 9,50 €)", "2023 2024": years beside each other
     return Link(raw, PHONE, digits)
 
 
