@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("query", help="the question, as plain text")
     p.add_argument("-k", type=int, default=10, help="number of main hits (default 10)")
     p.add_argument("--collection", action="append", help="search only this collection (repeatable)")
-    p.add_argument("--json", action="store_true", help="print a JSON list of hits")
+    p.add_argument("--json", action="store_true", help="print the answerability decision, the question's parts and the hits as one JSON object")
     p.add_argument("--index", type=Path, help="index folder (default: CITEBOT_INDEX_DIR)")
     p.set_defaults(func=cmd_search)
 
@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     q.set_defaults(func=cmd_review_gaps)
     q = review.add_parser("escalations", help="questions handed over to people, and how many per collection")
     q.add_argument("--days", type=int, default=30, help="look back this many days (default 30)")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print the hand-overs and the count per collection as one JSON object")
     q.set_defaults(func=cmd_review_escalations)
 
     p = sub.add_parser("audit", help="the answer audit trail")

@@ -138,7 +138,8 @@ def _optional(check: Callable[[str], str]) -> BeforeValidator:
 
 
 class Settings(BaseSettings):
-    """Every setting of docs/DESIGN.md 3.3. Field names are for code; env names are the aliases."""
+    """Every setting (docs/DESIGN.md 3.3; the configuration reference is written from this class, so each field
+    has a description). Field names are for code; env names are the aliases."""
 
     model_config = SettingsConfigDict(
         env_file=".env",
