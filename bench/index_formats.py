@@ -9,8 +9,8 @@ file (pandoc) and a PDF of it (LibreOffice, from that Word file). A generated
 format whose tool is not installed is left out, with a line saying so.
 
 Indexing is BM25 only (no embedder): embedding costs the same per chunk
-whatever the format and is measured by `citebot index` itself (README,
-Quick start). "convert" is kb_index.formats.convert alone; "index" is the
+whatever the format and is measured by `citebot index` itself (docs/getting-started.md,
+"The first answer"). "convert" is kb_index.formats.convert alone; "index" is the
 whole build_index of a folder holding just that file (read, convert, chunk,
 Whoosh, scoring arrays, chunk store).
 """

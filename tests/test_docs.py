@@ -1,5 +1,6 @@
-"""The README's walk through the code names files and functions that exist, in the order the code runs them,
-so it cannot drift from the code."""
+"""The documentation's walk through the code (docs/contributing/life-of-a-question.md) names files and functions
+that exist, in the order the code runs them, so it cannot drift from the code; the README stays short, and no
+relative link in it or in docs/ points at nothing."""
 
 from __future__ import annotations
 
@@ -11,17 +12,14 @@ from pathlib import Path
 from tests.callgraph import CallGraph
 from tests.harness import ROOT
 
-SECTION = "## The life of a question, in the code"
+WALK = ROOT / "docs" / "contributing" / "life-of-a-question.md"
 # "`bot/x.py` `Name`" or "`bot/x.py` `Class.method`", and a bare "`Class.method`" after a file was named.
 _FILE = re.compile(r"`((?:bot|kb_index)/[\w/]+\.py)`")
 _NAME = re.compile(r"`([A-Za-z_][\w.]*)`")
 
 
 def walkthrough() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index(SECTION)
-    end = text.index("\n## ", start + len(SECTION))
-    return text[start:end]
+    return WALK.read_text()
 
 
 def defined_names(path: Path) -> set[str]:
@@ -166,3 +164,46 @@ def test_a_step_the_previous_one_does_not_reach_breaks_the_walk():
         f"{worker[after]} does not lead to step 99 (bot/commands/doctor.py cmd_doctor)",
         f"step 99 (bot/commands/doctor.py cmd_doctor) does not lead to {worker[after + 2]}",
     ]
+
+
+# ------------------------------------------------------------------ the README and the links
+
+README_LIMIT = 10 * 1024  # what a newcomer reads in five minutes; the rest is in docs/
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def relative_links(path: Path) -> list[str]:
+    """The link targets of a Markdown file that point into the repository (no scheme, no bare anchor), outside
+    code blocks and code spans."""
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.DOTALL)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return [t for t in _LINK.findall(text) if not re.match(r"[a-z][a-z0-9+.-]*:|#", t)]
+
+
+def dead_links(path: Path) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT)}: {target}"
+        for target in relative_links(path)
+        if not (path.parent / target.split("#", 1)[0]).exists()
+    ]
+
+
+def test_the_readme_is_short():
+    assert (ROOT / "README.md").stat().st_size < README_LIMIT
+
+
+def test_every_relative_link_of_the_readme_and_the_docs_points_at_a_file():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    # The reference pages are written while mkdocs builds; a link to one is good when its generator is there.
+    generated = {"reference/configuration.md", "reference/cli.md"}
+    dead = [d for page in pages for d in dead_links(page) if not any(d.endswith(g) for g in generated)]
+    assert dead == []
+    assert len(relative_links(ROOT / "README.md")) >= 5  # the README links into the docs
+
+
+def test_a_link_to_a_missing_page_is_found(tmp_path: Path):
+    page = tmp_path / "page.md"
+    (tmp_path / "there.md").write_text("x")
+    page.write_text("[a](there.md) [b](missing.md#part) [c](https://example.com) [d](#anchor) `[e](nope.md)`")
+    assert relative_links(page) == ["there.md", "missing.md#part"]
+    assert [t for t in relative_links(page) if not (tmp_path / t.split("#")[0]).exists()] == ["missing.md#part"]

@@ -72,7 +72,7 @@ def test_symlink_to_a_folder_outside_is_not_descended(kb, outside):
 
 
 def test_symlink_inside_the_kb_is_skipped_too(kb):
-    # Decision (README): never followed, even when it stays inside the KB; a
+    # Decision (docs/knowledge-base.md): never followed, even when it stays inside the KB; a
     # link checked and then read leaves a window in which it can be re-pointed.
     (kb / "handbook" / "alias.md").symlink_to(kb / "handbook" / "pto.md")
     result = load_kb(kb)

