@@ -36,6 +36,11 @@ class Key(StrEnum):
     LLM_DOWN = "llm_down"  # the model failed past all retries, or took the question's whole time budget
     FAILED = "failed"  # anything else failed past all retries (never Slack: it cannot carry the news)
     KB_NOT_READY = "kb_not_ready"  # the index is missing or holds no entry: nothing can be answered yet
+    ACCESS_UNCHECKED = "access_unchecked"  # Slack did not say who may read what, past all tries: nothing answered
+    EXTERNAL_CHANNEL = "external_channel"  # a channel shared with another organization, with no collection for it
+    MORE_IN_PRIVATE = "more_in_private"  # the asker may read more than this channel: ask privately
+    SOURCES_RESTRICTED = "sources_restricted"  # the Sources modal for someone who may not read them
+    REVIEW_RESTRICTED = "review_restricted"  # a review card whose draft not every review channel member may read
     REVIEWED_BY = "reviewed_by"  # a reviewer's answer posted into the asker's thread
     SOURCES = "sources"  # heading of the sources list, title of the Sources modal
     REVIEW_DISMISSED = "review_dismissed"  # a reviewer closed a rejected draft without an answer
@@ -173,6 +178,23 @@ _TEXT: dict[str, dict[Key, str]] = {
         Key.FAILED: (
             "Sorry, something went wrong while answering your question. "
             "It has been recorded; please try again later."
+        ),
+        Key.ACCESS_UNCHECKED: (
+            "Sorry, I could not check which parts of the knowledge base you may read here, so I did not answer. "
+            "Please try again later."
+        ),
+        Key.EXTERNAL_CHANNEL: (
+            "I don't answer in this channel: it is shared with another organization, and no part of the "
+            "knowledge base is meant for people outside the company. Ask me in a direct message instead."
+        ),
+        Key.MORE_IN_PRIVATE: (
+            "In this channel I answer only from what everyone in it may read. You may read more: ask me in a "
+            "direct message (or with /citebot) for an answer from that too."
+        ),
+        Key.SOURCES_RESTRICTED: "These sources are not open to you, so they are not shown.",
+        Key.REVIEW_RESTRICTED: (
+            "Restricted review: not everyone in this channel may read the draft or its sources. Reviewers who "
+            "may read them find it on citebot's Home tab."
         ),
         Key.REVIEWED_BY: "Reviewed by {reviewer}.",
         Key.COMMAND_HELP: (
@@ -341,6 +363,23 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.FAILED: (
             "Entschuldigung, beim Beantworten deiner Frage ist etwas schiefgegangen. "
             "Sie wurde festgehalten; bitte versuch es später noch einmal."
+        ),
+        Key.ACCESS_UNCHECKED: (
+            "Entschuldigung, ich konnte nicht prüfen, welche Teile der Wissensbasis du hier lesen darfst, und habe "
+            "deshalb nicht geantwortet. Bitte versuch es später noch einmal."
+        ),
+        Key.EXTERNAL_CHANNEL: (
+            "In diesem Kanal antworte ich nicht: Er ist mit einer anderen Organisation geteilt, und kein Teil der "
+            "Wissensbasis ist für Personen außerhalb des Unternehmens bestimmt. Frag mich stattdessen per Direktnachricht."
+        ),
+        Key.MORE_IN_PRIVATE: (
+            "In diesem Kanal antworte ich nur aus dem, was alle darin lesen dürfen. Du darfst mehr lesen: Frag mich "
+            "per Direktnachricht (oder mit /citebot), dann antworte ich auch daraus."
+        ),
+        Key.SOURCES_RESTRICTED: "Diese Quellen sind für dich nicht freigegeben und werden daher nicht gezeigt.",
+        Key.REVIEW_RESTRICTED: (
+            "Eingeschränkte Prüfung: Nicht alle in diesem Kanal dürfen den Entwurf oder seine Quellen lesen. "
+            "Prüfer, die sie lesen dürfen, finden ihn auf dem Home-Tab von citebot."
         ),
         Key.REVIEWED_BY: "Geprüft von {reviewer}.",
         Key.COMMAND_HELP: (

@@ -291,3 +291,16 @@ def assistant_thread_key(channel: str, thread_ts: str) -> str:
 
 def assistant_greeted_key(channel: str, thread_ts: str) -> str:
     return f"{ASSISTANT_GREETED_PREFIX}{channel}:{thread_ts}"
+
+
+# ---------------------------------------------------------------- who may read what (bot.access)
+
+# What Slack said about a user (users.info), a user group's members, a channel's members and kind
+# (conversations.members / .info), the workspace's groups by handle. Cached so that a question costs no
+# Slack call once its people are known; short-lived, so that someone removed from a group loses access
+# within minutes even if Slack's event is lost (the web process drops the entry on the event itself).
+ACCESS_PREFIX = PREFIX + "access:"  # + user:<id> | group:<id> | members:<channel> | channel:<channel> | groups
+ACCESS_TTL_S = 300
+# A person told once why citebot does not answer in a channel shared with another organization.
+ACCESS_TOLD_PREFIX = PREFIX + "access-told:"  # + <channel>:<user>
+ACCESS_TOLD_TTL_S = 30 * 24 * 3600
