@@ -24,6 +24,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from bot import metrics
+from bot.access.events import register_access_events
 from bot.channels import ChannelPolicy, ChannelsConfig
 from bot.config import Settings
 from bot.i18n import Key, message
@@ -63,6 +64,7 @@ def create_app(deps: AppDeps) -> AsyncApp:
         ignoring_self_events_enabled=True,
     )
     register_events(app, deps)
+    register_access_events(app, deps.records.redis)
     register_actions(app, deps)
     register_home(app, deps)
     # Imported here: the panel's questions are built and enqueued as a DM's are, with this module's functions.
