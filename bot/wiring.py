@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
+from bot.access.gate import AccessGate
 from bot.answer.backends import Backend, make_backend
 from bot.answer.judge import JUDGE_OFF_WARNING, unjudged_model
 from bot.answer.pipeline import make_pipeline
@@ -178,6 +179,7 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
             ledger=ledger,
             reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger),
             audit=AuditTrail(redis),
+            access=AccessGate.of(slack, redis, settings.index_dir),
         )
         log.info(
             "worker started: %d jobs at once, index %s, LLM %s, judge %s, embedder %s",

@@ -52,10 +52,14 @@ from redis.exceptions import RedisError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
+from bot.access.gate import AccessGate
+from bot.access.resolver import AccessUnavailable
+from bot.access.scope import Scope
 from bot.answer.budget import BudgetSpent, within_budget
 from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import Pipeline
 from bot.config import Settings
+from bot.i18n import Key
 from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind, ShareAnswerPayload
 from bot.jobs.source_changes import note_source_changes
 from bot.logs import about_question
@@ -107,6 +111,9 @@ class JobHandlers:
     ledger: PostLedger
     reviews: ReviewDesk
     audit: AuditTrail | None = None  # None: answers are not recorded (and get no source notes)
+    # Who may read what (bot.access). The worker always has one (bot.wiring); None only where a test of
+    # something else hands in a scripted pipeline without an index.
+    access: AccessGate | None = None
     poster: Poster = field(init=False)
 
     def __post_init__(self) -> None:
@@ -165,6 +172,26 @@ class JobHandlers:
             return
         await self._reply_with_apology(question, error, poster)
 
+    def _is_private(self, payload: AnswerPayload) -> bool:
+        """The reply is seen by the asker alone: a DM, the assistant panel, /citebot's ephemeral reply."""
+        return payload.ephemeral is not None or payload.assistant or payload.question.is_dm
+
+    async def _scoped(self, payload: AnswerPayload, question: SlackQuestion, poster: Delivery
+                      ) -> tuple[SlackQuestion, Scope | None]:
+        """The question narrowed to what every reader of its reply may read (docs/DESIGN.md, section 3.8)."""
+        if self.access is None:
+            return question, None
+        try:
+            scope = await self.access.scope(question, private=self._is_private(payload), bot_user_id=payload.bot_user_id)
+        except AccessUnavailable:
+            # Nothing was posted in this try: the next one need not look for a post.
+            await poster.release_claim(question.id)
+            raise
+        allowed = scope.within(question.collections)
+        log.info("collections allowed: %s", ", ".join(allowed) or "none",
+                 extra={"private": self._is_private(payload), "shared_externally": scope.shared_externally})
+        return question.model_copy(update={"collections": allowed}), scope
+
     async def _post_stored_reply(self, question: SlackQuestion, error: SlackError, poster: Delivery) -> None:
         """Slack stayed unavailable past all tries: the reply the question earned,
         if it was made, gets one more chance; an apology would blame the model."""
@@ -179,7 +206,9 @@ class JobHandlers:
 
     async def _reply_with_apology(self, question: SlackQuestion, error: BaseException, poster: Delivery) -> None:
         """The apology, with the claim on the question's post held by the caller."""
-        if isinstance(error, ModelUnavailable | BudgetSpent):
+        if isinstance(error, AccessUnavailable):
+            msg = replies.notice_message(Key.ACCESS_UNCHECKED, language=question.language)
+        elif isinstance(error, ModelUnavailable | BudgetSpent):
             msg = replies.error_message(language=question.language)
         else:
             msg = replies.failure_message(language=question.language)
@@ -206,6 +235,14 @@ class JobHandlers:
             # A redelivery of a job that posted (or whose doubtful post was found):
             # the try that posted may not have lived to take its 👀 back.
             await self._unreact(question, poster)
+            return
+        question, scope = await self._scoped(payload, question, poster)
+        if scope is not None and scope.shared_externally and not question.collections and self.access is not None:
+            # Slack Connect, and nothing may be used where another organization reads: no reply in the
+            # channel at all, and the asker told privately once why.
+            await self.access.tell_once(question, Key.EXTERNAL_CHANNEL)
+            await poster.release_claim(question.id)
+            await self._audit(question, poster, error="not answered: a channel shared with another organization")
             return
         status = PanelStatus(self.slack, question) if payload.assistant else None
         if poster is self.poster:
@@ -271,6 +308,13 @@ class JobHandlers:
         )
         await self._audit(question, poster, answer)
         await self._unreact(question, poster)
+        if scope is not None and self.access is not None and answer.outcome is not Outcome.ANSWERED:
+            policy = payload.question.collections
+            more = scope.more_for_asker if policy is None else scope.more_for_asker & set(policy)
+            if more:
+                # The asker may read more than everyone here: a private answer is offered, never
+                # restricted text in the channel.
+                await self.access.tell_once(question, Key.MORE_IN_PRIVATE, per_question=True)
 
     async def _generate(self, question: Question, poster: Delivery, status: PanelStatus | None = None) -> Answer:
         """The pipeline's answer within what is left of the question's time budget.
@@ -319,7 +363,8 @@ class JobHandlers:
         return replies.answer_message(answer, language=language, ref=question.id)
 
     async def _audit(
-        self, question: SlackQuestion, poster: Delivery, answer: Answer | None = None, *, error: BaseException | None = None
+        self, question: SlackQuestion, poster: Delivery, answer: Answer | None = None, *,
+        error: BaseException | str | None = None,
     ) -> None:
         """After the post: the reply is in Slack already, so a lost audit entry is
         logged, not retried (a retry would find the post recorded and stop)."""

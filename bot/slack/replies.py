@@ -248,6 +248,11 @@ def uncertain_message(*, language: str, question_limit: int | None = None) -> di
     return _notice(message(Key.UNCERTAIN, language), truncated_note(language, question_limit))
 
 
+def notice_message(key: Key, *, language: str) -> dict[str, Any]:
+    """One of the bot's own sentences as a message (no KB text in it)."""
+    return _notice(message(key, language))
+
+
 def error_message(*, language: str) -> dict[str, Any]:
     """The apology when the model failed past all retries or used up the question's time."""
     return _notice(message(Key.LLM_DOWN, language))

@@ -1,0 +1,254 @@
+"""Who may read what, end to end (docs/DESIGN.md, section 3.8): signed Slack requests into a running
+`citebot serve` and `citebot worker`, real Redis, a real index on disk, the fake Slack Web API.
+
+Every cell of askers × surfaces × collections: restricted text never reaches anyone outside its audience, and
+someone inside it gets the answer. One serve and worker for the module; every surface's questions are sent at
+once and their replies collected together, so the whole matrix costs about one question's wait per surface.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from bot.i18n import Key, message
+from kb_index import build_index
+from tests.fakes.slack_server import BOT_USER_ID
+from tests.harness import dm_event, envelope, mention_event, slash_command, start_citebot
+from tests.kb_fixtures import write_entry
+from tests.polling import wait_until
+from tests.redis_fixtures import TEST_REDIS_URL, flush, require_redis
+
+pytestmark = pytest.mark.e2e
+
+# collection -> (question, the fact only its text holds)
+KB = {
+    "handbook": ("When does the canteen open?", "The canteen opens at noon on every weekday.", "opens at noon"),
+    "payroll": ("When are salaries paid each month?", "Salaries are paid on the 25th day of each month.", "25th day"),
+    "visitors": ("Where do visitors sign in?", "Visitors sign in at the front desk with a photo ID.", "front desk"),
+    "partners": ("How fast are partner support tickets answered?",
+                 "Partner support tickets are answered within two business days.", "two business days"),
+}
+COLLECTION_FILES = {
+    "payroll": "audience:\n  groups: [payroll-team]\n  channels: [CPAYROLL]\n",
+    "visitors": "guests: true\n",
+    "partners": "external: true\n",
+}
+EVERYTHING = set(KB)
+# What each asker may read for themselves (DM, assistant panel, /citebot).
+OWN = {
+    "UPAYROLL": EVERYTHING,  # a full member in the payroll group
+    "UASKER": {"handbook", "visitors", "partners"},  # a full member outside it
+    "UGUEST": {"visitors"},  # a multi-channel guest
+    "UEXTERNAL": {"partners"},  # a user of another organization
+    "UGONE": set(),  # deactivated
+    "UOTHERBOT": set(),  # a bot
+}
+# A channel shared with another organization whose channels.yml policy holds no external collection.
+SHARED_INTERNAL = "CSHARED2"
+
+
+@pytest.fixture(scope="module")
+def bot(tmp_path_factory):
+    require_redis(TEST_REDIS_URL)
+    flush(TEST_REDIS_URL)
+    root = tmp_path_factory.mktemp("access")
+    kb = root / "kb"
+    for name, (_, text, _) in KB.items():
+        write_entry(kb, f"{name}/entry.md", {"id": f"{name}-01", "title": name.title(), "stand": "2026-01"},
+                    {"Facts": text})
+    for name, text in COLLECTION_FILES.items():
+        (kb / name / "_collection.yml").write_text(text)
+    report = build_index(kb, root / "index")
+    assert report.switched and not report.errors
+    channels = root / "channels.yml"
+    channels.write_text(f"channels:\n  {SHARED_INTERNAL}:\n    collections: [handbook, payroll]\n")
+    started = start_citebot(root / "logs", redis_url=TEST_REDIS_URL, index_dir=root / "index",
+                            worker_args=("--max-tries", "2", "--backoff-base", "0.2"),
+                            CITEBOT_LLM="extractive", CITEBOT_EMBEDDER="none", CITEBOT_CHANNELS_FILE=channels)
+    started.slack.channels[SHARED_INTERNAL] = {"id": SHARED_INTERNAL, "name": "partner-internal", "is_member": True,
+                                               "is_ext_shared": True, "is_shared": True,
+                                               "members": [BOT_USER_ID, "UPAYROLL", "UEXTERNAL"]}
+    yield started
+    started.stop()
+    flush(TEST_REDIS_URL)
+
+
+def facts_in(payload: object) -> set[str]:
+    """The collections whose fact a message (text, blocks, anything) shows."""
+    text = json.dumps(payload, ensure_ascii=False)
+    return {name for name, (_, _, fact) in KB.items() if fact in text}
+
+
+def collect(fetch, expected: int, what: str) -> list:
+    return wait_until(lambda: (found := fetch()) and len(found) >= expected and found, 40, what)
+
+
+def settle(bot) -> None:
+    wait_until(bot.queue_idle, 40, "the queue to empty")
+    time.sleep(0.3)
+
+
+def assert_cells(replies: dict[tuple[str, str], object], allowed: dict[str, set[str]]) -> None:
+    """Each (asker, collection) cell: its fact in the reply iff allowed; no other restricted fact anywhere."""
+    wrong = {}
+    for (asker, name), reply in replies.items():
+        shown = facts_in(reply)
+        leaked = shown - allowed[asker]
+        missing = {name} - shown if name in allowed[asker] else set()
+        if leaked or missing:
+            wrong[(asker, name)] = {"leaked": sorted(leaked), "missing": sorted(missing)}
+    assert not wrong, wrong
+
+
+# ---------------------------------------------------------------- what only the asker sees
+
+
+def test_a_dm_answers_from_what_the_asker_may_read(bot):
+    for asker in OWN:
+        for question, _, _ in KB.values():
+            assert bot.send_event(dm_event(question, channel=f"D{asker[1:]}", user=asker)).status_code == 200
+    settle(bot)
+    # A DM's replies are not threaded to their questions: each asker's cells are judged on all of them together.
+    replies = {}
+    for asker in OWN:
+        posted = collect(lambda a=asker: bot.slack.messages(f"D{a[1:]}"), len(KB), f"the DM replies to {asker}")
+        assert len(posted) == len(KB), asker  # one reply per question, also to those who may read nothing
+        replies.update({(asker, name): posted for name in KB})
+    assert_cells(replies, OWN)
+
+
+def test_a_slash_command_answers_the_asker_from_their_own_access_even_in_a_guest_channel(bot):
+    urls = {}
+    for asker in OWN:
+        for name, (question, _, _) in KB.items():
+            url = bot.slack.response_url()
+            urls[(asker, name)] = url
+            assert bot.send_command(slash_command(question, response_url=url, channel="CGUESTS", user=asker)).status_code == 200
+    settle(bot)
+
+    def sent(url: str) -> list[dict]:
+        path = "/" + url.split("/", 3)[3]
+        return [c.body for c in bot.slack.calls("response_url") if c.path == path]
+
+    replies = {cell: collect(lambda u=url: sent(u), 1, f"the /citebot reply for {cell}") for cell, url in urls.items()}
+    assert_cells(replies, OWN)
+
+
+def test_the_assistant_panel_answers_from_what_the_asker_may_read(bot):
+    from tests.test_assistant_panel import panel_message, thread_event
+
+    threads = {}
+    for asker in ("UPAYROLL", "UASKER", "UGUEST"):
+        for name, (question, _, _) in KB.items():
+            thread = f"1699{len(threads):06d}.000400"
+            started = thread_event("started", thread_ts=thread, beside="CGENERAL", user=asker)
+            assert bot.send_event(started).status_code == 200
+            asked = panel_message(question, thread_ts=thread, user=asker)
+            assert bot.send_event(asked).status_code == 200
+            threads[(asker, name)] = thread
+    settle(bot)
+    # Each thread: the greeting (posted by the web process before the question was sent), then the reply.
+    replies = {cell: collect(lambda t=thread: bot.replies("DASKER", t), 2, f"the panel reply for {cell}")[1:]
+               for cell, thread in threads.items()}
+    assert_cells(replies, OWN)
+
+
+# ---------------------------------------------------------------- posted in a channel
+
+
+@pytest.mark.parametrize(
+    ("channel", "asker", "allowed"),
+    [
+        ("CGENERAL", "UASKER", {"handbook", "visitors", "partners"}),  # a public channel
+        ("CGENERAL", "UPAYROLL", {"handbook", "visitors", "partners"}),  # the asker reads more than the channel
+        ("CPAYROLL", "UPAYROLL", EVERYTHING),  # the collection's own channel
+        ("CGUESTS", "UPAYROLL", {"visitors"}),  # a guest reads along
+        ("CSHARED", "UPAYROLL", {"partners"}),  # Slack Connect
+    ],
+)
+def test_a_channel_gets_only_what_every_member_may_read(bot, channel, asker, allowed):
+    sent = {}
+    for name, (question, _, _) in KB.items():
+        event = mention_event(question, channel=channel, user=asker)
+        sent[(asker, name)] = event["event"]["ts"]
+        assert bot.send_event(event).status_code == 200
+    settle(bot)
+    replies = {cell: collect(lambda t=ts: bot.replies(channel, t), 1, f"the reply in {channel} for {cell}")
+               for cell, ts in sent.items()}
+    assert_cells(replies, {asker: allowed})
+    assert facts_in([m for m in bot.slack.messages(channel)]) <= allowed
+    if OWN[asker] - allowed:
+        # The asker may read more: offered privately for what the channel could not be told, never in the channel.
+        offers = [c.body for c in bot.slack.calls("chat.postEphemeral")
+                  if c.body.get("channel") == channel and c.body.get("user") == asker]
+        assert offers and all(message(Key.MORE_IN_PRIVATE, "en")[:40] in o["text"] for o in offers)
+        assert not facts_in(offers)
+
+
+def test_a_shared_channel_without_an_external_collection_gets_no_answer_and_the_asker_is_told_once(bot):
+    asked = [mention_event(KB[name][0], channel=SHARED_INTERNAL, user="UPAYROLL") for name in ("handbook", "payroll")]
+    for event in asked:
+        assert bot.send_event(event).status_code == 200
+    settle(bot)
+    assert bot.slack.messages(SHARED_INTERNAL) == []
+    told = [c.body for c in bot.slack.calls("chat.postEphemeral") if c.body.get("channel") == SHARED_INTERNAL]
+    assert len(told) == 1 and told[0]["user"] == "UPAYROLL"
+    assert told[0]["text"] == message(Key.EXTERNAL_CHANNEL, "en")
+
+
+# ---------------------------------------------------------------- changes and errors
+
+
+def send_access_event(bot, event: dict) -> None:
+    n = int(time.time() * 1000) % 10_000_000
+    assert bot.send_event(envelope(event, f"EvX{n:07d}{event['type'][:3]}", int(time.time()))).status_code == 200
+
+
+def ask_in_dm(bot, asker: str, name: str) -> dict:
+    event = dm_event(KB[name][0], channel=f"DX{asker[1:]}", user=asker)
+    before = len(bot.slack.messages(f"DX{asker[1:]}"))
+    bot.send_event(event)
+    [*_, reply] = collect(lambda: bot.slack.messages(f"DX{asker[1:]}"), before + 1, f"a DM reply to {asker}")
+    return reply
+
+
+def test_someone_removed_from_the_group_loses_access_after_the_event_and_regains_it(bot):
+    assert facts_in(ask_in_dm(bot, "UPAYROLL", "payroll")) == {"payroll"}  # cached from here on
+    bot.slack.usergroups["S0PAYROLL"]["users"] = []
+    bot.slack.channels["CPAYROLL"]["members"] = [BOT_USER_ID]
+    send_access_event(bot, {"type": "subteam_members_changed", "subteam_id": "S0PAYROLL", "team_id": "T0FAKE",
+                            "removed_users": ["UPAYROLL"], "event_ts": f"{time.time():.6f}"})
+    send_access_event(bot, {"type": "member_left_channel", "user": "UPAYROLL", "channel": "CPAYROLL",
+                            "channel_type": "G", "team": "T0FAKE", "event_ts": f"{time.time():.6f}"})
+    try:
+        assert "payroll" not in facts_in(ask_in_dm(bot, "UPAYROLL", "payroll"))
+    finally:
+        bot.slack.usergroups["S0PAYROLL"]["users"] = ["UPAYROLL"]
+        bot.slack.channels["CPAYROLL"]["members"] = [BOT_USER_ID, "UPAYROLL"]
+        send_access_event(bot, {"type": "subteam_members_changed", "subteam_id": "S0PAYROLL", "team_id": "T0FAKE",
+                                "added_users": ["UPAYROLL"], "event_ts": f"{time.time():.6f}"})
+    assert facts_in(ask_in_dm(bot, "UPAYROLL", "payroll")) == {"payroll"}
+
+
+def test_a_deactivated_user_reads_nothing_after_user_change(bot):
+    bot.slack.users["UFORMER"] = {"team_id": bot.slack.team_id}
+    assert facts_in(ask_in_dm(bot, "UFORMER", "handbook")) == {"handbook"}
+    bot.slack.users["UFORMER"] = {"team_id": bot.slack.team_id, "deleted": True}
+    send_access_event(bot, {"type": "user_change", "user": {"id": "UFORMER", "deleted": True},
+                            "event_ts": f"{time.time():.6f}"})
+    assert facts_in(ask_in_dm(bot, "UFORMER", "handbook")) == set()
+
+
+@pytest.mark.parametrize("method", ["users.info", "usergroups.users.list", "conversations.members"])
+def test_a_slack_error_never_widens_access_and_the_asker_is_told_after_the_last_try(bot, method):
+    # Nothing cached: every try asks Slack, and Slack refuses each (2 tries: the worker's --max-tries).
+    bot.redis().delete(*bot.redis().keys("citebot:access:*") or ["-"])
+    bot.slack.fail(error="missing_scope", method=method, times=2)
+    event = mention_event(KB["payroll"][0], channel="CPAYROLL", user="UPAYROLL")
+    bot.send_event(event)
+    [reply] = collect(lambda: bot.replies("CPAYROLL", event["event"]["ts"]), 1, "the reply after the last try")
+    assert reply["text"] == message(Key.ACCESS_UNCHECKED, "en") and facts_in(reply) == set()
+    assert len([c for c in bot.slack.calls(method) if c.error == "missing_scope"]) >= 2
