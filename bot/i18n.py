@@ -41,6 +41,7 @@ class Key(StrEnum):
     MORE_IN_PRIVATE = "more_in_private"  # the asker may read more than this channel: ask privately
     SOURCES_RESTRICTED = "sources_restricted"  # the Sources modal for someone who may not read them
     REVIEW_RESTRICTED = "review_restricted"  # a review card whose draft not every review channel member may read
+    NOT_OPEN_TO_CHANNEL = "not_open_to_channel"  # "Post in channel": not everyone there may read its sources
     REVIEWED_BY = "reviewed_by"  # a reviewer's answer posted into the asker's thread
     SOURCES = "sources"  # heading of the sources list, title of the Sources modal
     REVIEW_DISMISSED = "review_dismissed"  # a reviewer closed a rejected draft without an answer
@@ -192,9 +193,10 @@ _TEXT: dict[str, dict[Key, str]] = {
             "direct message (or with /citebot) for an answer from that too."
         ),
         Key.SOURCES_RESTRICTED: "These sources are not open to you, so they are not shown.",
+        Key.NOT_OPEN_TO_CHANNEL: "not everyone in the channel may read its sources",
         Key.REVIEW_RESTRICTED: (
-            "Restricted review: not everyone in this channel may read the draft or its sources. Reviewers who "
-            "may read them find it on citebot's Home tab."
+            "Restricted review: not everyone in this channel may read the draft or its sources, so neither is "
+            "shown here. Reviewers who may read them decide it on citebot's Home tab."
         ),
         Key.REVIEWED_BY: "Reviewed by {reviewer}.",
         Key.COMMAND_HELP: (
@@ -377,9 +379,10 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
             "per Direktnachricht (oder mit /citebot), dann antworte ich auch daraus."
         ),
         Key.SOURCES_RESTRICTED: "Diese Quellen sind für dich nicht freigegeben und werden daher nicht gezeigt.",
+        Key.NOT_OPEN_TO_CHANNEL: "nicht alle im Kanal dürfen seine Quellen lesen",
         Key.REVIEW_RESTRICTED: (
-            "Eingeschränkte Prüfung: Nicht alle in diesem Kanal dürfen den Entwurf oder seine Quellen lesen. "
-            "Prüfer, die sie lesen dürfen, finden ihn auf dem Home-Tab von citebot."
+            "Eingeschränkte Prüfung: Nicht alle in diesem Kanal dürfen den Entwurf oder seine Quellen lesen, "
+            "daher wird beides hier nicht gezeigt. Prüfer, die sie lesen dürfen, entscheiden auf dem Home-Tab von citebot."
         ),
         Key.REVIEWED_BY: "Geprüft von {reviewer}.",
         Key.COMMAND_HELP: (

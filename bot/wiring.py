@@ -171,15 +171,16 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
         pipeline = make_pipeline(settings, retriever, backend)
         if pipeline.judge is not None:
             stack.push_async_callback(pipeline.judge.aclose)
+        access = AccessGate.of(slack, redis, settings.index_dir)
         handlers = JobHandlers(
             settings=settings,
             slack=slack,
             pipeline=pipeline,
             records=records,
             ledger=ledger,
-            reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger),
+            reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger, access=access),
             audit=AuditTrail(redis),
-            access=AccessGate.of(slack, redis, settings.index_dir),
+            access=access,
         )
         log.info(
             "worker started: %d jobs at once, index %s, LLM %s, judge %s, embedder %s",

@@ -67,7 +67,8 @@ def bot(tmp_path_factory):
     channels.write_text(f"channels:\n  {SHARED_INTERNAL}:\n    collections: [handbook, payroll]\n")
     started = start_citebot(root / "logs", redis_url=TEST_REDIS_URL, index_dir=root / "index",
                             worker_args=("--max-tries", "2", "--backoff-base", "0.2"),
-                            CITEBOT_LLM="extractive", CITEBOT_EMBEDDER="none", CITEBOT_CHANNELS_FILE=channels)
+                            CITEBOT_LLM="extractive", CITEBOT_EMBEDDER="none", CITEBOT_CHANNELS_FILE=channels,
+                            CITEBOT_REVIEWERS="UREVIEWER,UPAYROLL")
     started.slack.channels[SHARED_INTERNAL] = {"id": SHARED_INTERNAL, "name": "partner-internal", "is_member": True,
                                                "is_ext_shared": True, "is_shared": True,
                                                "members": [BOT_USER_ID, "UPAYROLL", "UEXTERNAL"]}
@@ -154,6 +155,11 @@ def test_the_assistant_panel_answers_from_what_the_asker_may_read(bot):
     replies = {cell: collect(lambda t=thread: bot.replies("DASKER", t), 2, f"the panel reply for {cell}")[1:]
                for cell, thread in threads.items()}
     assert_cells(replies, OWN)
+    # The suggested prompts name only collections the user may read.
+    for (asker, _), thread in threads.items():
+        prompts = bot.slack.assistant_thread("DASKER", thread).get("prompts") or []
+        named = {name for name in KB for p in prompts if f"about {name}?" in p["message"]}
+        assert named <= OWN[asker], (asker, prompts)
 
 
 # ---------------------------------------------------------------- posted in a channel
@@ -252,3 +258,94 @@ def test_a_slack_error_never_widens_access_and_the_asker_is_told_after_the_last_
     [reply] = collect(lambda: bot.replies("CPAYROLL", event["event"]["ts"]), 1, "the reply after the last try")
     assert reply["text"] == message(Key.ACCESS_UNCHECKED, "en") and facts_in(reply) == set()
     assert len([c for c in bot.slack.calls(method) if c.error == "missing_scope"]) >= 2
+
+
+# ---------------------------------------------------------------- everything else that shows KB text
+
+
+def payroll_answer_in_its_channel(bot) -> dict:
+    event = mention_event(KB["payroll"][0], channel="CPAYROLL", user="UPAYROLL")
+    bot.send_event(event)
+    [posted] = collect(lambda: bot.replies("CPAYROLL", event["event"]["ts"]), 1, "the payroll answer")
+    assert facts_in(posted) == {"payroll"}
+    return posted
+
+
+def test_the_sources_button_is_checked_again_for_whoever_clicks(bot):
+    from tests.citebot_fixtures import button_value
+    from tests.harness import block_action
+
+    value = button_value(payroll_answer_in_its_channel(bot), "citebot_sources")
+    opened = len(bot.slack.calls("views.open"))
+    # Someone outside the payroll audience (a later member of the channel, a forwarded message): no passages.
+    bot.send_action(block_action("citebot_sources", value, channel="CPAYROLL", user="UASKER"))
+    bot.send_action(block_action("citebot_sources", value, channel="CPAYROLL", user="UGUEST"))
+    bot.send_action(block_action("citebot_sources", value, channel="CPAYROLL", user="UPAYROLL"))
+    *_, outsider, guest, insider = bot.slack.wait_for("views.open", opened + 3)
+    for refused in (outsider, guest):
+        assert facts_in(refused.body["view"]) == set()
+        assert message(Key.SOURCES_RESTRICTED, "en") in json.dumps(refused.body["view"])
+    assert facts_in(insider.body["view"]) == {"payroll"}
+
+
+def test_a_review_card_shows_a_draft_only_where_every_review_channel_member_may_read_it(bot):
+    from tests.citebot_fixtures import button_value
+    from tests.harness import REVIEW_CHANNEL, block_action, view_submission
+
+    def flag(posted: dict, channel: str, user: str) -> dict:
+        cards = len(bot.slack.messages(REVIEW_CHANNEL))
+        opened = len(bot.slack.calls("views.open"))
+        bot.send_action(block_action("citebot_feedback_down", button_value(posted, "citebot_feedback_down"),
+                                     channel=channel, user=user))
+        *_, modal = bot.slack.wait_for("views.open", opened + 1)
+        reason = {"citebot_feedback_reason": {"reason": {"type": "plain_text_input", "value": "Out of date."}}}
+        bot.send_action(view_submission(modal.body["view"], user=user, values=reason))
+        return collect(lambda: bot.slack.messages(REVIEW_CHANNEL), cards + 1, "the review card")[-1]
+
+    # The review channel's members (UASKER, UREVIEWER) may not read payroll: the card hides it.
+    restricted = flag(payroll_answer_in_its_channel(bot), "CPAYROLL", "UPAYROLL")
+    assert facts_in(restricted) == set()
+    assert message(Key.REVIEW_RESTRICTED, "en")[:40] in json.dumps(restricted["blocks"])
+    assert "citebot_review_approve" not in json.dumps(restricted["blocks"])
+    # The Home tab: the reviewer who may read payroll gets the draft and the buttons; the other one does not.
+    for reviewer, sees in (("UPAYROLL", {"payroll"}), ("UREVIEWER", set())):
+        published = len(bot.slack.calls("views.publish"))
+        send_access_event(bot, {"type": "app_home_opened", "user": reviewer, "channel": f"D{reviewer}", "tab": "home",
+                                "event_ts": f"{time.time():.6f}"})
+        bot.slack.wait_for("views.publish", published + 1)
+        view = bot.slack.home_view(reviewer)
+        assert facts_in(view) == sees, reviewer
+        assert ("citebot_review_approve" in json.dumps(view)) == bool(sees)
+    # A handbook answer's card shows its draft and sources as before.
+    event = mention_event(KB["handbook"][0], channel="CGENERAL", user="UASKER")
+    bot.send_event(event)
+    [posted] = collect(lambda: bot.replies("CGENERAL", event["event"]["ts"]), 1, "the handbook answer")
+    open_card = flag(posted, "CGENERAL", "UASKER")
+    assert facts_in(open_card) == {"handbook"} and "citebot_review_approve" in json.dumps(open_card["blocks"])
+
+
+def test_post_in_channel_shares_an_answer_only_where_everyone_may_read_its_sources(bot):
+    from tests.citebot_fixtures import button_value
+    from tests.harness import block_action
+
+    def ask_and_share(channel: str, name: str) -> list[dict]:
+        url = bot.slack.response_url()
+        bot.send_command(slash_command(KB[name][0], response_url=url, channel=channel, user="UPAYROLL"))
+        path = "/" + url.split("/", 3)[3]
+        [reply] = collect(lambda: [c.body for c in bot.slack.calls("response_url") if c.path == path], 1, "reply")
+        assert facts_in(reply) == {name}
+        action = block_action("citebot_post_in_channel", button_value(reply, "citebot_post_in_channel"),
+                              channel=channel, user="UPAYROLL")
+        action["response_url"] = url
+        bot.send_action(action)
+        return collect(lambda: [c.body for c in bot.slack.calls("response_url") if c.path == path], 2, "the outcome")
+
+    # Answered to the asker alone from payroll: #general may not read payroll, so it is not posted there.
+    *_, told = ask_and_share("CGENERAL", "payroll")
+    assert "not everyone in the channel may read its sources" in told["text"] and facts_in(told) == set()
+    settle(bot)
+    assert "payroll" not in facts_in(bot.slack.messages("CGENERAL"))
+    # In the payroll channel everyone may: it is posted there.
+    ask_and_share("CPAYROLL", "payroll")
+    wait_until(lambda: any(m.get("thread_ts") is None and facts_in(m) == {"payroll"}
+                           for m in bot.slack.messages("CPAYROLL")), 20, "the shared answer in #payroll")

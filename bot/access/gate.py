@@ -15,12 +15,14 @@ from pathlib import Path
 import redis.asyncio as aioredis
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.access.resolver import AccessResolver
+from bot.access.policy import readable_by_all
+from bot.access.resolver import AccessResolver, AccessUnavailable
 from bot.access.scope import Accesses, Scope, conversation_scope, private_scope
 from bot.i18n import Key, message
 from bot.models import SlackQuestion
 from bot.slack.calls import best_effort
 from bot.store.keys import ACCESS_TOLD_PREFIX, ACCESS_TOLD_TTL_S
+from kb_index.index import IndexNotFound
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,29 @@ class AccessGate:
             return await private_scope(self.resolver, accesses, question.user)
         return await conversation_scope(self.resolver, accesses, question.user, question.channel,
                                         bot_user_id=bot_user_id)
+
+    async def user_reads(self, user: str | None) -> frozenset[str]:
+        """What `user` may read; nothing when Slack or the index cannot say (a click is not retried: never a guess)."""
+        try:
+            return (await private_scope(self.resolver, self.accesses.current(), user)).collections
+        except (AccessUnavailable, IndexNotFound) as exc:
+            log.warning("access of %s not checked, so nothing is shown: %s", user, exc)
+            return frozenset()
+
+    async def channel_reads(self, channel: str) -> frozenset[str]:
+        """What every member of `channel` may read (bots aside); nothing when Slack or the index cannot say."""
+        try:
+            accesses = self.accesses.current()
+            kind = await self.resolver.channel(channel)
+            members = await self.resolver.channel_members(channel)
+            people = await self.resolver.people(sorted(members))
+            directory = await self.resolver.directory(accesses)
+        except (AccessUnavailable, IndexNotFound) as exc:
+            log.warning("who reads %s not checked, so it counts as reading nothing: %s", channel, exc)
+            return frozenset()
+        if not members:
+            return frozenset()
+        return frozenset(readable_by_all(people, accesses, directory, shared_externally=kind.shared_externally))
 
     async def tell_once(self, question: SlackQuestion, key: Key, *, per_question: bool = False) -> None:
         """A note only the asker sees, once per channel and asker (or per question: a redelivered job

@@ -59,7 +59,7 @@ from bot.answer.budget import BudgetSpent, within_budget
 from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import Pipeline
 from bot.config import Settings
-from bot.i18n import Key
+from bot.i18n import Key, message
 from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind, ShareAnswerPayload
 from bot.jobs.source_changes import note_source_changes
 from bot.logs import about_question
@@ -397,6 +397,15 @@ class JobHandlers:
             log.warning("post in channel of answer %s ignored: no such shareable answer of %s", payload.answer_id, payload.user)
             return
         key = share_key(record.answer_id)
+        cited = {s.collection for s in record.sources}
+        if self.access is not None and cited and await self.poster.where_posted(key) is None \
+                and not cited <= await self.access.channel_reads(record.channel):
+            # Answered from what the asker alone may read: the channel gets it only if everyone in it may.
+            log.warning("post in channel of answer %s refused: not everyone in %s may read %s",
+                        record.answer_id, record.channel, ", ".join(sorted(cited)))
+            if payload.response_url:
+                await tell_not_posted(payload.response_url, record, message(Key.NOT_OPEN_TO_CHANNEL, record.language))
+            return
         if await self.poster.claim_unless_posted(key, record.channel, None):
             msg = replies.shared_message(record.message, asker=record.asker, language=record.language)
             try:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.access.gate import AccessGate
 from bot.answer.assemble import render_citations_text, render_claims_text, truncated_note
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.config import Settings
@@ -59,6 +60,8 @@ class ReviewDesk:
     slack: AsyncWebClient
     records: Records
     ledger: PostLedger
+    # Who may read what (bot.access): a card shows its draft only where every review channel member may read it.
+    access: AccessGate | None = None
     poster: Poster = field(init=False)
     workspace: Workspace = field(init=False)
 
@@ -85,9 +88,17 @@ class ReviewDesk:
             violations=answer.violations,
             sources=answer.context,
         )
+        record.restricted = await self._restricted(record)
         await self.records.save_review(record)
         await self._post_card(record)
         return record
+
+    async def _restricted(self, record: ReviewRecord) -> bool:
+        """Whether some member of the review channel may not read a collection the card would show."""
+        shown = {s.collection for s in record.sources}
+        if not shown or self.access is None or not self.settings.review_channel:
+            return False
+        return not shown <= await self.access.channel_reads(self.settings.review_channel)
 
     async def feedback(self, job: Job) -> None:
         """A 👎 with a reason: reviewers see the answer, the reason, and can post a correction."""
@@ -114,6 +125,7 @@ class ReviewDesk:
             kind="feedback",
             feedback_reason=feedback.reason,
         )
+        record.restricted = await self._restricted(record)
         await self.records.save_review(record)
         await self._post_card(record)
 
@@ -216,11 +228,11 @@ class ReviewDesk:
         published again, so the tab they are looking at shows it gone, or still open when
         the decision was undone. The decision stands either way: a tab Slack will not
         take now is rebuilt when it is next opened."""
-        if record.card_channel and record.card_ts:
+        if record.card_channel and record.card_ts and not record.restricted:
             return
         try:
             await publish_home(self.slack, reviewer, settings=self.settings, redis=self.records.redis,
-                               workspace=self.workspace)
+                               workspace=self.workspace, access=self.access)
         except SlackError as exc:
             log.warning("review %s: the Home tab of %s was not refreshed: %s", record.review_id, reviewer, exc)
 

@@ -67,6 +67,9 @@ class HomeData:
     gaps: list[Gap] = field(default_factory=list)
     # The workspace's address (auth.test's url), for links to the review cards.
     workspace_url: str | None = None
+    # The collections the viewer may read (bot.access), read when a restricted review is listed: its draft
+    # is previewed, with the buttons, only to a reviewer who may read every one of its sources. None: unknown.
+    reads: frozenset[str] | None = None
 
 
 async def read_home(user: str, *, settings: Settings, redis: aioredis.Redis, now: float | None = None) -> HomeData:

@@ -7,6 +7,8 @@ review from it, so the tab they are looking at shows the decision.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import redis.asyncio as aioredis
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -16,11 +18,16 @@ from bot.slack.calls import call
 from bot.slack.home_data import read_home
 from bot.slack.workspace import Workspace
 
+if TYPE_CHECKING:
+    from bot.access.gate import AccessGate
+
 
 async def publish_home(slack: AsyncWebClient, user: str, *, settings: Settings, redis: aioredis.Redis,
-                       workspace: Workspace) -> None:
+                       workspace: Workspace, access: AccessGate | None = None) -> None:
     data = await read_home(user, settings=settings, redis=redis)
     if data.reviews:
         data.workspace_url = await workspace.url()
+    if access is not None and any(r.restricted for r in data.reviews):
+        data.reads = await access.user_reads(user)
     view = home.home_view(data, language=settings.language)
     await call(slack.views_publish(user_id=user, view=view), "publish the Home tab")

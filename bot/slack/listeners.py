@@ -25,6 +25,7 @@ from slack_bolt.async_app import AsyncApp
 
 from bot import metrics
 from bot.access.events import register_access_events
+from bot.access.gate import AccessGate
 from bot.channels import ChannelPolicy, ChannelsConfig
 from bot.config import Settings
 from bot.i18n import Key, message
@@ -37,7 +38,7 @@ from bot.slack.event_text import question_text, scrubbed
 from bot.slack.home_tab import publish_home
 from bot.slack.workspace import Workspace
 from bot.store.asked import AskedIndex
-from bot.store.records import Records
+from bot.store.records import AnswerRecord, Records
 from kb_index.analysis import guess_language
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,9 @@ class AppDeps:
     queue: Enqueue  # bot.jobs.queue JobQueue; the listeners only enqueue
     records: Records
     channels: ChannelsConfig
+    # Who may read what (bot.access): the Sources modal is shown only to whoever may read every cited collection.
+    # None: made from the app's client, Redis and the index (the web process's own).
+    access: AccessGate | None = None
 
 
 def create_app(deps: AppDeps) -> AsyncApp:
@@ -65,6 +69,8 @@ def create_app(deps: AppDeps) -> AsyncApp:
     )
     register_events(app, deps)
     register_access_events(app, deps.records.redis)
+    if deps.access is None:
+        deps.access = AccessGate.of(app.client, deps.records.redis, settings.index_dir)
     register_actions(app, deps)
     register_home(app, deps)
     # Imported here: the panel's questions are built and enqueued as a DM's are, with this module's functions.
@@ -211,7 +217,8 @@ def register_home(app: AsyncApp, deps: AppDeps) -> None:
         if event.get("tab") != "home" or not user:
             return  # the Messages tab opens the DM; nothing to publish
         # A Slack retry publishes the view again: the same user's current state, harmless.
-        await publish_home(client, user, settings=deps.settings, redis=deps.records.redis, workspace=workspace)
+        await publish_home(client, user, settings=deps.settings, redis=deps.records.redis, workspace=workspace,
+                           access=deps.access)
 
 
 # ---------------------------------------------------------------- actions
@@ -229,7 +236,7 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         if answer is None or answer.channel != _channel_of(body):
             log.warning("sources click for an unknown answer or from another channel ignored")
             return
-        view = replies.sources_modal(answer.sources, question=answer.question, language=answer.language)
+        view = await sources_view_for(body["user"]["id"], answer, deps)
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 
     @app.action(replies.ACTION_FEEDBACK_UP)
@@ -300,6 +307,9 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         if record is None:
             return
         view = review_card.review_answer_modal(record)
+        if record.restricted and deps.access is not None \
+                and not {s.collection for s in record.sources} <= await deps.access.user_reads(body["user"]["id"]):
+            view = replies.notice_modal(Key.REVIEW_MODAL_TITLE, Key.SOURCES_RESTRICTED, language=record.language)
         # The modal remembers the channel it was opened from: the submission has none.
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 
@@ -316,6 +326,16 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
             log.warning("review answer by %s refused: not in CITEBOT_REVIEWERS", body["user"]["id"])
             return
         await decide(body, "answer", text, save_draft=review_card.save_draft_from(view))
+
+
+async def sources_view_for(user: str, answer: AnswerRecord, deps: AppDeps) -> dict[str, Any]:
+    """The Sources modal for whoever clicked: a forwarded or shared answer's button is clicked by people the
+    answer was not checked for, so the passages are shown only if the clicker may read every cited collection."""
+    cited = {s.collection for s in answer.sources}
+    if cited and deps.access is not None and not cited <= await deps.access.user_reads(user):
+        log.info("sources of answer %s not shown to %s: not open to them", answer.answer_id, user)
+        return replies.notice_modal(Key.SOURCES, Key.SOURCES_RESTRICTED, language=answer.language)
+    return replies.sources_modal(answer.sources, question=answer.question, language=answer.language)
 
 
 def _channel_of(body: dict[str, Any]) -> str | None:

@@ -214,6 +214,11 @@ def sources_modal(answer_sources: list[Source], *, question: str, language: str)
     return modal(message(Key.SOURCES, language), blocks, close=message(Key.CLOSE, language))
 
 
+def notice_modal(title: Key, text: Key, *, language: str) -> dict[str, Any]:
+    """A modal with one of the bot's own sentences (the Sources modal for someone it is not open to)."""
+    return modal(message(title, language), [section(escape(message(text, language)))], close=message(Key.CLOSE, language))
+
+
 def _passage_blocks(source: Source, language: str) -> list[Block]:
     heading = f"*{source_line(source)}*"
     passage = escaped_mrkdwn(source.passage)

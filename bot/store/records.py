@@ -92,6 +92,9 @@ class ReviewRecord(BaseModel):
     sources: list[Source] = Field(default_factory=list)
     kind: str = "uncertain"  # "uncertain" (rejected draft) or "feedback" (a 👎 with a reason)
     feedback_reason: str | None = None
+    # Not every member of the review channel may read the draft's collections (bot.access): the card shows
+    # neither draft nor sources, and says so.
+    restricted: bool = False
     status: ReviewStatus = ReviewStatus.OPEN
     created_at: float = Field(default_factory=time.time)
     card_channel: str | None = None
