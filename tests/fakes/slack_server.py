@@ -204,6 +204,7 @@ class FakeSlackServer(Scripting, ThreadedFake):
         # usergroups.*: id -> {"handle", "users"}
         self.usergroups: dict[str, dict[str, Any]] = {gid: dict(g) for gid, g in DIRECTORY_GROUPS.items()}
         self.members_page = 100  # conversations.members: at most this many per page
+        self.scopes: list[str] = list(DEFAULT_SCOPES)  # the X-OAuth-Scopes header: what the token was granted
         self._bind(host, port, _handler_for(self))
 
     @property
@@ -267,7 +268,8 @@ class FakeSlackServer(Scripting, ThreadedFake):
         else:
             with self._lock:
                 status, payload = self._answer(method, body, call)
-            headers = {}
+            # As Slack does: the token's scopes on every answer (read from auth.test's).
+            headers = {"X-OAuth-Scopes": ",".join(self.scopes)}
         with self._lock:
             self._calls.append(_replace(call, status=status, error=None if payload.get("ok") else payload.get("error")))
             self._lock.notify_all()
@@ -587,6 +589,10 @@ DIRECTORY_USERS: dict[str, dict[str, Any]] = {
 DIRECTORY_GROUPS: dict[str, dict[str, Any]] = {
     "S0PAYROLL": {"handle": "payroll-team", "users": ["UPAYROLL"]},
 }
+# The token's scopes (the X-OAuth-Scopes header): manifest.yml's.
+DEFAULT_SCOPES = ("app_mentions:read", "commands", "chat:write", "reactions:write", "assistant:write",
+                  "channels:history", "groups:history", "im:history", "mpim:history", "channels:read",
+                  "groups:read", "mpim:read", "users:read", "usergroups:read")
 # conversations.members of a channel that lists none.
 DEFAULT_MEMBERS = (BOT_USER_ID, "UASKER", "UREVIEWER")
 
