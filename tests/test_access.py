@@ -160,3 +160,17 @@ async def test_an_unknown_group_or_user_grants_nothing(slack, redis):
     accesses = {"secret": CollectionAccess(audience=Audience(groups=("S0NOSUCH", "no-such-team")))}
     assert (await private_scope(resolver, accesses, "UASKER")).collections == frozenset()
     assert (await resolver.person("XNOBODY")).kind is Kind.UNKNOWN
+
+
+async def test_a_channels_people_are_read_once_and_again_after_a_user_change(slack, redis):
+    resolver = resolver_for(slack, redis)
+    first = await conversation_scope(resolver, ACCESSES, "UPAYROLL", "CGENERAL", bot_user_id=BOT_USER_ID)
+    assert first.collections == {"handbook", "visitors", "partners"}
+    # A member of #general turned into a guest: the channel's cached people are stale from the event on.
+    slack.users["UREVIEWER"] = {**slack.users["UREVIEWER"], "is_restricted": True}
+    calls = len(slack.calls("users.info"))
+    cached = await conversation_scope(resolver, ACCESSES, "UPAYROLL", "CGENERAL", bot_user_id=BOT_USER_ID)
+    assert cached.collections == first.collections and len(slack.calls("users.info")) == calls
+    await forget(redis, {"type": "user_change", "user": {"id": "UREVIEWER"}})
+    changed = await conversation_scope(resolver, ACCESSES, "UPAYROLL", "CGENERAL", bot_user_id=BOT_USER_ID)
+    assert changed.collections == {"visitors"} and len(slack.calls("users.info")) == calls + 1

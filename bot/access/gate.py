@@ -58,7 +58,7 @@ class AccessGate:
             accesses = self.accesses.current()
             kind = await self.resolver.channel(channel)
             members = await self.resolver.channel_members(channel)
-            people = await self.resolver.people(sorted(members))
+            people = await self.resolver.channel_people(channel, members)
             directory = await self.resolver.directory(accesses)
         except (AccessUnavailable, IndexNotFound) as exc:
             log.warning("who reads %s not checked, so it counts as reading nothing: %s", channel, exc)

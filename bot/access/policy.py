@@ -95,13 +95,30 @@ def readable_by_all(people: Iterable[Person], accesses: Mapping[str, CollectionA
     Slack Connect members come and go without this workspace's say.
     """
     names = {name for name, access in accesses.items() if access.external or not shared_externally}
+    # Everyone an audience does not name is decided by their kind alone: once per kind, not per person
+    # (a channel of thousands costs a handful of decisions).
+    named = _named(accesses, directory)
+    decided: set[str | Kind] = set()
     for person in people:
-        if person.kind is Kind.BOT:
+        key: str | Kind = person.id if person.id in named else person.kind
+        if person.kind is Kind.BOT or key in decided:
             continue
+        decided.add(key)
         names &= readable_by(person, {n: accesses[n] for n in names}, directory)
         if not names:
             break
     return names
+
+
+def _named(accesses: Mapping[str, CollectionAccess], directory: Directory) -> set[str]:
+    """Every user an audience names, directly or through a group or channel."""
+    named: set[str] = set()
+    for members in (*directory.groups.values(), *directory.channels.values()):
+        named |= members
+    for access in accesses.values():
+        if access.audience is not None:
+            named.update(access.audience.users)
+    return named
 
 
 def audience_names(accesses: Mapping[str, CollectionAccess]) -> tuple[set[str], set[str]]:

@@ -85,6 +85,22 @@ class AccessResolver:
             await asyncio.gather(*(look_up(u) for u in missing))
         return [known[u] for u in ids]
 
+    async def channel_people(self, channel: str, members: Iterable[str]) -> list[Person]:
+        """The people of a channel, from one cached list per channel: a channel of thousands costs one Redis
+        read, not one per member. The list holds the users' epoch (bumped on every user_change) it was made
+        in, so a changed person is seen at once; a member joining or leaving drops it with the members."""
+        ids = sorted(set(members))
+        epoch, raw = await self.redis.mget([_key("epoch"), _key("people", channel)])
+        now = (epoch or b"0").decode() if isinstance(epoch, bytes) else str(epoch or "0")
+        if raw is not None:
+            cached = json.loads(raw)
+            if cached.get("epoch") == now and cached.get("ids") == ids:
+                return [Person(id=u, kind=Kind(k)) for u, k in zip(ids, cached["kinds"], strict=True)]
+        people = await self.people(ids)
+        data = {"epoch": now, "ids": ids, "kinds": [p.kind.value for p in people]}
+        await self.redis.set(_key("people", channel), json.dumps(data), ex=self.ttl_s)
+        return people
+
     async def _fetch_person(self, user: str, team: str, enterprise: str | None) -> Person:
         info = await self._ask("users.info", self.slack.users_info(user=user), not_found={})
         data = {"kind": _kind(info.get("user") or {}, team, enterprise)} if info else {"kind": Kind.UNKNOWN}
@@ -185,11 +201,14 @@ async def forget(redis: aioredis.Redis, event: Mapping[str, Any]) -> int:
     if kind == "subteam_members_changed" and event.get("subteam_id"):
         keys.append(_key("group", str(event["subteam_id"])))
     elif kind in ("member_joined_channel", "member_left_channel") and event.get("channel"):
-        keys.append(_key("members", str(event["channel"])))
+        keys += [_key("members", str(event["channel"])), _key("people", str(event["channel"]))]
     elif kind == "user_change" and isinstance(event.get("user"), dict) and event["user"].get("id"):
         keys.append(_key("user", str(event["user"]["id"])))
+        # Every channel's cached list of people may hold this one: a new epoch makes them all stale.
+        await redis.incr(_key("epoch"))
     elif kind in ("channel_shared", "channel_unshared") and event.get("channel"):
-        keys += [_key("channel", str(event["channel"])), _key("members", str(event["channel"]))]
+        keys += [_key("channel", str(event["channel"])), _key("members", str(event["channel"])),
+                 _key("people", str(event["channel"]))]
     elif kind in ("subteam_created", "subteam_updated"):
         keys.append(_key("groups"))
         if isinstance(event.get("subteam"), dict) and event["subteam"].get("id"):

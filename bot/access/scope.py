@@ -69,7 +69,7 @@ async def conversation_scope(resolver: AccessResolver, accesses: Mapping[str, Co
     reads = frozenset(readable_by(asker, accesses, directory))
     kind = await resolver.channel(channel)
     members = await resolver.channel_members(channel)
-    people = await resolver.people(sorted(members - {bot_user_id or ""}))
+    people = await resolver.channel_people(channel, members - {bot_user_id or ""})
     everyone = readable_by_all(people, accesses, directory, shared_externally=kind.shared_externally)
     if not members:
         everyone = set()  # nobody known to be in it: nothing is known to be safe there

@@ -299,7 +299,9 @@ def assistant_greeted_key(channel: str, thread_ts: str) -> str:
 # (conversations.members / .info), the workspace's groups by handle. Cached so that a question costs no
 # Slack call once its people are known; short-lived, so that someone removed from a group loses access
 # within minutes even if Slack's event is lost (the web process drops the entry on the event itself).
-ACCESS_PREFIX = PREFIX + "access:"  # + user:<id> | group:<id> | members:<channel> | channel:<channel> | groups
+# + user:<id> | group:<id> | members:<channel> | people:<channel> (its members' kinds, one read) | channel:<channel>
+# | groups | epoch (bumped on every user_change: a channel's people made before it are read again)
+ACCESS_PREFIX = PREFIX + "access:"
 ACCESS_TTL_S = 300
 # A person told once why citebot does not answer in a channel shared with another organization.
 ACCESS_TOLD_PREFIX = PREFIX + "access-told:"  # + <channel>:<user>
