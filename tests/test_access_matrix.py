@@ -291,6 +291,7 @@ def test_the_sources_button_is_checked_again_for_whoever_clicks(bot):
 def test_a_review_card_shows_a_draft_only_where_every_review_channel_member_may_read_it(bot):
     from tests.citebot_fixtures import button_value
     from tests.harness import REVIEW_CHANNEL, block_action, view_submission
+    from tests.test_home_triage import home_action
 
     def flag(posted: dict, channel: str, user: str) -> dict:
         cards = len(bot.slack.messages(REVIEW_CHANNEL))
@@ -316,6 +317,28 @@ def test_a_review_card_shows_a_draft_only_where_every_review_channel_member_may_
         view = bot.slack.home_view(reviewer)
         assert facts_in(view) == sees, reviewer
         assert ("citebot_review_approve" in json.dumps(view)) == bool(sees)
+    # Approved from there once a guest has joined #payroll: not posted, and the reviewer hears why.
+    review_id = next(el["value"] for b in bot.slack.home_view("UPAYROLL")["blocks"] if b["type"] == "actions"
+                     for el in b["elements"] if el["action_id"] == "citebot_review_approve")
+    posted_before = len(bot.slack.messages("CPAYROLL"))
+    bot.slack.channels["CPAYROLL"]["members"] = [BOT_USER_ID, "UPAYROLL", "UGUEST"]
+    send_access_event(bot, {"type": "member_joined_channel", "user": "UGUEST", "channel": "CPAYROLL",
+                            "channel_type": "G", "team": "T0FAKE", "event_ts": f"{time.time():.6f}"})
+    try:
+        bot.send_action(home_action(bot.slack.home_view("UPAYROLL"), "citebot_review_approve", review_id, user="UPAYROLL"))
+        told = wait_until(lambda: [c.body for c in bot.slack.calls("chat.postEphemeral")
+                                   if c.body.get("user") == "UPAYROLL" and "may read its sources" in c.body["text"]],
+                          20, "the reviewer told the approval was not posted")
+        assert facts_in(told) == set()
+        settle(bot)
+        assert len(bot.slack.messages("CPAYROLL")) == posted_before
+    finally:
+        bot.slack.channels["CPAYROLL"]["members"] = [BOT_USER_ID, "UPAYROLL"]
+        send_access_event(bot, {"type": "member_left_channel", "user": "UGUEST", "channel": "CPAYROLL",
+                                "channel_type": "G", "team": "T0FAKE", "event_ts": f"{time.time():.6f}"})
+    # The guest gone again, the same approval is posted into the asker's thread.
+    bot.send_action(home_action(bot.slack.home_view("UPAYROLL"), "citebot_review_approve", review_id, user="UPAYROLL"))
+    wait_until(lambda: len(bot.slack.messages("CPAYROLL")) > posted_before, 20, "the approved answer in #payroll")
     # A handbook answer's card shows its draft and sources as before.
     event = mention_event(KB["handbook"][0], channel="CGENERAL", user="UASKER")
     bot.send_event(event)

@@ -93,6 +93,13 @@ class ReviewDesk:
         await self._post_card(record)
         return record
 
+    async def _open_where_posted(self, record: ReviewRecord, answer: Answer) -> bool:
+        """Whether everyone in the asker's channel may read what the decision would post there now."""
+        cited = {s.collection for s in answer.sources}
+        if not cited or self.access is None or record.is_dm or record.private_to is not None:
+            return True
+        return cited <= await self.access.channel_reads(record.channel)
+
     async def _restricted(self, record: ReviewRecord) -> bool:
         """Whether some member of the review channel may not read a collection the card would show."""
         shown = {s.collection for s in record.sources}
@@ -170,6 +177,12 @@ class ReviewDesk:
         status = DECISIONS[decision]
         text = payload.text
         answer = self._reviewed_answer(record, status, text)
+        if not await self._open_where_posted(record, answer):
+            # Approved text from collections someone in the asker's channel may not read (it changed since, or
+            # the draft came from a private answer): not posted; the reviewer is told.
+            await self._undo_decision(record, reviewer, message(Key.NOT_OPEN_TO_CHANNEL, record.language))
+            await self._refresh_home(record, reviewer)
+            return
         key = f"review:{review_id}"
         if record.private_to is not None:
             claimed = await claim_ephemeral(self.ledger, key)
