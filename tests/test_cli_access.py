@@ -95,3 +95,20 @@ def test_doctor_fails_a_group_or_channel_that_slack_does_not_know(setup, capsys,
     found = doctor_access(capsys)
     assert ("fail", "the user group payroll-tem an audience names is unknown to Slack: it grants nobody access") in found
     assert ("fail", "the channel C0GONE an audience names cannot be read (channel_not_found): it grants nobody access") in found
+
+
+def test_index_names_a_group_or_channel_that_slack_does_not_know_in_an_error_line(setup, capsys, monkeypatch, tmp_path):
+    kb = tmp_path / "kb"
+    monkeypatch.setenv("CITEBOT_KB_DIR", str(kb))
+    monkeypatch.setenv("CITEBOT_EMBEDDER", "none")
+    code, _, err = run(capsys, "index", "-q")
+    assert code == 0 and "unknown to Slack" not in err  # payroll-team is a group Slack knows
+    (kb / "payroll" / "_collection.yml").write_text("audience:\n  groups: [payroll-tem]\n  channels: [C0GONE]\n")
+    code, _, err = run(capsys, "index", "-q")
+    lines = [line for line in err.splitlines() if line.startswith(str(kb))]
+    assert code == 1 and lines == [
+        f"{kb / 'payroll' / '_collection.yml'}: the user group payroll-tem an audience names is unknown to Slack: "
+        "it grants nobody access",
+        f"{kb / 'payroll' / '_collection.yml'}: the channel C0GONE an audience names cannot be read "
+        "(channel_not_found): it grants nobody access",
+    ]

@@ -74,3 +74,26 @@ async def access_report(settings: Settings, redis: Any, user: str, channel: str 
                     why = f"{blocked.id} may not read it: {may_read(blocked, access, directory).why}"
             row.update(in_channel=why is None, channel_why=why)
     return {"user": user, "kind": person.kind.value, "channel": channel, "collections": rows}
+
+
+async def unknown_audience_names(slack: Any, accesses: dict[str, Any]) -> list[tuple[str, str]]:
+    """(collection, what is wrong) for each group or channel an audience names that Slack does not know: it
+    grants nobody access. SlackError when Slack cannot be asked."""
+    from bot.slack.calls import SlackFailed, call
+
+    groups_of = {name: set(a.audience.groups) for name, a in accesses.items() if a.audience is not None}
+    channels_of = {name: set(a.audience.channels) for name, a in accesses.items() if a.audience is not None}
+    found: list[tuple[str, str]] = []
+    if any(groups_of.values()):
+        listed = (await call(slack.usergroups_list(), "usergroups.list")).get("usergroups") or []
+        known = {g.get("id") for g in listed} | {g.get("handle") for g in listed}
+        found += [(name, f"the user group {g} an audience names is unknown to Slack: it grants nobody access")
+                  for name, groups in sorted(groups_of.items()) for g in sorted(groups - known)]
+    for name, channels in sorted(channels_of.items()):
+        for channel in sorted(channels):
+            try:
+                await call(slack.conversations_info(channel=channel), "conversations.info")
+            except SlackFailed as exc:
+                found.append((name, f"the channel {channel} an audience names cannot be read ({exc.code}): "
+                                    "it grants nobody access"))
+    return found

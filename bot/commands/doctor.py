@@ -230,7 +230,7 @@ def _audience_line(access: Any) -> str:
 
 
 async def _check_access_in_slack(settings: Settings, accesses: dict[str, Any]) -> list[Finding]:
-    from bot.access.policy import audience_names
+    from bot.commands.access import unknown_audience_names
     from bot.slack.calls import SlackError, call, make_client
 
     slack = make_client(settings.slack_bot_token, settings.slack_api_url)
@@ -251,21 +251,11 @@ async def _check_access_in_slack(settings: Settings, accesses: dict[str, Any]) -
         findings.append(Finding("access", FAIL, f"the token lacks {', '.join(missing)}: every question fails its access "
                                                 "check; add them (manifest.yml) and reinstall the app")
                         if missing else Finding("access", OK, "the token has the scopes the access checks need"))
-    groups, channels = audience_names(accesses)
     try:
-        if groups:
-            listed = (await call(slack.usergroups_list(), "usergroups.list")).get("usergroups") or []
-            known = {g.get("id") for g in listed} | {g.get("handle") for g in listed}
-            findings += [Finding("access", FAIL, f"the user group {g} an audience names is unknown to Slack: "
-                                                 "it grants nobody access") for g in sorted(groups - known)]
-        for channel in sorted(channels):
-            try:
-                await call(slack.conversations_info(channel=channel), "conversations.info")
-            except SlackError as exc:
-                findings.append(Finding("access", FAIL, f"the channel {channel} an audience names cannot be read "
-                                                        f"({exc.code}): it grants nobody access"))
+        findings += [Finding("access", FAIL, problem, {"collection": name})
+                     for name, problem in await unknown_audience_names(slack, accesses)]
     except SlackError as exc:
-        findings.append(Finding("access", FAIL, f"cannot check the audiences' groups: {exc}"))
+        findings.append(Finding("access", FAIL, f"cannot check the audiences' groups and channels: {exc}"))
     return findings
 
 

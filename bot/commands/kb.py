@@ -45,7 +45,34 @@ def cmd_index(args, settings: Settings) -> int:
         )
         return EXIT_FAILED
     _notify_source_changes(report, previous, index_dir, settings)
-    return EXIT_OK
+    return EXIT_FAILED if _unknown_audiences(kb_dir, index_dir, settings) else EXIT_OK
+
+
+def _unknown_audiences(kb_dir: Path, index_dir: Path, settings: Settings) -> bool:
+    """With a Slack token: an error line per group or channel an audience names that Slack does not know
+    (it grants nobody access; the index is switched in all the same). True if there was one."""
+    import asyncio
+
+    from bot.commands.access import unknown_audience_names
+    from bot.slack.calls import SlackError, make_client
+    from kb_index.collection import COLLECTION_FILE
+    from kb_index.index import current_generation, read_access
+
+    if not settings.slack_bot_token:
+        return False
+    accesses = read_access(current_generation(index_dir))
+    if not any(a.audience for a in accesses.values()):
+        return False
+    slack = make_client(settings.slack_bot_token, settings.slack_api_url)
+    try:
+        problems = asyncio.run(unknown_audience_names(slack, accesses))
+    except SlackError as exc:
+        echo(f"citebot: the audiences' groups and channels were not checked: {exc}", file=sys.stderr, newlines=False)
+        return False
+    for name, problem in problems:
+        where = kb_dir / COLLECTION_FILE if name == "default" else kb_dir / name / COLLECTION_FILE
+        echo(f"{where}: {problem}", file=sys.stderr, newlines=False)
+    return bool(problems)
 
 
 def _print_errors(kb_dir: Path, report) -> None:
