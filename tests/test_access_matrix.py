@@ -372,3 +372,22 @@ def test_post_in_channel_shares_an_answer_only_where_everyone_may_read_its_sourc
     ask_and_share("CPAYROLL", "payroll")
     wait_until(lambda: any(m.get("thread_ts") is None and facts_in(m) == {"payroll"}
                            for m in bot.slack.messages("CPAYROLL")), 20, "the shared answer in #payroll")
+
+
+def test_the_gaps_on_a_reviewers_home_tab_leave_out_questions_asked_where_more_could_be_read(bot):
+    asked = {"CPAYROLL": ("UPAYROLL", "Which parking garage takes motorbikes overnight?"),
+             "CGENERAL": ("UASKER", "Which bakery delivers croissants on Sundays?")}
+    # Each asked four times: the most asked gaps come first, ahead of the refusals of the tests before.
+    for channel, (user, text) in asked.items():
+        for _ in range(4):
+            event = mention_event(text, channel=channel, user=user)
+            bot.send_event(event)
+            collect(lambda c=channel, t=event["event"]["ts"]: bot.replies(c, t), 1, f"the refusal in {channel}")
+    settle(bot)
+    for reviewer, sees in (("UPAYROLL", {"CPAYROLL", "CGENERAL"}), ("UREVIEWER", {"CGENERAL"})):
+        published = len(bot.slack.calls("views.publish"))
+        send_access_event(bot, {"type": "app_home_opened", "user": reviewer, "channel": f"D{reviewer}", "tab": "home",
+                                "event_ts": f"{time.time():.6f}"})
+        bot.slack.wait_for("views.publish", published + 1)
+        view = json.dumps(bot.slack.home_view(reviewer))
+        assert {c for c, (_, text) in asked.items() if text in view} == sees, reviewer

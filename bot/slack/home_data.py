@@ -72,13 +72,15 @@ class HomeData:
     reads: frozenset[str] | None = None
 
 
-async def read_home(user: str, *, settings: Settings, redis: aioredis.Redis, now: float | None = None) -> HomeData:
-    data = HomeData(user=user, now=time.time() if now is None else now, kb=kb_state(settings.index_dir))
+async def read_home(user: str, *, settings: Settings, redis: aioredis.Redis, now: float | None = None,
+                    reads: frozenset[str] | None = None) -> HomeData:
+    """`reads`: what the user may read (bot.access), None when not checked."""
+    data = HomeData(user=user, now=time.time() if now is None else now, kb=kb_state(settings.index_dir), reads=reads)
     data.questions = await my_questions(redis, user)
     if is_reviewer(settings, user):
         data.is_reviewer = True
         data.reviews = await Records(redis).open_reviews(limit=MAX_REVIEWS)
-        data.gaps = await top_gaps(redis, since=data.now - GAP_DAYS * 86400)
+        data.gaps = await top_gaps(redis, since=data.now - GAP_DAYS * 86400, reads=reads)
     return data
 
 
@@ -91,12 +93,16 @@ async def my_questions(redis: aioredis.Redis, user: str) -> list[MyQuestion]:
     return out
 
 
-async def top_gaps(redis: aioredis.Redis, *, since: float) -> list[Gap]:
+async def top_gaps(redis: aioredis.Redis, *, since: float, reads: frozenset[str] | None = None) -> list[Gap]:
+    """`reads`: a question asked where more could be read than the viewer may (a private channel of payroll
+    staff) stays off their tab."""
     questions = []
     entries = AuditTrail(redis).entries(since=since, outcomes={Outcome.REFUSED, Outcome.UNCERTAIN, Outcome.ANSWERED})
     async for e in entries:
         # A direct message's text is for its asker: it never goes on anyone else's Home tab.
         if e.is_dm or (e.outcome is Outcome.ANSWERED and not e.not_covered):
+            continue
+        if reads is not None and e.allowed is not None and not set(e.allowed) <= reads:
             continue
         questions.append(GapQuestion(text=e.question, language=e.language, at=e.at, outcome=gap_outcome(e)))
         if len(questions) >= GAP_MAX_QUESTIONS:

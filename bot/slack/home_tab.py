@@ -16,6 +16,7 @@ from bot.config import Settings
 from bot.slack import home
 from bot.slack.calls import call
 from bot.slack.home_data import read_home
+from bot.slack.reviewers import is_reviewer
 from bot.slack.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -24,10 +25,10 @@ if TYPE_CHECKING:
 
 async def publish_home(slack: AsyncWebClient, user: str, *, settings: Settings, redis: aioredis.Redis,
                        workspace: Workspace, access: AccessGate | None = None) -> None:
-    data = await read_home(user, settings=settings, redis=redis)
+    # What a reviewer may read decides which restricted reviews and which gaps their tab shows.
+    reads = await access.user_reads(user) if access is not None and is_reviewer(settings, user) else None
+    data = await read_home(user, settings=settings, redis=redis, reads=reads)
     if data.reviews:
         data.workspace_url = await workspace.url()
-    if access is not None and any(r.restricted for r in data.reviews):
-        data.reads = await access.user_reads(user)
     view = home.home_view(data, language=settings.language)
     await call(slack.views_publish(user_id=user, view=view), "publish the Home tab")
