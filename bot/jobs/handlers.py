@@ -22,14 +22,23 @@ A question asked in the assistant panel (`assistant`) is answered into its
 thread like a DM's; instead of the 👀 its thread shows the stages as a status
 and is titled by its first question (bot.slack.assistant_status).
 
+Before retrieval a question is narrowed to the collections everyone who sees
+its reply may read (bot.access, docs/DESIGN.md section 3.8): the asker's own
+in a DM, the panel and /citebot; every member's in a channel. In a channel
+shared with another organization with nothing it may use, nothing is posted
+and the asker is told privately once; where the asker may read more than the
+channel and the channel's answer fell short, a private answer is offered.
+
 Every answer, refusal, uncertain reply and apology is recorded in the audit
-trail (bot.store.audit) right after its post.
+trail (bot.store.audit) right after its post, with the collections it was allowed.
 
 What the asker hears when something fails, past all tries:
     the model                     the model-down apology; also when the question
                                   used up CITEBOT_QUESTION_BUDGET_S, at once
     the model refused the request a general apology, at once: a wrong model name
                                   or key is the operator's to fix, not an outage
+    who may read what             that access could not be checked (Slack did not
+                                  say, past all tries): nothing answered on a guess
     the index is missing or empty that the knowledge base is not ready, at once: a
                                   retry finds the same index, and a question
                                   asked before the first `citebot index` is not
