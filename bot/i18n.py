@@ -38,7 +38,7 @@ class Key(StrEnum):
     KB_NOT_READY = "kb_not_ready"  # the index is missing or holds no entry: nothing can be answered yet
     ACCESS_UNCHECKED = "access_unchecked"  # Slack did not say who may read what, past all tries: nothing answered
     EXTERNAL_CHANNEL = "external_channel"  # a channel shared with another organization, with no collection for it
-    MORE_IN_PRIVATE = "more_in_private"  # the asker may read more than this channel: ask privately
+    MORE_IN_PRIVATE = "more_in_private"  # above the private answer to an asker who may read more than the channel
     SOURCES_RESTRICTED = "sources_restricted"  # the Sources modal for someone who may not read them
     REVIEW_RESTRICTED = "review_restricted"  # a review card whose draft not every review channel member may read
     NOT_OPEN_TO_CHANNEL = "not_open_to_channel"  # "Post in channel": not everyone there may read its sources
@@ -189,8 +189,8 @@ _TEXT: dict[str, dict[Key, str]] = {
             "knowledge base is meant for people outside the company. Ask me in a direct message instead."
         ),
         Key.MORE_IN_PRIVATE: (
-            "In this channel I answer only from what everyone in it may read. You may read more: ask me in a "
-            "direct message (or with /citebot) for an answer from that too."
+            "Only you see this: in this channel I answer only from what everyone in it may read, and you may "
+            "read more. From that:"
         ),
         Key.SOURCES_RESTRICTED: "These sources are not open to you, so they are not shown.",
         Key.NOT_OPEN_TO_CHANNEL: "not everyone in the channel may read its sources",
@@ -375,8 +375,8 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
             "Wissensbasis ist für Personen außerhalb des Unternehmens bestimmt. Frag mich stattdessen per Direktnachricht."
         ),
         Key.MORE_IN_PRIVATE: (
-            "In diesem Kanal antworte ich nur aus dem, was alle darin lesen dürfen. Du darfst mehr lesen: Frag mich "
-            "per Direktnachricht (oder mit /citebot), dann antworte ich auch daraus."
+            "Nur du siehst das: In diesem Kanal antworte ich nur aus dem, was alle darin lesen dürfen, und du "
+            "darfst mehr lesen. Daraus:"
         ),
         Key.SOURCES_RESTRICTED: "Diese Quellen sind für dich nicht freigegeben und werden daher nicht gezeigt.",
         Key.NOT_OPEN_TO_CHANNEL: "nicht alle im Kanal dürfen seine Quellen lesen",

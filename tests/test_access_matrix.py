@@ -186,12 +186,14 @@ def test_a_channel_gets_only_what_every_member_may_read(bot, channel, asker, all
                for cell, ts in sent.items()}
     assert_cells(replies, {asker: allowed})
     assert facts_in([m for m in bot.slack.messages(channel)]) <= allowed
+    offers = [c.body for c in bot.slack.calls("chat.postEphemeral")
+              if c.body.get("channel") == channel and c.body.get("user") == asker]
     if OWN[asker] - allowed:
-        # The asker may read more: offered privately for what the channel could not be told, never in the channel.
-        offers = [c.body for c in bot.slack.calls("chat.postEphemeral")
-                  if c.body.get("channel") == channel and c.body.get("user") == asker]
-        assert offers and all(message(Key.MORE_IN_PRIVATE, "en")[:40] in o["text"] for o in offers)
-        assert not facts_in(offers)
+        # The asker may read more: what the channel could not be told is answered to them alone, in the thread.
+        assert facts_in(offers) == OWN[asker] - allowed
+        assert all(o["text"].startswith(message(Key.MORE_IN_PRIVATE, "en")) and o["thread_ts"] for o in offers)
+    else:
+        assert offers == []
 
 
 def test_a_shared_channel_without_an_external_collection_gets_no_answer_and_the_asker_is_told_once(bot):

@@ -67,12 +67,12 @@ class AccessGate:
             return frozenset()
         return frozenset(readable_by_all(people, accesses, directory, shared_externally=kind.shared_externally))
 
-    async def tell_once(self, question: SlackQuestion, key: Key, *, per_question: bool = False) -> None:
-        """A note only the asker sees, once per channel and asker (or per question: a redelivered job
+    async def tell_once(self, question: SlackQuestion, key: Key) -> None:
+        """A note only the asker sees, once per channel and asker (a redelivered job or the next question
         is not told again)."""
         if not question.user:
             return
-        told = f"{ACCESS_TOLD_PREFIX}{key}:{question.id if per_question else question.channel}:{question.user}"
+        told = f"{ACCESS_TOLD_PREFIX}{key}:{question.channel}:{question.user}"
         if await self.resolver.redis.set(told, "1", nx=True, ex=ACCESS_TOLD_TTL_S):
             await best_effort(self.resolver.slack.chat_postEphemeral(
                 channel=question.channel, user=question.user, text=message(key, question.language)))

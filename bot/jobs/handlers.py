@@ -83,6 +83,7 @@ from bot.slack.response_url import ResponseUrlPoster
 from bot.slack.shared_copy import mark_posted, tell_not_posted
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.errors import StoreUnavailable
+from bot.store.keys import ACCESS_TOLD_PREFIX, ACCESS_TOLD_TTL_S
 from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, Records
 from citebot_core.errors import Permanent, Retryable
@@ -321,9 +322,36 @@ class JobHandlers:
             policy = payload.question.collections
             more = scope.more_for_asker if policy is None else scope.more_for_asker & set(policy)
             if more:
-                # The asker may read more than everyone here: a private answer is offered, never
-                # restricted text in the channel.
-                await self.access.tell_once(question, Key.MORE_IN_PRIVATE, per_question=True)
+                # The asker may read more than everyone here: a private answer, never restricted text in the channel.
+                await self._answer_privately(question, sorted(scope.asker if policy is None else scope.asker & set(policy)))
+
+    async def _answer_privately(self, question: SlackQuestion, collections: list[str]) -> None:
+        """The answer from what the asker alone may read, as a message only they see in the thread (once per
+        question: a redelivered job finds the key). Best effort: the channel has its reply already."""
+        if not question.user or self.access is None:
+            return
+        if not await self.records.redis.set(f"{ACCESS_TOLD_PREFIX}private:{question.id}", "1", nx=True,
+                                            ex=ACCESS_TOLD_TTL_S):
+            return
+        private = question.model_copy(update={"collections": collections})
+        try:
+            answer = await within_budget(self.pipeline.answer(private), self.settings.question_budget_s)
+        except (LLMError, BudgetSpent, IndexNotFound) as exc:
+            log.warning("no private answer for question %s: %s", question.id, exc)
+            return
+        if answer.outcome is not Outcome.ANSWERED:
+            return
+        ref = f"{question.id}#private"
+        msg = replies.answer_message(answer, language=question.language, ref=ref)
+        await self.records.save_answer(AnswerRecord(
+            answer_id=ref, question_id=question.id, question=question.text, language=question.language,
+            channel=question.channel, thread_ts=question.reply_thread_ts, is_dm=False, asker=question.user,
+            private_to=question.user, text=answer.text, sources=answer.sources, message=msg))
+        intro = replies.notice_message(Key.MORE_IN_PRIVATE, language=question.language)
+        await best_effort(self.slack.chat_postEphemeral(
+            channel=question.channel, user=question.user, thread_ts=question.reply_thread_ts,
+            text=f"{intro['text']}\n\n{msg['text']}", blocks=[*intro["blocks"], *msg["blocks"]]))
+        log.info("private answer offered to the asker", extra={"collections": collections})
 
     async def _generate(self, question: Question, poster: Delivery, status: PanelStatus | None = None) -> Answer:
         """The pipeline's answer within what is left of the question's time budget.
