@@ -10,6 +10,7 @@ from bot.access.policy import Directory, Kind, Person, may_read, readable_by, re
 from bot.access.resolver import AccessResolver, AccessUnavailable, forget
 from bot.access.scope import conversation_scope, private_scope
 from bot.slack.calls import make_client
+from bot.store.keys import ACCESS_PREFIX
 from kb_index.collection import EVERY_MEMBER, NOBODY, Audience, CollectionAccess
 from tests.fakes.slack_server import BOT_USER_ID, FakeSlackServer
 
@@ -152,7 +153,7 @@ async def test_a_slack_error_is_retryable_and_never_a_guess(slack, redis, troubl
     slack.fail(method="usergroups.users.list", **trouble)
     with pytest.raises(AccessUnavailable):
         await private_scope(resolver, ACCESSES, "UPAYROLL")
-    assert await redis.keys("citebot:access:group:*") == []  # nothing half-known is cached
+    assert await redis.keys(f"{ACCESS_PREFIX}group:*") == []  # nothing half-known is cached
 
 
 async def test_an_unknown_group_or_user_grants_nothing(slack, redis):

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from bot.i18n import Key, message
+from bot.store.keys import ACCESS_PREFIX
 from kb_index import build_index
 from tests.fakes.slack_server import BOT_USER_ID
 from tests.harness import dm_event, envelope, mention_event, slash_command, start_citebot
@@ -253,7 +254,7 @@ def test_a_deactivated_user_reads_nothing_after_user_change(bot):
 @pytest.mark.parametrize("method", ["users.info", "usergroups.users.list", "conversations.members"])
 def test_a_slack_error_never_widens_access_and_the_asker_is_told_after_the_last_try(bot, method):
     # Nothing cached: every try asks Slack, and Slack refuses each (2 tries: the worker's --max-tries).
-    bot.redis().delete(*bot.redis().keys("citebot:access:*") or ["-"])
+    bot.redis().delete(*bot.redis().keys(f"{ACCESS_PREFIX}*") or ["-"])
     bot.slack.fail(error="missing_scope", method=method, times=2)
     event = mention_event(KB["payroll"][0], channel="CPAYROLL", user="UPAYROLL")
     bot.send_event(event)

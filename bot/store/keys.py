@@ -53,6 +53,7 @@ PREFIX = "citebot:"
 # - "{reviews}": a review record and the sorted set of open reviews, written
 #   together. Reviews are a few a day.
 # - "{workers}": the heartbeats, so that one SCAN and one MGET read them all.
+# - "{access}": what Slack said about people, groups and channels (bot.access), read with one MGET.
 #
 # The queue spreads over the cluster by its shards: a job goes to the shard
 # its dedupe id hashes to (a stable CRC32, so a Slack retry of an event goes
@@ -301,7 +302,9 @@ def assistant_greeted_key(channel: str, thread_ts: str) -> str:
 # within minutes even if Slack's event is lost (the web process drops the entry on the event itself).
 # + user:<id> | group:<id> | members:<channel> | people:<channel> (its members' kinds, one read) | channel:<channel>
 # | groups | epoch (bumped on every user_change: a channel's people made before it are read again)
-ACCESS_PREFIX = PREFIX + "access:"
+# One hash tag for all of them: a question reads its people with one MGET (and a channel's list beside the
+# epoch), which a cluster runs only on keys of one slot. Small, short-lived values: one node holds them well.
+ACCESS_PREFIX = PREFIX + "{access}:"
 ACCESS_TTL_S = 300
 # A person told once why citebot does not answer in a channel shared with another organization.
 ACCESS_TOLD_PREFIX = PREFIX + "access-told:"  # + <channel>:<user>
