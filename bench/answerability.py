@@ -10,7 +10,8 @@ the bundled sample KB) and for SciFact, BM25 only and hybrid side by side:
   off-topic refused before the model (%), two-topic questions with both
   entries in the context (%), cross-language top 3 (%);
 - SciFact test queries through the public API with default settings:
-  nDCG@10, Recall@100, queries with no hit, and the share refused before the
+  nDCG@10, Recall@100 (each abstract counted once, at its best chunk's rank:
+  bench/ranking.py), queries with no hit, and the share refused before the
   model; SciFact queries against the sample KB and the sample KB's questions
   against SciFact, which must be refused;
 - query latency p50/p95 with and without the embedder; index build time and
@@ -39,7 +40,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from embed_cache import CachedEmbedder  # noqa: E402
-from retrieval_scifact import DEFAULT_DATA, load_queries, ndcg_at, write_kb  # noqa: E402
+from ranking import entries_once, ndcg_at, recall_at  # noqa: E402
+from retrieval_scifact import DEFAULT_DATA, load_queries, write_kb  # noqa: E402
 
 from bot.answer.prompt import trim_to_budget  # noqa: E402
 from bot.config import Settings  # noqa: E402
@@ -85,7 +87,7 @@ def evaluate_set(retriever: Retriever, questions: list[dict]) -> dict:
         out["ans_refused"] += refused
         if refused:
             out["misses"].append(("refused", q["q"], found.answerability.reason))
-        top3 = _distinct([h.entry_id for h in found.hits if not h.expanded])[:3]
+        top3 = entries_once(h.entry_id for h in found.hits if not h.expanded)[:3]
         in_top3 = bool(expect & set(top3))
         out["top3"] += in_top3
         if not in_top3:
@@ -102,10 +104,6 @@ def evaluate_set(retriever: Retriever, questions: list[dict]) -> dict:
             if not both:
                 out["misses"].append(("two-topic incomplete", q["q"], f"parts {q['parts']}, context {sorted(context)}"))
     return out
-
-
-def _distinct(ids: list[str]) -> list[str]:
-    return list(dict.fromkeys(ids))
 
 
 def print_set(name: str, results: dict[str, dict], show_misses: bool) -> None:
@@ -187,7 +185,7 @@ def scifact(embedder, data: Path, max_docs: int | None, sample_questions: list[d
                     empty += not ranked
                     refused += not found.answerability.answerable
                     ndcgs.append(ndcg_at(ranked, qrels[qid]))
-                    recalls.append(len(set(ranked) & qrels[qid]) / len(qrels[qid]))
+                    recalls.append(recall_at(ranked, qrels[qid]))
                 results[label] = (statistics.mean(ndcgs), statistics.mean(recalls), empty, refused)
                 if label == "hybrid":
                     off = sum(r.retrieve(q["q"], k=8).answerability.answerable for q in sample_questions)

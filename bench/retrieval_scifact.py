@@ -1,7 +1,10 @@
 """SciFact retrieval benchmark: nDCG@10, Recall@100, build time, query latency.
 
 Each abstract becomes one KB entry (a Markdown file with front matter) and goes
-through the same loader, index builder and Retriever as the company KB.
+through the same loader, index builder and Retriever as the company KB. The
+Retriever ranks chunks; the scores count each abstract once, at its best
+chunk's rank (bench/ranking.py), as BEIR and Anserini score documents.
+Recall@100 is over the entries of the first 100 chunks.
 
     python bench/retrieval_scifact.py [--data DIR] [--split test|train] [--tune]
 
@@ -14,7 +17,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import statistics
 import sys
 import tempfile
@@ -26,6 +28,11 @@ import yaml
 from kb_index import Retriever, build_index
 from kb_index.impacts import Params, build as build_impacts
 from kb_index.index import current_generation
+
+try:
+    from bench.ranking import ndcg_at, recall_at
+except ImportError:  # run as a script: bench/ itself is on sys.path
+    from ranking import ndcg_at, recall_at  # type: ignore[no-redef]
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 
@@ -59,19 +66,13 @@ def load_queries(data: Path, split: str) -> tuple[dict[str, str], dict[str, set[
     return queries, qrels
 
 
-def ndcg_at(ranked: list[str], relevant: set[str], k: int = 10) -> float:
-    dcg = sum(1.0 / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if d in relevant)
-    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(relevant), k)))
-    return dcg / ideal if ideal else 0.0
-
-
 def evaluate(retriever: Retriever, queries, qrels) -> tuple[float, float]:
     ndcgs, recalls = [], []
     for qid, text in queries.items():
         hits = retriever.search(text, k=100, expand=False)
         ranked = [h.entry_id for h in hits]
         ndcgs.append(ndcg_at(ranked, qrels[qid]))
-        recalls.append(len(set(ranked) & qrels[qid]) / len(qrels[qid]))
+        recalls.append(recall_at(ranked, qrels[qid]))
     return statistics.mean(ndcgs), statistics.mean(recalls)
 
 

@@ -14,7 +14,14 @@ from bot.commands import EXIT_USAGE, CliError
 from bot.commands.access import cmd_access
 from bot.commands.doctor import cmd_doctor
 from bot.commands.kb import cmd_ask, cmd_index, cmd_search
-from bot.commands.ops import cmd_audit_show, cmd_review_gaps, cmd_review_list, cmd_serve, cmd_worker
+from bot.commands.ops import (
+    cmd_audit_show,
+    cmd_review_escalations,
+    cmd_review_gaps,
+    cmd_review_list,
+    cmd_serve,
+    cmd_worker,
+)
 from bot.config import ConfigError, load_settings
 from bot.terminal import echo
 
@@ -102,6 +109,10 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--days", type=int, default=30, help="look back this many days (default 30)")
     q.add_argument("--json", action="store_true", help="print a JSON list of groups")
     q.set_defaults(func=cmd_review_gaps)
+    q = review.add_parser("escalations", help="questions handed over to people, and how many per collection")
+    q.add_argument("--days", type=int, default=30, help="look back this many days (default 30)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_review_escalations)
 
     p = sub.add_parser("audit", help="the answer audit trail")
     audit = p.add_subparsers(title="audit commands", metavar="COMMAND")

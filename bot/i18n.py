@@ -29,6 +29,8 @@ class Key(StrEnum):
     PARTIAL = "partial"  # only some statements of the answer could be verified
     NOT_COVERED = "not_covered"  # the answer says what the KB does not cover; the question goes to the gaps report
     TRUNCATED = "truncated"  # the question was cut to the maximum length
+    EXTRACTIVE_LEAD = "extractive_lead"  # before the passages the extractive backend quotes as the answer
+    EXTRACTIVE_NEAR = "extractive_near"  # before the nearest passages to a question the KB does not answer as asked
     HELP = "help"  # an empty mention
     COMMAND_HELP = "command_help"  # an empty /citebot
     LOOKING_UP = "looking_up"  # /citebot acknowledged: the answer follows, to the asker alone
@@ -52,6 +54,16 @@ class Key(StrEnum):
     MORE_SOURCES = "more_sources"  # the footnote list, cut
     # -- the Slack interface: buttons, modals, the review card
     HELPFUL = "helpful"
+    # -- help channels (bot.helpdesk): the hand-over to people
+    STILL_NEED_HELP = "still_need_help"  # the button under a reply where `escalate_to` is set
+    HANDED_OVER = "handed_over"  # in the asker's thread: {asker}, {people}
+    HANDED_OVER_DM = "handed_over_dm"  # to the asker in a DM or the panel: {people}
+    HANDOVER_REQUEST = "handover_request"  # in the review channel, for a DM's question: {people}, {asker}
+    HANDOVER_REVIEW_HEADING = "handover_review_heading"  # the card of a person's answer in a handed-over thread
+    HANDOVER_REVIEW_NOTE = "handover_review_note"  # {people}, {helper}
+    THEIR_ANSWER = "their_answer"
+    HANDOVER_SAVED = "handover_saved"  # the decided card: {user}, {time}
+    HANDOVER_DISMISSED = "handover_dismissed"
     POST_IN_CHANNEL = "post_in_channel"  # under a /citebot answer only its asker sees
     POSTED_IN_CHANNEL = "posted_in_channel"  # the asker's copy, once Post in channel has posted it
     OPEN_POST = "open_post"
@@ -164,6 +176,10 @@ _TEXT: dict[str, dict[Key, str]] = {
             "have been told what is missing."
         ),
         Key.TRUNCATED: "Your question was longer than {limit} characters, so I answered its first {limit} characters.",
+        Key.EXTRACTIVE_LEAD: "Here is what the knowledge base says:",
+        Key.EXTRACTIVE_NEAR: (
+            "The knowledge base may not answer this question as asked. The nearest it says is this:"
+        ),
         Key.HELP: (
             "Ask me a question and I will answer it from the company knowledge base, "
             "with a source for every statement. For example: @citebot How many vacation days do I get?"
@@ -218,6 +234,18 @@ _TEXT: dict[str, dict[Key, str]] = {
         Key.SHORTENED_NO_SOURCES: "…answer shortened.",
         Key.MORE_SOURCES: "…and {count} more sources.",
         Key.HELPFUL: "👍 Helpful",
+        Key.STILL_NEED_HELP: "🙋 Still need help?",
+        Key.HANDED_OVER: "{asker}, I've asked {people} to help you with this. {people}: could you take a look at the "
+                         "question above?",
+        Key.HANDED_OVER_DM: "I've asked {people} to help you with this; they will get in touch with you.",
+        Key.HANDOVER_REQUEST: "{people}: {asker} still needs help with a question they asked citebot privately:",
+        Key.HANDOVER_REVIEW_HEADING: "A person answered a handed-over question",
+        Key.HANDOVER_REVIEW_NOTE: "{people} were asked; {helper} answered in the thread. Approve saves their answer "
+                                  "as a draft KB entry, Write answer lets you edit it first (tick the box to save it), Dismiss "
+                                  "saves nothing.",
+        Key.THEIR_ANSWER: "Their answer",
+        Key.HANDOVER_SAVED: "Saved as a draft KB entry by {user} at {time}",
+        Key.HANDOVER_DISMISSED: "Dismissed by {user} at {time}",
         Key.NOT_HELPFUL: "👎 Not helpful",
         Key.CLOSE: "Close",
         Key.CANCEL: "Cancel",
@@ -350,6 +378,10 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
             "wissen jetzt, was fehlt."
         ),
         Key.TRUNCATED: "Deine Frage war länger als {limit} Zeichen; ich habe die ersten {limit} Zeichen beantwortet.",
+        Key.EXTRACTIVE_LEAD: "Das sagt die Wissensbasis dazu:",
+        Key.EXTRACTIVE_NEAR: (
+            "So, wie die Frage gestellt ist, beantwortet die Wissensbasis sie vielleicht nicht. Am nächsten kommt dies:"
+        ),
         Key.HELP: (
             "Stell mir eine Frage, und ich beantworte sie aus der Wissensbasis des Unternehmens, "
             "mit einer Quelle für jede Aussage. Zum Beispiel: @citebot Wie viele Urlaubstage habe ich?"
@@ -406,6 +438,18 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.SHORTENED_NO_SOURCES: "…Antwort gekürzt.",
         Key.MORE_SOURCES: "…und {count} weitere Quellen.",
         Key.HELPFUL: "👍 Hilfreich",
+        Key.STILL_NEED_HELP: "🙋 Noch Hilfe nötig?",
+        Key.HANDED_OVER: "{asker}, ich habe {people} gebeten, dir hier weiterzuhelfen. {people}: Könnt ihr euch die "
+                         "Frage oben ansehen?",
+        Key.HANDED_OVER_DM: "Ich habe {people} gebeten, dir weiterzuhelfen; sie melden sich bei dir.",
+        Key.HANDOVER_REQUEST: "{people}: {asker} braucht noch Hilfe zu einer Frage, die citebot privat gestellt wurde:",
+        Key.HANDOVER_REVIEW_HEADING: "Eine Person hat eine übergebene Frage beantwortet",
+        Key.HANDOVER_REVIEW_NOTE: "Gefragt waren {people}; {helper} hat im Thread geantwortet. Freigeben speichert "
+                                  "die Antwort als Entwurf für die Wissensbasis, Antwort schreiben lässt sie vorher "
+                                  "bearbeiten (mit Häkchen gespeichert), Verwerfen speichert nichts.",
+        Key.THEIR_ANSWER: "Ihre Antwort",
+        Key.HANDOVER_SAVED: "Als Entwurf für die Wissensbasis gespeichert von {user} am {time}",
+        Key.HANDOVER_DISMISSED: "Verworfen von {user} am {time}",
         Key.NOT_HELPFUL: "👎 Nicht hilfreich",
         Key.CLOSE: "Schließen",
         Key.CANCEL: "Abbrechen",

@@ -34,11 +34,12 @@ from bot.slack.listeners import AppDeps, create_app
 from bot.slack.reviewers import missing_reviewers
 from bot.slack.socket_mode import SocketModeWatch
 from bot.slack.startup import check_app_token, check_bot_token, resolve_review_channel
-from bot.slack.web import EVENTS_PATH, create_metrics_app, create_web_app
+from bot.slack.web import EVENTS_PATH, SLACK_REDIS_BUDGET_S, create_metrics_app, create_web_app
 from bot.store.audit import AuditTrail
 from bot.store.ledger import PostLedger
 from bot.store.records import Records
 from citebot_core.connection import connect
+from citebot_core.deadline import deadline_in
 from kb_index import Retriever
 from kb_index.index import IndexNotFound, current_generation, open_problem
 
@@ -138,7 +139,13 @@ async def _checked_with_slack(settings: Settings, *, socket_mode: bool) -> Setti
 async def _connect_socket_mode(stack: AsyncExitStack, bolt: AsyncApp, settings: Settings) -> SocketModeWatch:
     from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-    handler = AsyncSocketModeHandler(bolt, settings.slack_app_token)
+    class Handler(AsyncSocketModeHandler):
+        async def handle(self, client, req) -> None:
+            # Slack wants these acks within 3 s too: the same deadline as an HTTP request's (bot.slack.web).
+            with deadline_in(SLACK_REDIS_BUDGET_S):
+                await super().handle(client, req)
+
+    handler = Handler(bolt, settings.slack_app_token)
     watch = SocketModeWatch(handler.client.is_connected, grace_s=settings.socket_mode_grace_s)
     # The first connection is made in the background: slack_sdk retries it for
     # ever, and the watch (logs, metric, /healthz) is what says it is not up.

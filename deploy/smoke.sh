@@ -21,7 +21,9 @@
 #   3. `serve` and `worker` in two containers on the host network, against the project's
 #      fake Slack Web API and fake LLM server and a Redis with a password, all on this
 #      host: a signed app_mention gets one answer in its thread, with footnotes and the
-#      Sources button; /healthz and citebot-healthcheck pass for both roles
+#      Sources button, judged as the defaults have it (CITEBOT_JUDGE=auto: the fake model
+#      answers the judge too, and supports the answer); /healthz and citebot-healthcheck
+#      pass for both roles
 # Containers it started are removed at the end, whatever happened; the image is kept.
 #
 # Environment:
@@ -50,8 +52,10 @@ LOCAL_BASE=${SMOKE_LOCAL_BASE:-localhost/citebot-base:bookworm}
 # The fakes the end-to-end tests use, run as their own processes.
 SLACK_FAKE_MODULE=tests.fakes.slack_server
 LLM_FAKE_MODULE=tests.fakes.llm_server
-# What the fake LLM answers: a sentence of the sample KB's entry hb-pto-01, cited.
-LLM_ANSWER="Every employee gets 28 days of paid annual leave per calendar year [hb-pto-01]."
+# What the fake LLM answers: a sentence of the sample KB's entry hb-pto-01, cited, in words the
+# checks accept (its number with its unit, "28 working days"). It answers the entailment judge's
+# request itself (--judge): supported, quoting the entry.
+LLM_ANSWER="Every employee on a five-day week receives 28 working days of paid annual leave per calendar year [hb-pto-01]."
 
 say() { printf 'smoke: %s\n' "$*" >&2; }
 fail() { say "FAILED: $*"; exit "$EXIT_FAILED"; }
@@ -306,7 +310,7 @@ token=xoxb-smoke-$$
 signing_secret=smoke-signing-secret-$$-$RANDOM
 printf '{"default": "%s"}\n' "$LLM_ANSWER" >"$work/llm-script.json"
 launch slack env PYTHONPATH="$ROOT" python3 -m "$SLACK_FAKE_MODULE" --port 0 --token "$token"
-launch llm env PYTHONPATH="$ROOT" python3 -m "$LLM_FAKE_MODULE" --port 0 --script "$work/llm-script.json"
+launch llm env PYTHONPATH="$ROOT" python3 -m "$LLM_FAKE_MODULE" --port 0 --script "$work/llm-script.json" --judge
 slack_url=$(url_of slack)
 llm_url=$(url_of llm)
 
@@ -387,7 +391,7 @@ sys.exit(1)
 PY
 
 say "    sending a signed app_mention"
-python3 - "http://127.0.0.1:$web_port/slack/events" "$signing_secret" "$slack_url" <<'PY' \
+python3 - "http://127.0.0.1:$web_port/slack/events" "$signing_secret" "$slack_url" "$llm_url" <<'PY' \
   || { say "web:"; logs_of web >&2; say "worker:"; logs_of worker >&2; fail "no answer to the app_mention"; }
 import hashlib
 import hmac
@@ -397,7 +401,7 @@ import time
 import urllib.error
 import urllib.request
 
-events_url, secret, slack_url = sys.argv[1], sys.argv[2], sys.argv[3].rstrip("/")
+events_url, secret, slack_url, llm_url = sys.argv[1], sys.argv[2], sys.argv[3].rstrip("/"), sys.argv[4].rstrip("/")
 control = slack_url.removesuffix("/api")
 bot_user = "UBOT0001"  # the fake's auth.test user
 n = time.time_ns() // 1000
@@ -441,16 +445,30 @@ if len(posts) != 1:
     problems.append(f"{len(posts)} posts in the question's thread, not 1")
 post = posts[0] if posts else {}
 text, blocks = post.get("text", ""), json.dumps(post.get("blocks", []))
-if "28 days" not in text or "[1]" not in text:
-    problems.append("the answer lacks '28 days' or the footnote [1]")
+if "28 working days" not in text or "[1]" not in text:
+    problems.append("the answer lacks '28 working days' or the footnote [1]")
 if "citebot_sources" not in blocks or "Annual leave" not in blocks:
     problems.append("no Sources button or no source title")
 calls = get("/_calls")["calls"]
+# The judge was asked (CITEBOT_JUDGE=auto, the default) and supported every statement.
+with urllib.request.urlopen(llm_url + "/_calls", timeout=10) as resp:
+    judged = [json.loads(c["reply"])["verdicts"] for c in json.loads(resp.read()) if c.get("reply")]
+if not judged:
+    problems.append("no judge's verdicts from the fake model: the entailment judge was not asked (CITEBOT_JUDGE=auto "
+                    "asks it wherever a model answers), or the fake was not told to answer it (--judge)")
+elif any(v["verdict"] != "supports" for v in judged[-1]):
+    problems.append(f"the judge did not support the answer: {judged[-1]}")
 if problems:
     sys.exit("smoke: " + "; ".join(problems) + "\n" + json.dumps(posts, indent=1)[:3000])
 methods = sorted({c["method"] for c in calls})
 print(f"smoke:     ok: answered in the thread: {text[:90]!r}; Slack calls: {', '.join(methods)}", file=sys.stderr)
+print(f"smoke:     ok: judged: {', '.join(v['verdict'] for v in judged[-1])}: {judged[-1][0]['quote'][:70]!r}",
+      file=sys.stderr)
 PY
+if logs_of worker | grep -q 'entailment judge unavailable'; then
+  logs_of worker >&2
+  fail "the entailment judge was unavailable: the answer went out on the checks alone"
+fi
 
 say "    health checks inside the containers"
 out=$(in_container web citebot-healthcheck web --port "$web_port" 2>&1) || { echo "$out" >&2; fail "citebot-healthcheck web"; }

@@ -61,3 +61,43 @@ def test_invalid_file_names_the_problem(tmp_path, text, needle):
     path.write_text(text)
     with pytest.raises(ChannelsError, match=needle.replace(".", r"\.")):
         load_channels(path)
+
+
+HELP = """
+dm:
+  escalate_to: S0HRTEAM
+channels:
+  C0IT:
+    collections: [it]
+    answer: questions
+    max_per_hour: 30
+    escalate_to: [S0ITSUPPORT, U0ONCALL]
+"""
+
+
+def test_help_channel_keys(tmp_path):
+    path = tmp_path / "channels.yml"
+    path.write_text(HELP)
+    cfg = load_channels(path)
+    it = cfg.policy("C0IT", is_dm=False)
+    assert it.answers_questions and it.max_per_hour == 30 and it.escalate_to == ("S0ITSUPPORT", "U0ONCALL")
+    assert cfg.policy("D1", is_dm=True).escalate_to == ("S0HRTEAM",)  # one ID may stand alone
+    other = cfg.policy("C0OTHER", is_dm=False)
+    # Today's behaviour is the default: mentions only, no cap, no hand-over.
+    assert not other.answers_questions and other.max_per_hour is None and other.escalate_to == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("channels:\n  C1:\n    answer: always\n", "channels.C1.answer"),
+        ("channels:\n  C1:\n    max_per_hour: 0\n", "channels.C1.max_per_hour"),
+        ("channels:\n  C1:\n    escalate_to: [it-support]\n", "channels.C1.escalate_to"),
+        ("dm:\n  escalate_to: [U1, 42]\n", "dm.escalate_to"),
+    ],
+)
+def test_invalid_help_channel_keys_name_the_problem(tmp_path, text, needle):
+    path = tmp_path / "channels.yml"
+    path.write_text(text)
+    with pytest.raises(ChannelsError, match=needle.replace(".", r"\.")):
+        load_channels(path)

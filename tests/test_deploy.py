@@ -1,19 +1,31 @@
 """deploy/: the compose file and Kubernetes manifests parse and hang together, every
 setting has its line in .env.example, the ConfigMap or the Secret, the Dockerfile has
-the essentials, and the entrypoint and health check behave (run here, without Docker).
+the essentials and builds the wheel from everything pyproject.toml ships, and the
+entrypoint and health check behave (run here, without Docker).
+
+The image itself (test_image_builds_and_answers, deploy/smoke.sh) runs only when selected
+with `-m image`, so nothing else catches a broken image. When it must be run: a change to
+`deploy/`, `pyproject.toml`, a default setting or the answer pipeline (bot/answer/) runs
+`python -m pytest -m image -q -s tests/test_deploy.py`, and `-m llm_server`
+(tests/test_llm_real_server.py), before the work is called done; the closing note quotes
+what they printed (the smoke script's last lines and pytest's closing line).
 """
 
 from __future__ import annotations
 
 import http.server
+import importlib
 import importlib.util
 import os
+import posixpath
 import re
 import shutil
 import socket
 import subprocess
 import sys
 import threading
+import tomllib
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
@@ -591,7 +603,8 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "conversations_history": HISTORY,
     "conversations_info": {"channels:read", "groups:read"},
     "conversations_list": {"channels:read", "groups:read"},
-    # Who reads an answer posted in a conversation (bot/access): group DMs too.
+    # Who reads an answer posted in a conversation (bot/access): group DMs too. users.info and
+    # usergroups.list also in citebot doctor: a help channel's escalate_to names someone Slack knows.
     "conversations_members": {"channels:read", "groups:read", "mpim:read"},
     "users_info": {"users:read"},
     "usergroups_list": {"usergroups:read"},
@@ -606,9 +619,10 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "assistant_threads_setTitle": {"assistant:write"},
     "assistant_threads_setSuggestedPrompts": {"assistant:write"},
 }
-# The events citebot handles: @mentions, and direct messages (message.im); app_home_opened
+# The events citebot handles: @mentions, direct messages (message.im), the messages of help
+# channels (message.channels, message.groups: bot.helpdesk); app_home_opened
 # (the Home tab) and assistant_thread_* (the assistant panel) need no scope.
-EVENT_SCOPES = {"app_mentions:read", "im:history"}
+EVENT_SCOPES = {"app_mentions:read", "im:history", "channels:history", "groups:history"}
 # Calls Bolt makes for the code, out of the pattern's sight: the assistant panel's suggested
 # prompts (bot/slack/assistant.py, through Bolt's set_suggested_prompts).
 BOLT_SCOPES = METHOD_SCOPES["assistant_threads_setSuggestedPrompts"]
@@ -620,7 +634,8 @@ PLANNED_SCOPES = METHOD_SCOPES["conversations_info"]
 
 
 def slack_methods_called() -> set[str]:
-    pattern = re.compile(r"\.((?:chat|reactions|conversations|views|auth|users|usergroups|im|mpim|files|team|bots|pins|assistant)_[A-Za-z]+)\(")
+    pattern = re.compile(r"\.((?:chat|reactions|conversations|views|auth|users|usergroups|im|mpim|files|team|bots|pins|"
+                         r"assistant)_[A-Za-z]+)\(")
     return {name for path in (ROOT / "bot").rglob("*.py") for name in pattern.findall(path.read_text())}
 
 
@@ -673,7 +688,11 @@ def test_manifest_pastes_without_a_reachable_url():
     from bot.access.events import ACCESS_EVENTS
 
     assert events["bot_events"] == ["app_mention", "message.im", "app_home_opened", "assistant_thread_started",
-                                    "assistant_thread_context_changed", *ACCESS_EVENTS]
+                                    "assistant_thread_context_changed", "message.channels", "message.groups",
+                                    *ACCESS_EVENTS]
+    # Each event of a help channel says why it is there, in the comment above it.
+    for event in ("message.channels", "message.groups"):
+        assert re.search(rf"  #\s+# [^\n]*\n  #\s+- {re.escape(event)}\n", text), f"{event} has no comment"
     # The assistant panel the AsyncAssistant listens for is on.
     assert manifest["features"]["assistant_view"]["assistant_description"]
     assert any("AsyncAssistant(" in path.read_text() for path in (ROOT / "bot").rglob("*.py"))
@@ -722,13 +741,12 @@ def test_dockerfile_essentials():
     assert "citebot index" in runtime
     assert not re.search(r"^ADD\s+https?:", text, re.M | re.I)
     # Every file the Dockerfile copies from the context exists and is not excluded by .dockerignore.
-    ignored = [line for line in (ROOT / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
     copies = re.findall(r"^COPY (?:--chmod=\S+ )?(?!--from)(.+)$", text, re.M)
     sources = [part for line in copies for part in line.split()[:-1]]
     assert {"pyproject.toml", "README.md", "bot", "kb_index", "deploy/healthcheck.py"} <= set(sources)
     for part in sources:
         assert (ROOT / part).exists(), part
-        assert not any(Path(part).match(pattern) or part.startswith(pattern + "/") for pattern in ignored), part
+        assert not docker_ignored(posixpath.normpath(part)), f"{part}: .dockerignore keeps it out of the build"
 
 
 def test_dockerfile_base_image_is_pinned_and_overridable():
@@ -765,6 +783,147 @@ def test_dockerignore_keeps_secrets_and_local_state_out():
     assert {".env", "**/.env", ".git", ".venv", ".citebot"} <= ignored
 
 
+# What the wheel is built from: `pip install -e .` reads the checkout and hides a package the
+# Dockerfile forgot; the wheel built in the image holds only what the wheels stage copied.
+
+
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def shipped_packages() -> list[str]:
+    """The top-level packages pyproject.toml ships: its `packages.find` patterns resolved against the
+    folders of the repository, as setuptools does (namespace packages too, unless switched off)."""
+    find = pyproject()["tool"]["setuptools"]["packages"]["find"]
+    assert find.get("where", ["."]) == ["."], "the packages are looked for in the repository root"
+    include, exclude = find.get("include", ["*"]), find.get("exclude", [])
+    namespaces = find.get("namespaces", True)
+    found = []
+    for folder in sorted(p for p in ROOT.iterdir() if p.is_dir() and p.name.isidentifier()):
+        if not any(fnmatchcase(folder.name, pattern) for pattern in include):
+            continue
+        if any(fnmatchcase(folder.name, pattern) for pattern in exclude):
+            continue
+        if (folder / "__init__.py").is_file() or (namespaces and any(folder.rglob("*.py"))):
+            found.append(folder.name)
+    for pattern in include:
+        assert any(fnmatchcase(name, pattern) for name in found), f"pyproject.toml includes {pattern!r}: no such package"
+    return found
+
+
+def dockerfile_instructions(stage: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of a stage in order, continuation lines joined, comments left out."""
+    lines = [line for line in stage.splitlines() if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    return [(m.group(1).upper(), m.group(2).strip()) for m in re.finditer(r"^\s*([A-Za-z]+)\s+(.*)$", joined, re.M)]
+
+
+def wheel_build_tree() -> tuple[dict[str, str], str]:
+    """What the wheels stage has copied from the build context when it builds citebot's own wheel:
+    context path -> the path it lands at, and the folder the wheel is built from."""
+    workdir, tree = "/", {}
+    for instruction, args in dockerfile_instructions(dockerfile_stages(dockerfile())["wheels"]):
+        if instruction == "WORKDIR":
+            workdir = posixpath.join(workdir, args)
+        elif instruction == "COPY" and "--from" not in args:
+            *sources, dest = [word for word in args.split() if not word.startswith("--")]
+            target = posixpath.normpath(posixpath.join(workdir, dest))
+            for source in map(posixpath.normpath, sources):
+                if (ROOT / source).is_dir():
+                    tree[source] = target  # a folder's contents land in the destination
+                elif dest.endswith("/") or len(sources) > 1:
+                    tree[source] = posixpath.join(target, posixpath.basename(source))
+                else:
+                    tree[source] = target
+        elif instruction == "RUN" and (built := re.search(r"pip wheel --no-deps\b.*?\s(\S+)\s*(?:&&|$)", args)):
+            return tree, posixpath.normpath(posixpath.join(workdir, built.group(1)))
+    raise AssertionError("the wheels stage never builds citebot's own wheel (pip wheel --no-deps ... .)")
+
+
+def docker_ignored(path: str) -> bool:
+    """Does .dockerignore keep this context path (or a folder above it) out of the build?"""
+    ignored = False
+    parts = path.split("/")
+    candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    for line in (ROOT / ".dockerignore").read_text().splitlines():
+        pattern = line.strip()
+        if not pattern or pattern.startswith("#"):
+            continue
+        keep = pattern.startswith("!")
+        pattern = pattern.removeprefix("!").strip("/")
+        regex = re.escape(pattern).replace(r"\*\*/", "(?:.*/)?").replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
+        regex = regex.replace(r"\?", "[^/]")
+        if any(re.fullmatch(regex, candidate) for candidate in candidates):
+            ignored = not keep
+    return ignored
+
+
+def missing_from_wheel_build(paths: list[str]) -> list[str]:
+    """The context paths that are not in the folder the wheel is built from, in the same place."""
+    tree, build_dir = wheel_build_tree()
+    missing = []
+    for path in paths:
+        landed = False
+        for source, target in tree.items():
+            if source == "." or path == source or path.startswith(source + "/"):
+                rest = path if source == "." else path[len(source) + 1 :]
+                landed = landed or posixpath.normpath(posixpath.join(target, rest)) == posixpath.join(build_dir, path)
+        if not landed or docker_ignored(path):
+            missing.append(path)
+    return missing
+
+
+def source_files(folder: str) -> list[str]:
+    return sorted(
+        str(p.relative_to(ROOT)) for p in (ROOT / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts
+        and p.suffix != ".pyc"
+    )
+
+
+def test_the_wheel_is_built_from_every_package_pyproject_ships():
+    packages = shipped_packages()
+    assert {"bot", "kb_index"} <= set(packages)
+    for package in packages:
+        modules = [path for path in source_files(package) if path.endswith(".py")]
+        missing = missing_from_wheel_build(modules)
+        assert not missing, (
+            f"pyproject.toml ships the package {package} (packages.find include "
+            f"{pyproject()['tool']['setuptools']['packages']['find']['include']}), but deploy/Dockerfile's wheels "
+            f"stage does not copy it into the folder it builds the wheel from (or .dockerignore keeps it out): "
+            f"{len(missing)} of its {len(modules)} modules missing, e.g. {missing[:3]}; add `COPY {package} ./{package}`"
+        )
+
+
+def test_the_wheel_build_has_the_entry_points_package_data_and_readme():
+    project = pyproject()["project"]
+    packages = shipped_packages()
+    needed = ["pyproject.toml"]
+    # The console scripts: their module is in a shipped package, and has the function.
+    for script, target in project["scripts"].items():
+        module, _, function = target.partition(":")
+        assert module.split(".")[0] in packages, f"the script {script} runs {module}, which no shipped package holds"
+        assert callable(getattr(importlib.import_module(module), function)), f"{target}: no such function"
+        file = module.replace(".", "/")
+        needed.append(f"{file}.py" if (ROOT / f"{file}.py").is_file() else f"{file}/__init__.py")
+    # The package data: each glob finds files, in a shipped package.
+    for package, globs in pyproject()["tool"]["setuptools"].get("package-data", {}).items():
+        assert package in packages, f"package-data for {package}, which pyproject.toml does not ship"
+        for pattern in globs:
+            files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / package).glob(pattern) if p.is_file())
+            assert files, f"package-data {package}: {pattern!r} finds no file"
+            needed += files
+    # The readme (the wheel's description: setuptools fails without it) and any license files.
+    readme = project["readme"]
+    needed.append(readme if isinstance(readme, str) else readme["file"])
+    for pattern in project.get("license-files", []):
+        needed += sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(pattern) if p.is_file())
+    for path in needed:
+        assert (ROOT / path).is_file(), path
+    missing = missing_from_wheel_build(needed)
+    assert not missing, f"deploy/Dockerfile's wheels stage builds the wheel without {missing}"
+
+
+
 # ---------------------------------------------------------------- the image itself
 
 SMOKE_NO_BUILDER, SMOKE_NO_BASE, SMOKE_NO_HOST_DEPS = 3, 4, 5
@@ -782,7 +941,8 @@ def test_smoke_script_documents_its_exit_statuses():
 def test_image_builds_and_answers(request):
     """deploy/smoke.sh: builds the image and runs --help, ask, serve and worker in it.
 
-    Minutes of work, so only when asked for: `python -m pytest -m image tests/test_deploy.py`.
+    Minutes of work, so only when asked for: `python -m pytest -m image -s tests/test_deploy.py` (when it
+    must be: the module's docstring).
     Skipped where there is no container builder or no base image (the script's own statuses).
     """
     if "image" not in (request.config.getoption("markexpr") or ""):
@@ -791,6 +951,7 @@ def test_image_builds_and_answers(request):
         ["bash", str(DEPLOY / "smoke.sh")], capture_output=True, text=True, timeout=3500, stdin=subprocess.DEVNULL
     )
     output = (result.stdout + result.stderr)[-4000:]
+    print(output)  # with -s: the smoke test's own account, for the closing note
     if result.returncode in (SMOKE_NO_BUILDER, SMOKE_NO_BASE, SMOKE_NO_HOST_DEPS):
         pytest.skip(output.strip().splitlines()[-1])
     assert result.returncode == 0, output

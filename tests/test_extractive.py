@@ -1,21 +1,27 @@
-"""The extractive backend: sentence choice, verbatim quoting, citations, refusal (its sentences: test_sentences.py)."""
+"""The extractive backend: passage choice, verbatim quoting, citations, the line before the passages,
+near-topic questions, refusal (its sentences: test_sentences.py).
+
+The first tests run it without an embedder (words alone, as with CITEBOT_EMBEDDER=none); the last
+ones run the whole pipeline on a real index with the in-process embedder, as `citebot ask` does."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
 from bot.answer.extractive import (
-    MAX_SENTENCES,
+    MAX_PASSAGES,
     ExtractiveBackend,
     prose_units,
 )
 from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import verify_claims
 from bot.i18n import Key, message
-from bot.models import AnswerMode, AuditMode, Evidence, GenerationRequest
+from bot.models import AnswerMode, AuditMode, Draft, Evidence, GenerationRequest, Outcome
 from kb_index import ChunkResult
 
 TRAVEL = """## Details
@@ -56,21 +62,25 @@ def evidence(*blocks: tuple[str, str] | tuple[str, str, str]) -> list[Evidence]:
     return found
 
 
-def ask(question: str, blocks: list[Evidence], mode=AnswerMode.CITATIONS, language="en") -> str:
+def draft(question: str, blocks: list[Evidence], mode=AnswerMode.CITATIONS, language="en") -> Draft:
     request = GenerationRequest(
         messages=[], mode=mode, question=question, evidence=blocks, language=language
     )
-    return ExtractiveBackend().answer(request)
+    return ExtractiveBackend().draft(request)
 
 
-CITED = re.compile(r"(.+?) \[([\w-]+)\](?: |$)")
+def ask(question: str, blocks: list[Evidence], mode=AnswerMode.CITATIONS, language="en") -> str:
+    return draft(question, blocks, mode, language).text
+
+
+CITED = re.compile(r"- (.+) \[([\w-]+)\]")
 
 
 def cited_sentences(answer: str) -> list[tuple[str, str]]:
-    """(sentence, entry id) pairs of a citations-mode answer."""
-    pairs = CITED.findall(answer)
-    assert "".join(f"{s} [{i}] " for s, i in pairs).strip() == answer, "answer is not sentence [id] ..."
-    return pairs
+    """(passage, entry id) pairs of a citations-mode answer: one "- passage [id]" per line."""
+    pairs = [CITED.fullmatch(line) for line in answer.splitlines()]
+    assert all(pairs), f"answer is not '- passage [id]' lines: {answer!r}"
+    return [(m.group(1), m.group(2)) for m in pairs if m]
 
 
 def flat(text: str) -> str:
@@ -139,10 +149,10 @@ def test_a_sentence_repeated_by_a_cross_ref_is_quoted_once():
     assert {entry for _, entry in pairs} == {"hr-vacation"}
 
 
-def test_at_most_four_sentences():
+def test_at_most_four_passages():
     text = " ".join(f"Overtime rule {i} applies to overtime hours." for i in range(1, 9))
     pairs = cited_sentences(ask("overtime hours rule", evidence(("overtime", text))))
-    assert len(pairs) == MAX_SENTENCES
+    assert len(pairs) == MAX_PASSAGES
 
 
 def test_sentences_come_in_reading_order_not_score_order():
@@ -180,7 +190,7 @@ def test_background_sources_are_not_quoted():
     assert {entry for _, entry in pairs} == {"hr-vacation"}
 
 
-# ----------------------------------------------------------------- refusal
+# ----------------------------------------------------------------- the line before the passages
 
 
 REFUSALS = {
@@ -190,18 +200,32 @@ REFUSALS = {
 
 
 @pytest.mark.parametrize("language", ["en", "de"])
-def test_refuses_when_nothing_overlaps(language):
-    blocks = evidence(("travel-policy", TRAVEL), ("reise-vma", MEAL))
-    assert ask("Bermuda dollar exchange rate?", blocks, language=language) == REFUSALS[language]
+def test_passages_that_answer_come_as_the_knowledge_bases_own_words(language):
+    out = draft("How many vacation days do full-time employees get?", evidence(("hr-vacation", VACATION)),
+                language=language)
+    assert out.lead == message(Key.EXTRACTIVE_LEAD, language) and out.not_covered == []
+    assert out.lead in ("Here is what the knowledge base says:", "Das sagt die Wissensbasis dazu:")
+
+
+# Retrieval refuses what is plainly outside the KB (section 3.7); what it lets through
+# and no passage answers gets the nearest passages, marked, never the refusal: the KB
+# holds something on the topic, and "does not cover" would be false.
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_nothing_that_answers_gets_the_nearest_passages_marked(language):
+    question = "Bermuda dollar exchange rate?"
+    out = draft(question, evidence(("travel-policy", TRAVEL), ("reise-vma", MEAL)), language=language)
+    assert out.lead == message(Key.EXTRACTIVE_NEAR, language) and out.not_covered == [question]
+    assert cited_sentences(out.text) and out.text != REFUSALS[language]
 
 
 @pytest.mark.parametrize("mode", list(AnswerMode))
 def test_refuses_without_evidence_in_both_modes(mode):
     assert ask("How many vacation days?", [], mode=mode) == REFUSALS["en"]
+    assert draft("How many vacation days?", [], mode=mode).lead == ""
 
 
-def test_refuses_a_question_of_stop_words_only():
-    assert ask("What is it?", evidence(("hr-vacation", VACATION))) == REFUSALS["en"]
+def test_a_question_of_stop_words_only_is_not_answered():
+    assert draft("What is it?", evidence(("hr-vacation", VACATION))).lead == message(Key.EXTRACTIVE_NEAR, "en")
 
 
 # ----------------------------------------------------------------- claims mode
@@ -236,8 +260,8 @@ async def test_generate_returns_a_draft():
     request = GenerationRequest(
         messages=[], mode=AnswerMode.CITATIONS, question="vacation days", evidence=evidence(("hr", VACATION))
     )
-    draft = await ExtractiveBackend().generate(request)
-    assert draft.model == "extractive" and draft.text == draft.raw and draft.text.endswith("[hr]")
+    out = await ExtractiveBackend().generate(request)
+    assert out.model == "extractive" and out.text == out.raw and out.text.endswith("[hr]")
 
 
 # ----------------------------------------------------------------- markdown
@@ -288,8 +312,24 @@ def test_a_sentence_sharing_one_word_with_the_question_is_no_answer():
         "Employees get parking. Employees get a laptop. The canteen opens at noon. "
         "The gym is free. Bikes are leased. Phones are provided."
     )
-    draft = ask("parking laptop canteen gym bikes phones", evidence(("perks", text)))
-    assert draft == message(Key.REFUSAL, "en")
+    out = draft("parking laptop canteen gym bikes phones", evidence(("perks", text)))
+    assert out.lead == message(Key.EXTRACTIVE_NEAR, "en")
+
+
+SPECIAL_LEAVE = """## Anlässe und Dauer
+| Anlass | Bezahlte Freistellung |
+|---|---|
+| Eigene Eheschließung | 2 Arbeitstage |
+| Tod eines Geschwisters oder Großelternteils | 1 Arbeitstag |
+| Privater Umzug (einmal im Kalenderjahr) | 1 Arbeitstag |"""
+
+
+def test_a_table_row_is_quoted_as_its_cells_and_passes_the_verifiers():
+    blocks = evidence(("hp-sur-01", SPECIAL_LEAVE))
+    out = ask("Wie viele Tage frei gibt es für einen privaten Umzug?", blocks, language="de")
+    assert cited_sentences(out)[0] == ("Privater Umzug (einmal im Kalenderjahr) · 1 Arbeitstag", "hp-sur-01")
+    verdict = verify_citations(out, blocks, "de")
+    assert verdict.ok and not verdict.refusal, verdict.violations
 
 
 # ----------------------------------------------------------------- against the verifiers
@@ -316,7 +356,91 @@ def test_drafts_pass_both_verifiers(question, language):
 
 @pytest.mark.parametrize("mode", list(AnswerMode))
 def test_refusal_passes_as_a_refusal(mode):
-    blocks = evidence(("travel-policy", TRAVEL))
-    draft = ask("Bermuda dollar exchange rate?", blocks, mode=mode)
     verify = verify_claims if mode is AnswerMode.CLAIMS else verify_citations
-    assert verify(draft, blocks, "en").refusal
+    assert verify(ask("Bermuda dollar exchange rate?", [], mode=mode), [], "en").refusal
+
+
+# ----------------------------------------------------------------- the pipeline, real index and embedder
+
+BENCH_KBS = Path(__file__).resolve().parents[1] / "bench" / "extractive" / "kbs"
+# A few entries of the labelled knowledge bases of bench/extractive (other companies than the sample's).
+ENTRIES = ["corvid/kb/security/cs-mfa-01.md", "corvid/kb/security/cs-pwd-01.md", "hallberg/kb/personal/hp-url-01.md",
+           "hallberg/kb/personal/hp-sur-01.md", "tidewater/kb/facilities/tf-canteen-01.md"]
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    from bot.answer.pipeline import Pipeline
+    from kb_index import Retriever, build_index
+    from kb_index.embedding import LocalE5Embedder
+
+    root = tmp_path_factory.mktemp("extractive")
+    for rel in ENTRIES:
+        target = root / "kb" / Path(rel).parent.name / Path(rel).name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(BENCH_KBS / rel, target)
+    embedder = LocalE5Embedder()
+    assert build_index(root / "kb", root / "index", embedder=embedder).errors == []
+    with Retriever(root / "index", embedder=embedder) as retriever:
+        yield Pipeline(retriever, ExtractiveBackend())
+
+
+async def ask_pipeline(pipeline, text: str):
+    from bot.models import Question
+    from kb_index.analysis import guess_language
+
+    return await pipeline.answer(Question(text=text, language=guess_language(text)))
+
+
+async def test_a_question_in_other_words_gets_the_passages_that_answer_it(pipeline):
+    # No word of the steps is in the question: words alone refused it as "not covered".
+    answer = await ask_pipeline(
+        pipeline, "Getting a new phone tomorrow, how do I move my authenticator MFA over without locking myself out?")
+    assert answer.outcome is Outcome.ANSWERED and answer.verified and answer.citations == ["cs-mfa-01"]
+    assert answer.answer.startswith(message(Key.EXTRACTIVE_LEAD, "en") + "\n\n- ")
+    assert "on the new phone" in answer.answer
+    assert answer.not_covered == []
+
+
+async def test_a_question_in_another_language_than_the_entry_gets_its_passages(pipeline):
+    answer = await ask_pipeline(pipeline, "Ich bekomme morgen ein neues Handy – wie ziehe ich die Authenticator-App um?")
+    assert answer.outcome is Outcome.ANSWERED and answer.citations == ["cs-mfa-01"]
+    assert answer.answer.startswith(message(Key.EXTRACTIVE_LEAD, "de"))
+
+
+async def test_a_near_topic_question_gets_the_nearest_passages_marked_never_as_the_answer(pipeline):
+    # The KB has annual and special leave, nothing on holiday pay.
+    question = "Wie hoch ist das Urlaubsgeld und wann wird es ausgezahlt?"
+    answer = await ask_pipeline(pipeline, question)
+    assert answer.answerability["answerable"], "retrieval lets it through: the backend has to tell"
+    assert answer.answer.startswith(message(Key.EXTRACTIVE_NEAR, "de") + "\n\n- ")
+    assert answer.not_covered == [question]
+
+
+async def test_passages_in_a_table_are_found_by_meaning(pipeline):
+    answer = await ask_pipeline(pipeline, "Wir ziehen nächsten Monat privat um, gibts da einen Tag frei?")
+    assert answer.outcome is Outcome.ANSWERED and "hp-sur-01" in answer.citations
+    assert "Privater Umzug (einmal im Kalenderjahr) · 1 Arbeitstag [1]" in answer.answer
+
+
+@pytest.mark.parametrize("outcome", ["answered", "uncertain", "refused"])
+def test_the_line_goes_only_before_passages_that_are_posted(outcome):
+    from bot.answer.assemble import build_answer
+    from bot.answer.pipeline import _with_lead
+    from bot.models import Verdict, Violation
+
+    blocks = evidence(("hr-vacation", VACATION))
+    out = draft("Bermuda dollar exchange rate?", blocks)
+    verdict = {
+        "answered": verify_citations(out.text, blocks, "en"),
+        "uncertain": Verdict(ok=False, violations=[Violation(kind="UNCITED_SENTENCE", detail="x")]),
+        "refused": Verdict(ok=True, refusal=True),
+    }[outcome]
+    answer = build_answer("Bermuda dollar exchange rate?", out.text, verdict, blocks)
+    body = answer.answer
+    _with_lead(answer, out)
+    if outcome == "answered":
+        assert answer.answer == f"{message(Key.EXTRACTIVE_NEAR, 'en')}\n\n{body}"
+        assert answer.not_covered == ["Bermuda dollar exchange rate?"]
+    else:
+        assert answer.answer == body and answer.not_covered == []

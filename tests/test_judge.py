@@ -102,6 +102,26 @@ async def test_a_judge_that_cannot_judge_says_why_and_is_counted(llm):
     assert [s.text for s in down.statements] == ["Altersteilzeit gibt es ab 55."]
 
 
+async def test_the_fake_model_judges_on_its_own_when_told(llm):
+    # What deploy/smoke.sh's fake model does with the judge on: a statement its blocks hold is supported,
+    # quoting them; one with another number, or words the blocks lack, is not stated. The script is not used.
+    changed = Statement(1, "Die Arbeitszeit wird ab 60 halbiert.", ("lb-atz-01",), (EVIDENCE[0],))
+    unrelated = Statement(3, "Der Arbeitgeber zahlt eine Abfindung.", ("lb-atz-02",), (EVIDENCE[1],))
+    with FakeLLMServer(default="no JSON here", judge=True) as server:
+        async with OpenAIBackend(server.url, "m", retries=0) as backend:
+            judgement = await LLMJudge(backend).judge([SECOND, changed, unrelated], AnswerMode.CITATIONS, "de")
+        (call,) = server.calls
+    assert [(s.item, s.support) for s in judgement.statements] == [
+        (2, Support.SUPPORTS), (1, Support.NOT_STATED), (3, Support.NOT_STATED)]
+    assert judgement.statements[0].quote == "Die Arbeitszeit wird bis zur Rente halbiert."
+    assert judgement.statements[0].quote_found and judgement.status is JudgeStatus.FAILED
+    assert json.loads(call.reply)["verdicts"][0]["verdict"] == "supports"
+    # Off (the default), the judge's request takes the script's reply like any other.
+    async with OpenAIBackend(llm.url, "m", retries=0) as backend:
+        garbled = await LLMJudge(backend).judge([SECOND], AnswerMode.CITATIONS, "de")
+    assert garbled.status is JudgeStatus.UNAVAILABLE and llm.calls[0].reply is None
+
+
 def test_the_judge_follows_the_setting(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     backend = OpenAIBackend("http://127.0.0.1:9", "m")

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+import time
 from typing import Any
 
 import pytest
 
 from bot.jobs.consumer import Consumer
 from bot.jobs.queue import Job, JobQueue, QueueUnavailable
+from bot.slack.web import SLACK_REDIS_BUDGET_S
+from bot.store.asked import AskedIndex
 from bot.store.ledger import PostClaim, PostLedger
 from citebot_core.connection import connect
+from citebot_core.deadline import deadline_in
 from tests.polling import wait_until_async
 from tests.redis_ha import SentinelSet
 from tests.test_queue import FAST, Calls, answer_job
@@ -139,6 +144,57 @@ async def test_the_client_closes_its_sentinel_connections(sentinel_set: Sentinel
     await client.aclose()
     for sentinel in client.sentinel_manager.sentinels:  # type: ignore[attr-defined]
         assert not sentinel.connection_pool._in_use_connections
+
+
+def _seen_down(sentinel_set: SentinelSet, old: int) -> bool:
+    """A Sentinel finds the master down (or the failover is already done): the failover is under way."""
+    with sentinel_set.sentinels[0].client() as c:
+        flags = str(c.execute_command("SENTINEL", "MASTER", sentinel_set.NAME))
+    return "s_down" in flags or "o_down" in flags or sentinel_set.current_master_port() != old
+
+
+async def test_a_command_in_a_slack_request_waits_out_the_sentinel_failover(sentinel_set: SentinelSet) -> None:
+    """The asker's list of questions is written before the ack: the first write after the
+    Sentinels found the master down reaches the promoted replica within the request's budget."""
+    client = connect(sentinel_set.url(), timeout=1.0)
+    try:
+        asked = AskedIndex(client)
+        await asked.add("U1", "q1", "before", at=1.0)
+        old = sentinel_set.current_master_port()
+        killed = time.monotonic()
+        sentinel_set.node(old).kill()
+        await wait_until_async(lambda: _seen_down(sentinel_set, old), timeout=20, what="a Sentinel to find the master down")
+        down = time.monotonic()
+        with deadline_in(SLACK_REDIS_BUDGET_S):
+            await asked.add("U1", "q2", "during the failover", at=2.0)
+        written = time.monotonic()
+        print(f"\nsentinel failover: kill -> master seen down {down - killed:.2f}s, the write waited {written - down:.2f}s")
+        assert written - down < SLACK_REDIS_BUDGET_S + 0.2
+        assert sentinel_set.current_master_port() == sentinel_set.replica.port
+        assert [a.question_id for a in await asked.recent("U1")] == ["q2", "q1"]
+    finally:
+        await client.aclose()
+
+
+async def test_an_enqueue_tried_again_that_finds_its_own_key_is_not_acked(sentinel_set: SentinelSet) -> None:
+    """The enqueue's first try runs its script, but its reply (WAIT) never comes back in time;
+    tried again, it finds the dedupe key its first try wrote. That is no duplicate of an acked
+    event: no replica confirmed the job. So it is not acked, and Slack's resend is."""
+    url = sentinel_set.url()
+    # Each try gives up before WAIT's 500 ms; the replica is back after a second.
+    async with JobQueue(url, enqueue_timeout=0.3) as queue:
+        assert await queue.enqueue(answer_job("q-first"), dedupe_id="Ev-first")  # the script is loaded
+        sentinel_set.replica.pause()
+        resume = threading.Timer(1.0, sentinel_set.replica.resume)
+        resume.start()
+        try:
+            with deadline_in(SLACK_REDIS_BUDGET_S), pytest.raises(QueueUnavailable, match="not confirmed"):
+                await queue.enqueue(answer_job("q-own"), dedupe_id="Ev-own")
+        finally:
+            resume.join()
+            sentinel_set.replica.resume()
+        assert await queue.enqueue(answer_job("q-own"), dedupe_id="Ev-own") is False, "Slack's resend: a duplicate"
+        assert (await queue.stats()).waiting == 2
 
 
 async def _eventually(make: Any, timeout: float = 15.0) -> Any:

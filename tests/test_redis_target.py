@@ -1,12 +1,18 @@
 """CITEBOT_REDIS_URL and CITEBOT_REDIS_MODE read into a RedisTarget: the mode, the nodes,
-the Sentinel master, what messages may show (never the password), what is refused."""
+the Sentinel master, what messages may show (never the password), what is refused; and how
+long a cluster's or Sentinel master's client keeps trying while no master answers."""
 
 from __future__ import annotations
 
+import socket
+import time
+
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError, TimeoutError as RedisTimeoutError
 
 from bot.config import ConfigError, load_settings
-from citebot_core.connection import redis_location
+from citebot_core.connection import FAILOVER_BACKOFF_CAP_S, connect, redis_location
+from citebot_core.deadline import deadline_in
 from citebot_core.redis_target import BadRedisUrl, RedisMode, RedisTarget
 
 
@@ -67,3 +73,59 @@ def test_settings_refuse_a_bad_url_in_one_line_without_the_password(monkeypatch:
     monkeypatch.setenv("CITEBOT_REDIS_URL", "redis://h1:7000,h2:7001")
     monkeypatch.setenv("CITEBOT_REDIS_MODE", "Cluster")
     assert load_settings().redis.resolved_mode is RedisMode.CLUSTER
+
+
+# ------------------------------------------------------------ a failover's wait, bounded
+
+
+def _closed_ports(count: int) -> list[int]:
+    """Ports nothing listens on: a connection to them is refused at once, as to a killed master."""
+    ports = []
+    for _ in range(count):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    return ports
+
+
+@pytest.mark.parametrize("mode", ["cluster", "sentinel"])
+async def test_a_command_keeps_trying_through_a_failover_until_its_wait_or_the_deadline(mode: str) -> None:
+    ports = _closed_ports(2)
+    nodes = ",".join(f"127.0.0.1:{p}" for p in ports)
+    url = f"redis://{nodes}" if mode == "cluster" else f"redis+sentinel://{nodes}/mymaster/0"
+
+    client = connect(url, timeout=1.0, failover_wait=0.6)
+    started = time.monotonic()
+    with pytest.raises(RedisConnectionError):
+        await client.ping()
+    took = time.monotonic() - started
+    await client.aclose()
+    # Tried again with backoff for its wait (the old client gave up on the first refusal), not
+    # longer: a try whose backoff would end past the wait is not started.
+    assert 0.6 - FAILOVER_BACKOFF_CAP_S <= took < 1.2, took
+
+    client = connect(url, timeout=1.0, failover_wait=30.0)
+    started = time.monotonic()
+    with deadline_in(0.5), pytest.raises(RedisConnectionError):
+        await client.ping()
+    took = time.monotonic() - started
+    await client.aclose()
+    assert 0.5 - FAILOVER_BACKOFF_CAP_S <= took < 0.9, f"a Slack request's deadline bounds the wait: {took}"
+
+
+@pytest.mark.parametrize("mode", ["cluster", "sentinel"])
+async def test_a_node_that_never_answers_is_given_up_at_the_deadline(mode: str) -> None:
+    """A node that accepts the connection and says nothing (a paused or cut-off master): each try
+    would wait for its socket timeout; a Slack request's deadline cuts it short."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # connections complete in the backlog; nobody reads them
+        node = f"127.0.0.1:{silent.getsockname()[1]}"
+        url = f"redis://{node},{node}" if mode == "cluster" else f"redis+sentinel://{node}/mymaster/0"
+        client = connect(url, timeout=5.0)
+        started = time.monotonic()
+        with deadline_in(0.5), pytest.raises(RedisTimeoutError):
+            await client.ping()
+        took = time.monotonic() - started
+        await client.aclose()
+    assert took < 1.0, took

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 
 from bot.answer.assemble import build_answer, make_source, refusal_answer
 from bot.answer.backends import Backend, make_backend
+from bot.answer.extractive import ExtractiveBackend, Vectors
 from bot.answer.judge import Judge, make_judge
 from bot.answer.prompt import build_evidence, build_request, clip_history, retry_messages, trim_to_budget
 from bot.answer.verify.align import Aligner, VectorCache
@@ -33,7 +34,18 @@ from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES, verify_claims
 from bot.answer.verify.judgement import wants_judgement
 from bot.answer.verify.support import weigher
 from bot.config import Settings
-from bot.models import Answer, AnswerMode, AuditMode, Draft, Evidence, GenerationRequest, Question, Verdict, Violation
+from bot.models import (
+    Answer,
+    AnswerMode,
+    AuditMode,
+    Draft,
+    Evidence,
+    GenerationRequest,
+    Outcome,
+    Question,
+    Verdict,
+    Violation,
+)
 from kb_index import Retriever
 from kb_index.question.follow_up import retrieval_text
 from kb_index.search import Retrieval
@@ -69,6 +81,12 @@ class Pipeline:
         self.allowed_roles = allowed_roles
         # Sentence vectors for alignment; made on first use from the retriever's embedder.
         self._vectors = vectors
+        # The extractive backend chooses passages by meaning with the retriever's embedder:
+        # the question as the verifiers embed it (one cache), the passages as passages.
+        embedder = getattr(retriever, "embedder", None)
+        queries = self._vector_cache()
+        if isinstance(backend, ExtractiveBackend) and backend.vectors is None and embedder is not None and queries:
+            backend.vectors = Vectors(queries.vectors, VectorCache(embedder.embed_passages).vectors)
 
     async def answer(self, question: Question, *, mode: AnswerMode | None = None,
                      progress: Progress = _no_progress) -> Answer:
@@ -102,6 +120,7 @@ class Pipeline:
                 draft, verdict = second_draft, second
 
         answer = build_answer(question, draft.text, verdict, evidence, mode, question.language)
+        _with_lead(answer, draft)
         answer.drafts_cut = drafts_cut
         answer.context = [make_source(ev.block, ev) for ev in evidence]
         answer.regenerations = regenerations
@@ -164,10 +183,13 @@ class Pipeline:
     def _aligner(self, idf) -> Aligner:
         """Sentences aligned by words and, where the retriever has an embedder, by meaning
         (across languages too); the vectors are cached for the pipeline's lifetime."""
+        return Aligner(weigher(idf), self._vector_cache())
+
+    def _vector_cache(self) -> VectorCache | None:
         embedder = getattr(self.retriever, "embedder", None)
         if embedder is not None and self._vectors is None:
             self._vectors = VectorCache(embedder.embed_queries)
-        return Aligner(weigher(idf), self._vectors)
+        return self._vectors
 
 
 def make_pipeline(settings: Settings, retriever: Retriever, backend: Backend | None = None) -> Pipeline:
@@ -182,6 +204,18 @@ def make_pipeline(settings: Settings, retriever: Retriever, backend: Backend | N
         budget_chars=settings.prompt_budget_chars,
         judge=make_judge(settings, backend),
     )
+
+
+def _with_lead(answer: Answer, draft: Draft) -> None:
+    """A posted answer gets the backend's own line before it (the extractive backend's
+    "Here is what the knowledge base says:"), and a question the backend says the KB may
+    not answer as asked goes to the gaps report, for the KB's owners to look at."""
+    if answer.outcome is not Outcome.ANSWERED or answer.refused:
+        return
+    if draft.lead:
+        answer.answer = f"{draft.lead}\n\n{answer.answer}"
+    if draft.not_covered:
+        answer.not_covered = [*answer.not_covered, *draft.not_covered]
 
 
 def _block_roles(verdict: Verdict, evidence: list[Evidence], allowed: frozenset[str]) -> Verdict:

@@ -4,7 +4,9 @@ It looks at what a running citebot needs, in the order a question meets it:
 the model (bot.answer.probe: answers at all, in which structured-output form,
 how fast, with how much context), the entailment judge where a model answers
 (off, the model itself, or a MiniCheck server asked one sentence), Slack (the
-tokens, auth.test, Socket Mode or the signing secret, the review channel),
+tokens, auth.test, Socket Mode or the signing secret, the review channel), the
+help channels (bot.helpdesk.doctor: which answer without a mention, the bot a
+member, every escalate_to known to Slack),
 Redis, and the index (its generation, entries and vectors, and the embedder).
 It changes nothing.
 
@@ -36,7 +38,7 @@ CHARS_PER_TOKEN = 3
 
 @dataclass(frozen=True)
 class Finding:
-    check: str  # model, judge, slack, redis, index
+    check: str  # model, judge, slack, help, redis, index
     status: str  # OK, WARN or FAIL
     detail: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -59,8 +61,11 @@ def cmd_doctor(args, settings: Settings) -> int:
 
 
 async def examine(settings: Settings) -> list[Finding]:
+    from bot.helpdesk.doctor import check_help_channels
+
     return [*await check_model(settings), *await check_judge(settings), *await check_slack(settings),
-            await check_redis(settings), *check_index(settings), *await check_access(settings)]
+            *await check_help_channels(settings), await check_redis(settings), *check_index(settings),
+            *await check_access(settings)]
 
 
 # ---------------------------------------------------------------- the model

@@ -61,12 +61,23 @@ def cmd_worker(args, settings: Settings) -> int:
 def cmd_review_list(args, settings: Settings) -> int:
     import datetime as dt
 
+    from bot.helpdesk import report
+    from bot.store.escalations import Escalations
     from bot.store.records import Records
 
-    reviews = _with_redis(settings, lambda redis: Records(redis).open_reviews())
+    async def fetch(redis):
+        return await Records(redis).open_reviews(), await Escalations(redis).since(0)
+
+    reviews, escalations = _with_redis(settings, fetch)
     if args.json:
         print(json_text([r.model_dump(mode="json") for r in reviews], indent=1))
         return EXIT_OK
+    # Questions handed over to people that nobody has answered in the thread yet (`review escalations`: all).
+    waiting = [e for e in escalations if not e.replies]
+    if waiting:
+        echo(f"Handed over to people, no answer in the thread yet ({len(waiting)}):", newlines=False)
+        for e in waiting:
+            echo(f"  {report.line(e)}", newlines=False)
     if not reviews:
         print("No open reviews.")
         return EXIT_OK
@@ -104,6 +115,7 @@ def _with_redis(settings: Settings, use):
 def cmd_review_gaps(args, settings: Settings) -> int:
     import time
 
+    from bot.helpdesk import report
     from bot.models import Outcome
     from bot.review.gaps import GapQuestion, format_gaps, gap_outcome, group_questions
     from bot.store.audit import AuditTrail
@@ -123,14 +135,46 @@ def cmd_review_gaps(args, settings: Settings) -> int:
         print(json_text([g.as_json() for g in gaps], indent=1))
     else:
         print(format_gaps(gaps, days=args.days))  # each line cleaned by format_gaps
+        if escalated := _escalations(settings, args.days):
+            echo(f"\n{report.gaps_line(escalated, args.days)}", newlines=True)
+    return EXIT_OK
+
+
+def _escalations(settings: Settings, days: int):
+    import time
+
+    from bot.store.escalations import Escalations
+
+    return _with_redis(settings, lambda redis: Escalations(redis).since(time.time() - days * 86400))
+
+
+def cmd_review_escalations(args, settings: Settings) -> int:
+    """Questions handed over to people ("Still need help?"), oldest first, and their count by collection."""
+    from bot.helpdesk import report
+
+    if args.days < 1:
+        raise CliError("--days must be at least 1", EXIT_USAGE)
+    escalated = _escalations(settings, args.days)
+    if args.json:
+        print(json_text({"escalations": [e.model_dump(mode="json") for e in escalated],
+                         "by_collection": report.by_collection(escalated)}, indent=1))
+        return EXIT_OK
+    for e in escalated:
+        echo(report.line(e), newlines=False)
+    echo(report.gaps_line(escalated, args.days), newlines=False)
     return EXIT_OK
 
 
 def cmd_audit_show(args, settings: Settings) -> int:
+    from bot.helpdesk import report
     from bot.store.audit import AuditTrail, check_cited, entry_json, format_entry
+    from bot.store.escalations import Escalations
     from kb_index import IndexNotFound, Retriever
 
-    entry = _with_redis(settings, lambda redis: AuditTrail(redis).get(args.question_id))
+    async def fetch(redis):
+        return await AuditTrail(redis).get(args.question_id), await Escalations(redis).get(args.question_id)
+
+    entry, escalation = _with_redis(settings, fetch)
     if entry is None:
         raise CliError(f"no audit entry for question {args.question_id!r} (never answered, or older than the audit trail keeps)")
     try:
@@ -139,7 +183,12 @@ def cmd_audit_show(args, settings: Settings) -> int:
     except IndexNotFound:
         status = check_cited(entry, None)
     if args.json:
-        print(json_text(entry_json(entry, status), indent=1))
+        data = entry_json(entry, status)
+        if escalation is not None:
+            data["escalation"] = escalation.model_dump(mode="json", exclude={"question"})
+        print(json_text(data, indent=1))
     else:
         print(format_entry(entry, status))  # each line cleaned by format_entry
+        if escalation is not None:
+            echo(report.audit_line(escalation), newlines=False)
     return EXIT_OK

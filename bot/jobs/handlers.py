@@ -14,6 +14,8 @@ Jobs:
     feedback         a 👎 with a reason: goes to the review channel
     source_changed   `citebot index` changed an entry a posted answer cited: a note under it
     share_answer     "Post in channel" under a /citebot answer: the stored answer, for everyone
+    handover         "Still need help?": the people of `escalate_to` asked (bot.helpdesk.handover)
+    handover_reply   a person answered in a handed-over thread: a review (bot.helpdesk.learning)
 
 A question whose job carries `ephemeral` (/citebot, the shortcut in a DM) is
 answered the same way, through Slack's response_url to the asker alone
@@ -55,6 +57,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -68,6 +71,8 @@ from bot.answer.budget import BudgetSpent, within_budget
 from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import Pipeline
 from bot.config import Settings
+from bot.helpdesk.handover import Handover, with_handover
+from bot.helpdesk.learning import Learning
 from bot.i18n import Key, message
 from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind, ShareAnswerPayload
 from bot.jobs.source_changes import note_source_changes
@@ -83,6 +88,7 @@ from bot.slack.response_url import ResponseUrlPoster
 from bot.slack.shared_copy import mark_posted, tell_not_posted
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.errors import StoreUnavailable
+from bot.store.escalations import Escalations
 from bot.store.keys import ACCESS_TOLD_PREFIX, ACCESS_TOLD_TTL_S
 from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, Records
@@ -132,6 +138,14 @@ class JobHandlers:
         # (`poster is self.poster` says where a reaction goes).
         self.panel_poster = Poster(self.slack, self.ledger)
 
+    @cached_property
+    def handover(self) -> Handover:
+        return Handover(self.slack, self.ledger, Escalations(self.records.redis), self.settings.review_channel)
+
+    @cached_property
+    def learning(self) -> Learning:
+        return Learning(self.reviews, Escalations(self.records.redis))
+
     async def handle(self, job: Job) -> None:
         with about_question(_question_id(job)):
             await self._dispatch(job)
@@ -144,6 +158,8 @@ class JobHandlers:
             JobKind.FEEDBACK: self.reviews.feedback,
             JobKind.SOURCE_CHANGED: self.source_changed,
             JobKind.SHARE_ANSWER: self.share,
+            JobKind.HANDOVER: lambda j: self.handover.run(j),
+            JobKind.HANDOVER_REPLY: lambda j: self.learning.person_answered(j),
         }.get(job.kind)
         if handler is None:
             raise ValueError(f"unknown job kind {job.kind!r}")
@@ -157,6 +173,8 @@ class JobHandlers:
                 await self._answer_failed(job, error)
             elif job.kind is JobKind.REVIEW_DECISION:
                 await self.reviews.decision_failed(job, error)
+            elif job.kind is JobKind.HANDOVER:
+                await self.handover.failed(job)
 
     def _delivery(self, payload: AnswerPayload) -> Delivery:
         if payload.ephemeral is not None:
@@ -273,7 +291,7 @@ class JobHandlers:
             await self._reply_not_ready(question, exc, poster)
             return
 
-        msg = self._render(answer, question)
+        msg = self._offer_handover(self._render(answer, question), payload)
         record = AnswerRecord(
             answer_id=question.id,
             question_id=question.id,
@@ -300,7 +318,8 @@ class JobHandlers:
         # with the footnotes and the Sources button, rather than nothing.
         forms = [msg]
         if answer.outcome is Outcome.ANSWERED:
-            forms.append(replies.answer_message(answer, language=question.language, ref=question.id, compact=True))
+            compact = replies.answer_message(answer, language=question.language, ref=question.id, compact=True)
+            forms.append(self._offer_handover(compact, payload))
         shown = forms
         if payload.ephemeral is not None and payload.ephemeral.shareable and answer.outcome is Outcome.ANSWERED:
             # The button only on the asker's copy: the record keeps the answer as everyone may see it.
@@ -389,6 +408,14 @@ class JobHandlers:
                         "not waited for", wait, cap)
             return None
         return wait
+
+    @staticmethod
+    def _offer_handover(msg: dict[str, Any], payload: AnswerPayload) -> dict[str, Any]:
+        """"Still need help?" under any reply where the question's policy names people (not under a reply
+        only its asker sees: there is no thread to hand over in)."""
+        if not payload.handover or payload.ephemeral is not None:
+            return msg
+        return with_handover(msg, question_id=payload.question.id, language=payload.question.language)
 
     def _render(self, answer: Answer, question: Question) -> dict[str, Any]:
         language = question.language

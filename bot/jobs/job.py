@@ -14,6 +14,8 @@ One model per kind:
     feedback         FeedbackPayload        a 👎 with a reason
     source_changed   SourceChangedPayload   the notes under an answer whose cited entry changed
     share_answer     ShareAnswerPayload     "Post in channel" under a /citebot answer only its asker saw
+    handover         HandoverPayload        "Still need help?": the people of `escalate_to` asked (bot.helpdesk)
+    handover_reply   HandoverReplyPayload   a person answered in a handed-over thread
 
 Dedupe ids are derived with `stable_id`, never with `hash()`: Python salts
 str hashes per process, and two web processes (or one after a restart) must
@@ -40,6 +42,8 @@ class JobKind(StrEnum):
     FEEDBACK = "feedback"
     SOURCE_CHANGED = "source_changed"
     SHARE_ANSWER = "share_answer"
+    HANDOVER = "handover"
+    HANDOVER_REPLY = "handover_reply"
     # Not a job: a stream entry the consumer could not read, dead-lettered with its raw fields.
     INVALID = "invalid"
 
@@ -75,6 +79,9 @@ class AnswerPayload(JobPayload):
     # Asked in the assistant panel: its thread shows the worker's progress
     # (assistant.threads.setStatus) and is titled by its first question.
     assistant: bool = False
+    # The channel (or, for a DM and the panel, the `dm` policy) names people to hand over to:
+    # the reply carries "Still need help?" (bot.helpdesk.handover).
+    handover: bool = False
 
     @model_serializer(mode="wrap")
     def _without_ephemeral(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -85,6 +92,8 @@ class AnswerPayload(JobPayload):
             data.pop("ephemeral", None)
         if not data.get("assistant"):
             data.pop("assistant", None)
+        if not data.get("handover"):
+            data.pop("handover", None)
         return data
 
     @property
@@ -173,10 +182,33 @@ class ShareAnswerPayload(JobPayload):
         return self.answer_id
 
 
+class HandoverPayload(JobPayload):
+    KIND: ClassVar[JobKind] = JobKind.HANDOVER
+
+    question_id: str  # its bot.store.escalations record, claimed by the click, says the rest
+
+    @property
+    def about(self) -> str:
+        return self.question_id
+
+
+class HandoverReplyPayload(JobPayload):
+    KIND: ClassVar[JobKind] = JobKind.HANDOVER_REPLY
+
+    question_id: str
+    user: str
+    text: str
+    ts: str
+
+    @property
+    def about(self) -> str:
+        return self.question_id
+
+
 PAYLOADS: dict[JobKind, type[JobPayload]] = {
     model.KIND: model
     for model in (AnswerPayload, HelpPayload, ReviewDecisionPayload, FeedbackPayload, SourceChangedPayload,
-                  ShareAnswerPayload)
+                  ShareAnswerPayload, HandoverPayload, HandoverReplyPayload)
 }
 
 
@@ -230,6 +262,8 @@ __all__ = [
     "Enqueue",
     "Ephemeral",
     "FeedbackPayload",
+    "HandoverPayload",
+    "HandoverReplyPayload",
     "HelpPayload",
     "Job",
     "JobKind",

@@ -97,6 +97,7 @@ from bot.store.keys import (
 )
 from bot.store.replicated import has_replicas, run_replicated
 from citebot_core.connection import connect, redis_location
+from citebot_core.deadline import time_left
 from citebot_core.errors import CitebotError, Permanent, Retryable
 from citebot_core.redis_target import RedisMode, RedisTarget, as_target
 
@@ -106,7 +107,9 @@ from citebot_core.redis_target import RedisMode, RedisTarget, as_target
 # that and a web process replaying its own backlog, and a key costs bytes.
 DEDUPE_TTL_S = 24 * 3600
 # Slack wants the ack within 3 s; the enqueue must leave room for signature
-# checking and the HTTP response, so it gives up after one second.
+# checking and the HTTP response, so each try gives up after one second, and
+# the whole enqueue too unless a deadline allows more: a Slack request's
+# (bot.slack.web) lets it wait out a failover.
 ENQUEUE_TIMEOUT_S = 1.0
 
 
@@ -214,24 +217,31 @@ class JobQueue:
     async def enqueue(self, job: Job, *, dedupe_id: str) -> bool:
         """Adds `job` unless `dedupe_id` was seen in the last day; False for a duplicate.
 
-        Returns or raises `QueueUnavailable` within `enqueue_timeout`, whatever
-        Redis does: the web process answers Slack within its 3 seconds either
-        way, with the ack, or with an error that makes Slack deliver the event again.
+        Returns or raises `QueueUnavailable` within `enqueue_timeout`, or by the
+        current deadline if one is set, whatever Redis does: the web process
+        answers Slack within its 3 seconds either way, with the ack, or with an
+        error that makes Slack deliver the event again.
         """
         shard = shard_of(dedupe_id, len(self._shards))
         keys = [shard.dedupe_key(dedupe_id), shard.stream]
         args: list[EncodableT] = [DEDUPE_TTL_S, job.id, job.model_dump_json()]
         if not self._replicated:
             return bool(await self._bounded(self._enqueue(keys=keys, args=args), f"enqueue job {job.id}"))
-        added, replicas = await self._bounded(run_replicated(self._redis, self._enqueue, keys, args), f"enqueue job {job.id}")
-        if added and replicas < 1:
+        done = await self._bounded(run_replicated(self._redis, self._enqueue, keys, args), f"enqueue job {job.id}")
+        added = bool(done.reply)
+        if added and done.replicas < 1:
             # The ack to Slack is the promise that the question is kept. Not
             # yet on a replica, it would go if the master failed now: no ack,
             # so Slack sends the event again. The job stays and runs; the
             # resent event finds its dedupe key and is acked as a duplicate,
             # unless the master did fail, and then it is enqueued anew.
             raise QueueUnavailable(f"job {job.id} is not on a replica yet (WAIT timed out): Slack will send it again")
-        return bool(added)
+        if not added and done.tries > 1:
+            # Tried again through a failover, and the dedupe key is there: it may be the write
+            # of this very request's first try, whose reply was lost and which no replica
+            # confirmed. Not acked, as above; Slack's resend is acked as the duplicate it is.
+            raise QueueUnavailable(f"job {job.id}: enqueued before a failover, not confirmed: Slack will send it again")
+        return added
 
     async def stats(self) -> QueueStats:
         """The sums over every shard."""
@@ -273,14 +283,18 @@ class JobQueue:
 
     async def _bounded(self, awaitable: Any, what: str) -> Any:
         # The socket timeouts do not cover DNS or waiting for a pool
-        # connection; asyncio.timeout bounds the whole call.
+        # connection; asyncio.timeout bounds the whole call. Within a deadline
+        # (a Slack request's) the call may use what is left of it: a try through
+        # a failover (citebot_core.connection) is cut off at the deadline too.
+        left = time_left()
+        bound = self._timeout if left is None else max(left, 0.0)
         try:
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(bound):
                 return await awaitable
         except (TimeoutError, RedisError, OSError) as exc:
             where = redis_location(self._url)
             raise QueueUnavailable(
-                f"could not {what}: Redis at {where} did not answer within {self._timeout:g}s "
+                f"could not {what}: Redis at {where} did not answer within {bound:.2g}s "
                 f"({type(exc).__name__}: {exc or 'timed out'})"
             ) from exc
 

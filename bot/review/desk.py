@@ -28,6 +28,7 @@ from bot.access.gate import AccessGate
 from bot.answer.assemble import render_citations_text, render_claims_text, truncated_note
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.config import Settings
+from bot.helpdesk.learning import ESCALATION_KIND, decide_handover
 from bot.i18n import Key, message
 from bot.jobs.job import FeedbackPayload, Job, ReviewDecisionPayload
 from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
@@ -174,6 +175,10 @@ class ReviewDesk:
         record = await self.records.review(review_id)
         if record is None or record.status is not ReviewStatus.OPEN:
             return  # expired, or decided by an earlier run of this job
+        if record.kind == ESCALATION_KIND:
+            # A person answered the asker already: a draft for the KB, nothing posted (bot.helpdesk.learning).
+            await decide_handover(self, record, payload)
+            return
         status = DECISIONS[decision]
         text = payload.text
         answer = self._reviewed_answer(record, status, text)

@@ -28,6 +28,8 @@ from bot.access.events import register_access_events
 from bot.access.gate import AccessGate
 from bot.channels import ChannelPolicy, ChannelsConfig
 from bot.config import Settings
+from bot.helpdesk.handover import register_handover
+from bot.helpdesk.listener import offers_handover, on_channel_message
 from bot.i18n import Key, message
 from bot.jobs.job import AnswerPayload, Enqueue, FeedbackPayload, HelpPayload, Job, ReviewDecisionPayload, stable_id
 from bot.logs import about_question
@@ -81,6 +83,7 @@ def create_app(deps: AppDeps) -> AsyncApp:
     from bot.slack.surfaces import register_surfaces
 
     register_surfaces(app, deps)
+    register_handover(app, deps)
     return app
 
 
@@ -150,7 +153,8 @@ async def enqueue_question(
         metrics.EVENTS.labels(result="ignored").inc()
         return
     payload = AnswerPayload if question.text else HelpPayload
-    job = Job.of(payload(question=question, bot_user_id=bot_user_id, assistant=assistant))
+    job = Job.of(payload(question=question, bot_user_id=bot_user_id, assistant=assistant,
+                         handover=offers_handover(deps.channels, question)))
     # Slack retries carry the same event_id; the question id also guards a
     # message that reaches us through two events.
     dedupe = _string(body.get("event_id")) or question.id
@@ -183,8 +187,12 @@ def register_events(app: AsyncApp, deps: AppDeps) -> None:
 
     @app.event("message")
     async def on_message(event, body, context):
+        if event.get("channel_type") in ("channel", "group"):
+            # Help channels answer without a mention (bot.helpdesk); elsewhere a mention is an app_mention.
+            await on_channel_message(event, body, context, deps)
+            return
         if event.get("channel_type") != "im":
-            return  # channel messages reach us as app_mention
+            return
         bot = bot_user_id_of(context, body)
         if is_question_in_dm(event, bot):
             await enqueue_question(make_question(event, deps, is_dm=True, bot_user_id=bot), body, deps, bot_user_id=bot)

@@ -309,3 +309,43 @@ ACCESS_TTL_S = 300
 # A person told once why citebot does not answer in a channel shared with another organization.
 ACCESS_TOLD_PREFIX = PREFIX + "access-told:"  # + <channel>:<user>
 ACCESS_TOLD_TTL_S = 30 * 24 * 3600
+
+
+# ---------------------------------------------------------------- help channels (bot.helpdesk, bot.store.escalations)
+
+# Channel -> the messages answered there without a mention in the last hour
+# (sorted set, member = message ts, score = when), for a channel's
+# `max_per_hour`. A sliding hour, trimmed on every check; the member is the
+# message, so Slack's retry of an event is not counted twice. Lives an hour
+# after the channel's last such answer.
+AUTO_ANSWERED_PREFIX = PREFIX + "auto-answered:"  # + channel
+AUTO_ANSWERED_WINDOW_S = 3600
+
+# A question handed over to people ("Still need help?"): its record (JSON), the
+# sorted set of all hand-overs by time (`citebot review list`, `review gaps`)
+# and, per thread people answer in, the question it belongs to. One tag: the
+# click's claim writes all three in one script, so the first click is the only
+# one. Kept as long as the audit trail keeps the answer it hands over.
+ESCALATION_PREFIX = PREFIX + "{escalations}:q:"  # + question id
+ESCALATIONS_ZSET = PREFIX + "{escalations}:all"  # member question id, score when handed over
+ESCALATED_THREAD_PREFIX = PREFIX + "{escalations}:thread:"  # + channel + ":" + thread ts -> question id
+# A thread's one hand-over: the asker's thread (a channel's, a panel's) is handed over once, whichever of
+# its replies' buttons is clicked; a question asked outside a thread (a DM's) claims only itself.
+ESCALATION_CLAIM_PREFIX = PREFIX + "{escalations}:claim:"  # + channel + ":" + thread ts, or the question id
+ESCALATION_TTL_S = AUDIT_HORIZON_S
+
+
+def auto_answered_key(channel: str) -> str:
+    return AUTO_ANSWERED_PREFIX + channel
+
+
+def escalation_key(question_id: str) -> str:
+    return ESCALATION_PREFIX + question_id
+
+
+def escalated_thread_key(channel: str, thread_ts: str) -> str:
+    return f"{ESCALATED_THREAD_PREFIX}{channel}:{thread_ts}"
+
+
+def escalation_claim_key(channel: str, thread_ts: str | None, question_id: str) -> str:
+    return ESCALATION_CLAIM_PREFIX + (f"{channel}:{thread_ts}" if thread_ts else question_id)

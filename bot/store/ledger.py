@@ -84,8 +84,8 @@ class PostLedger:
             return
         # On a replica before the job is acked: a failover right after must not
         # forget that the message is in Slack, or the redelivered job posts it again.
-        _, replicas = await self._call(run_replicated(self._redis, self._record, keys, args))
-        if replicas < 1:
+        done = await self._call(run_replicated(self._redis, self._record, keys, args))
+        if done.replicas < 1:
             log.warning("post %s recorded, but no replica confirmed it: a failover now could repeat it", key)
 
     async def release_post(self, key: str) -> None:

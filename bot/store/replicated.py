@@ -12,10 +12,17 @@ the write: on one server over one connection, in a cluster to the node that
 holds the key (a cluster pipeline sends each node's commands over one
 connection). One Redis without replicas skips it: WAIT there would only ever
 time out.
+
+Through a failover the write and its WAIT are tried again as one step
+(citebot_core.connection `through_failover`), the WAIT then on the master found
+anew. `Replicated.tries` says whether it was: a try after one whose reply was
+lost may find what that try wrote, which no WAIT of its connection confirms
+(bot.jobs.queue does not ack such an enqueue).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
@@ -23,6 +30,7 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError, NoScriptError, RedisClusterException
 from redis.typing import EncodableT
 
+from citebot_core.connection import through_failover
 from citebot_core.redis_target import RedisMode, RedisTarget, as_target
 
 # Replicas acknowledge within a millisecond or two on a healthy link; past
@@ -35,19 +43,34 @@ def has_replicas(target: RedisTarget | str) -> bool:
     return as_target(target).resolved_mode in (RedisMode.SENTINEL, RedisMode.CLUSTER)
 
 
+@dataclass(frozen=True)
+class Replicated:
+    reply: Any  # the script's
+    replicas: int  # replicas that acknowledged the connection's writes (WAIT's reply)
+    tries: int = 1  # more than one: a failover made the step run again
+
+
 async def run_replicated(
     redis: Any, script: AsyncScript, keys: list[str], args: list[EncodableT], *, wait_ms: int = REPLICA_WAIT_MS
-) -> tuple[Any, int]:
-    """Runs `script`, then WAIT 1 on the same connection: (the script's reply, replicas that have it)."""
-    for attempt in (1, 2):
-        try:
-            return await _script_and_wait(redis, script, keys, args, wait_ms)
-        except NoScriptError:
-            # A fresh node (a promoted replica, a restart) has no scripts cached.
-            if attempt == 2:
-                raise
-            script.sha = await redis.script_load(script.script)
-    raise AssertionError("unreachable")
+) -> Replicated:
+    """Runs `script`, then WAIT 1 on the same connection."""
+    tries = 0
+
+    async def step() -> Replicated:
+        nonlocal tries
+        tries += 1
+        for attempt in (1, 2):
+            try:
+                reply, replicas = await _script_and_wait(redis, script, keys, args, wait_ms)
+                return Replicated(reply, replicas, tries)
+            except NoScriptError:
+                # A fresh node (a promoted replica, a restart) has no scripts cached.
+                if attempt == 2:
+                    raise
+                script.sha = await redis.script_load(script.script)
+        raise AssertionError("unreachable")
+
+    return await through_failover(redis, step)
 
 
 async def _script_and_wait(redis: Any, script: AsyncScript, keys: list[str], args: list[EncodableT], wait_ms: int) -> tuple[Any, int]:
@@ -71,4 +94,4 @@ async def _script_and_wait(redis: Any, script: AsyncScript, keys: list[str], arg
     return reply, int(replicas)
 
 
-__all__ = ["REPLICA_WAIT_MS", "has_replicas", "run_replicated"]
+__all__ = ["REPLICA_WAIT_MS", "Replicated", "has_replicas", "run_replicated"]

@@ -18,6 +18,13 @@ script is asked (tests/fakes/llm_shapes.py): FakeLLMServer(shape="vllm").
 Requests of the capability probe (bot.answer.probe) are answered at once and
 kept in `probes`, apart from `calls` and the script, which stay the questions'.
 
+`judge=True` (`--judge`) makes it answer the entailment judge's requests itself, in
+the judge's reply form (bot.answer.verify.judgement), without taking a reply from
+the script: a statement is "supports", quoting the sentence of the blocks that
+holds at least 3/4 of its words and all of its numbers, else "not_stated". So a
+draft that restates its source passes with the judge on, as CITEBOT_JUDGE=auto
+has it wherever a model answers. Those calls are in `calls`, with what was answered.
+
 In-process:
 
     with FakeLLMServer() as server:
@@ -26,7 +33,7 @@ In-process:
         ...
         server.calls[0].body["messages"]
 
-From another process: `python -m tests.fakes.llm_server --port 0 --script s.json`
+From another process: `python -m tests.fakes.llm_server --port 0 --script s.json [--judge]`
 prints `listening on http://127.0.0.1:PORT`, then serves until SIGTERM/SIGINT.
 Control routes: POST /_script {"replies": [...], "default": ...} (or a bare
 list) replaces the script, GET /_calls lists the recorded requests
@@ -36,6 +43,7 @@ list) replaces the script, GET /_calls lists the recorded requests
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -46,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.answer.probe import PROBE_MARK
+from bot.answer.verify.judgement import item_label
 from tests.fakes.base import QuietHandler, ThreadedFake, send_body, serve_until_signalled, server_arguments
 from tests.fakes.llm_shapes import SHAPES
 
@@ -83,19 +92,21 @@ class Call:
     # The scripted reply this call got: its status and how long it hung first.
     status: int = 200
     delay: float = 0.0
+    reply: str | None = None  # what the fake answered of its own accord (the judge's verdicts)
 
 
 class FakeLLMServer(ThreadedFake):
     thread_name = "fake-llm"
 
     def __init__(self, replies=(), default: Reply | str | dict = DEFAULT_TEXT, host: str = "127.0.0.1", port: int = 0,
-                 shape: str | None = None):
+                 shape: str | None = None, judge: bool = False):
         self._lock = threading.Condition()
         self._script: deque[Reply] = deque(Reply.parse(r) for r in replies)
         self._default = Reply.parse(default)
         self._calls: list[Call] = []
         self._probes: list[Call] = []
         self.shape = SHAPES[shape] if shape else None
+        self.judge = judge
         self._bind(host, port, _handler_for(self))
 
     @property
@@ -188,6 +199,41 @@ def probe_reply(asked: str) -> str:
     return '{"claims": []}' if '{"claims": []}' in asked else "ok"
 
 
+# The judge's instructions end with an example of its reply (bot.answer.judge); its statements are
+# listed one a line as `S1 (cites ...): text`.
+JUDGE_MARK = '{"verdicts": [{"id": "' + item_label(0) + '"'
+_STATEMENT = re.compile(r"^(S\d+) \([^)\n]*\): (.+)$", re.M)
+
+
+def judge_text(body: Any) -> str | None:
+    """The user's part of an entailment judge's request, None for any other request."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or not any(JUDGE_MARK in str(m.get("content", "")) for m in messages
+                                                 if isinstance(m, dict)):
+        return None
+    return "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict) and m.get("role") == "user")
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.casefold()))
+
+
+def judge_reply(asked: str) -> str:
+    """Verdicts on the statements in `asked`: supported by the sentence of the blocks with the most of their
+    words, when it has 3/4 of them and every number; else not stated."""
+    source = _STATEMENT.sub("", asked)
+    sentences = [s for line in source.splitlines() for s in re.split(r"(?<=[.!?])\s+", line.strip()) if s]
+    verdicts = []
+    for match in _STATEMENT.finditer(asked):
+        words = _words(match.group(2))
+        best = max(sentences, key=lambda sentence: len(words & _words(sentence)), default="")
+        shared = words & _words(best)
+        found = bool(words) and len(shared) >= 0.75 * len(words) and {w for w in words if w.isdigit()} <= shared
+        verdicts.append({"id": match.group(1), "verdict": "supports" if found else "not_stated",
+                         "quote": best if found else ""})
+    return json.dumps({"verdicts": verdicts})
+
+
 def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     class Handler(QuietHandler):
         def do_GET(self) -> None:
@@ -222,6 +268,11 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 status, payload = refusal or (200, chat_reply(self.path, *capped(probe_reply(probe or ""), body)))
                 server._record(replace(call, status=status), probe=probe is not None)
                 self._send(status, json.dumps(payload))
+                return
+            if server.judge and (asked := judge_text(body)) is not None:
+                verdicts = judge_reply(asked)
+                server._record(replace(call, reply=verdicts), probe=False)
+                self._send(200, json.dumps(chat_reply(self.path, verdicts, model=body.get("model", ""))))
                 return
             reply = server._take(call)
             if reply.delay:
@@ -264,10 +315,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = server_arguments("python -m tests.fakes.llm_server", __doc__.split("\n")[0])
     parser.add_argument("--script", help="JSON file: a list of replies, or {replies, default}")
     parser.add_argument("--shape", choices=sorted(SHAPES), help="check requests the way this server does")
+    parser.add_argument("--judge", action="store_true", help="answer the entailment judge's requests itself")
     args = parser.parse_args(argv)
     script = load_script(args.script)
     server = FakeLLMServer(script.get("replies", []), script.get("default", DEFAULT_TEXT), args.host, args.port,
-                           shape=args.shape)
+                           shape=args.shape, judge=args.judge)
     serve_until_signalled(server, server.url)
     sys.exit(0)
 

@@ -21,7 +21,8 @@ HTTP 404 `unknown_method`, as Slack does. A call without a token answers
 Who is who (bot.access): users.info over `users` (DIRECTORY_USERS: a full member,
 a multi-channel guest, a user of another organization, a deactivated user, a bot,
 a payroll group member; any other U… id answers as a full member of this team, so
-that tests about something else need not list their users), usergroups.list and
+that tests about something else need not list their users; a test that sets `users`
+whole names the whole workspace, anyone else being user_not_found), usergroups.list and
 usergroups.users.list over `usergroups` (DIRECTORY_GROUPS), conversations.members
 over each channel's `members` (default: the bot, UASKER and UREVIEWER), at most
 `members_page` per page with Slack's cursor, and conversations.info, whose channel
@@ -199,13 +200,25 @@ class FakeSlackServer(Scripting, ThreadedFake):
         self._home_views: dict[str, dict[str, Any]] = {}  # user id -> the Home tab views.publish last set
         # (channel, thread_ts) -> what an assistant thread shows: status, title, prompts
         self._assistant_threads: dict[tuple[str, str], dict[str, Any]] = {}
-        # users.info: id -> the user object (a test may change it: the next lookup sees it)
-        self.users: dict[str, dict[str, Any]] = {uid: {"id": uid, **info} for uid, info in DIRECTORY_USERS.items()}
-        # usergroups.*: id -> {"handle", "users"}
+        # users.info: id -> the user object (a test may change it: the next lookup sees it). Anyone not
+        # listed is a full member of this team, unless a test sets `users` itself: then that is the whole
+        # workspace and anyone else is user_not_found (a help channel's escalate_to naming nobody).
+        self._users: dict[str, dict[str, Any]] = {uid: {"id": uid, **info} for uid, info in DIRECTORY_USERS.items()}
+        self.users_complete = False
+        # usergroups.*: id -> {"handle", "users", optionally "name"}
         self.usergroups: dict[str, dict[str, Any]] = {gid: dict(g) for gid, g in DIRECTORY_GROUPS.items()}
         self.members_page = 100  # conversations.members: at most this many per page
         self.scopes: list[str] = list(DEFAULT_SCOPES)  # the X-OAuth-Scopes header: what the token was granted
         self._bind(host, port, _handler_for(self))
+
+    @property
+    def users(self) -> dict[str, dict[str, Any]]:
+        return self._users
+
+    @users.setter
+    def users(self, users: dict[str, dict[str, Any]]) -> None:
+        self._users = users
+        self.users_complete = True
 
     @property
     def url(self) -> str:
@@ -511,7 +524,7 @@ class FakeSlackServer(Scripting, ThreadedFake):
     def _users_info(self, body: dict[str, Any]) -> dict[str, Any]:
         uid = str(body.get("user") or "")
         user = self.users.get(uid)
-        if user is None and uid[:1] in ("U", "W"):
+        if user is None and uid[:1] in ("U", "W") and not self.users_complete:
             user = {"id": uid, "team_id": self.team_id}  # anyone else: a full member of this team
         if user is None:
             return _error("user_not_found")
@@ -520,7 +533,7 @@ class FakeSlackServer(Scripting, ThreadedFake):
         return {"ok": True, "user": full}
 
     def _usergroups_list(self, body: dict[str, Any]) -> dict[str, Any]:
-        groups = [{"id": gid, "handle": g["handle"], "name": g["handle"], "team_id": self.team_id}
+        groups = [{"id": gid, "handle": g["handle"], "name": g.get("name", g["handle"]), "team_id": self.team_id}
                   for gid, g in self.usergroups.items()]
         return {"ok": True, "usergroups": groups}
 
@@ -528,7 +541,7 @@ class FakeSlackServer(Scripting, ThreadedFake):
         group = self.usergroups.get(str(body.get("usergroup") or ""))
         if group is None:
             return _error("no_such_subteam")
-        return {"ok": True, "users": list(group["users"])}
+        return {"ok": True, "users": list(group.get("users", []))}
 
     def _conversation_members(self, body: dict[str, Any]) -> dict[str, Any]:
         """A channel's members, `limit` (capped at `members_page`) per page, the cursor the next page's offset."""
@@ -603,6 +616,9 @@ DEFAULT_CHANNELS: dict[str, dict[str, Any]] = {
     "CHANDBOOK": {"name": "handbook", "is_member": True, "is_private": False},
     "CFAULTS": {"name": "faults", "is_member": True, "is_private": False},
     "CBENCH": {"name": "bench", "is_member": True, "is_private": False},
+    # Help channels (tests/test_help_channels.py): questions answered without a mention.
+    "CHELP": {"name": "help", "is_member": True, "is_private": False},
+    "CHELPCAP": {"name": "help-capped", "is_member": True, "is_private": False},
     # The payroll group's own channel.
     "CPAYROLL": {"name": "payroll", "is_member": True, "is_private": True, "members": [BOT_USER_ID, "UPAYROLL"]},
     # A public channel with a guest in it.
