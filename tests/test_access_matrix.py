@@ -49,6 +49,8 @@ OWN = {
 }
 # A channel shared with another organization whose channels.yml policy holds no external collection.
 SHARED_INTERNAL = "CSHARED2"
+# Help channels (answer: questions): a question there is answered without a mention, by the mention's own job.
+HELP_GUESTS, HELP_SHARED = "CHELPGUESTS", "CHELPSHARED"
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +67,8 @@ def bot(tmp_path_factory):
     report = build_index(kb, root / "index")
     assert report.switched and not report.errors
     channels = root / "channels.yml"
-    channels.write_text(f"channels:\n  {SHARED_INTERNAL}:\n    collections: [handbook, payroll]\n")
+    channels.write_text(f"channels:\n  {SHARED_INTERNAL}:\n    collections: [handbook, payroll]\n"
+                        f"  {HELP_GUESTS}:\n    answer: questions\n  {HELP_SHARED}:\n    answer: questions\n")
     started = start_citebot(root / "logs", redis_url=TEST_REDIS_URL, index_dir=root / "index",
                             worker_args=("--max-tries", "2", "--backoff-base", "0.2"),
                             CITEBOT_LLM="extractive", CITEBOT_EMBEDDER="none", CITEBOT_CHANNELS_FILE=channels,
@@ -73,6 +76,11 @@ def bot(tmp_path_factory):
     started.slack.channels[SHARED_INTERNAL] = {"id": SHARED_INTERNAL, "name": "partner-internal", "is_member": True,
                                                "is_ext_shared": True, "is_shared": True,
                                                "members": [BOT_USER_ID, "UPAYROLL", "UEXTERNAL"]}
+    started.slack.channels[HELP_GUESTS] = {"id": HELP_GUESTS, "name": "help-visitors", "is_member": True,
+                                           "members": [BOT_USER_ID, "UPAYROLL", "UGUEST"]}
+    started.slack.channels[HELP_SHARED] = {"id": HELP_SHARED, "name": "help-partners", "is_member": True,
+                                           "is_ext_shared": True, "is_shared": True,
+                                           "members": [BOT_USER_ID, "UPAYROLL", "UEXTERNAL"]}
     yield started
     started.stop()
     flush(TEST_REDIS_URL)
@@ -206,6 +214,31 @@ def test_a_shared_channel_without_an_external_collection_gets_no_answer_and_the_
     told = [c.body for c in bot.slack.calls("chat.postEphemeral") if c.body.get("channel") == SHARED_INTERNAL]
     assert len(told) == 1 and told[0]["user"] == "UPAYROLL"
     assert told[0]["text"] == message(Key.EXTERNAL_CHANNEL, "en")
+
+
+@pytest.mark.parametrize(
+    ("channel", "allowed"),
+    [
+        (HELP_GUESTS, {"visitors"}),  # a guest reads along: never a guests:false collection
+        (HELP_SHARED, {"partners"}),  # Slack Connect: no internal answer
+    ],
+)
+def test_a_help_channel_auto_answers_only_from_what_every_member_may_read(bot, channel, allowed):
+    sent = {}
+    for n, (name, (question, _, _)) in enumerate(KB.items()):
+        ts = f"{int(time.time())}.{n:06d}"
+        event = {"type": "message", "channel_type": "channel", "channel": channel, "user": "UPAYROLL",
+                 "text": question, "ts": ts, "event_ts": ts}
+        sent[("UPAYROLL", name)] = ts
+        assert bot.send_event(envelope(event, f"EvHelp{channel}{n}", int(time.time()))).status_code == 200
+    settle(bot)
+    # Only the question whose collection the channel may read is answered there, and from that collection.
+    assert facts_in(bot.slack.messages(channel)) == allowed
+    for (_, name), ts in sent.items():
+        assert facts_in(bot.replies(channel, ts)) == ({name} & allowed), name
+    # What the channel could not be told reaches the asker alone.
+    private = [c.body for c in bot.slack.calls("chat.postEphemeral") if c.body.get("channel") == channel]
+    assert all(p["user"] == "UPAYROLL" for p in private)
 
 
 # ---------------------------------------------------------------- changes and errors

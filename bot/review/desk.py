@@ -42,7 +42,7 @@ from bot.slack.response_url import EPHEMERAL_TS, claim_ephemeral
 from bot.slack.review_card import review_card, review_card_decided
 from bot.slack.workspace import Workspace
 from bot.store.ledger import PostLedger
-from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
+from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus, shown_collections
 from kb_index import ChunkResult
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class ReviewDesk:
 
     async def _restricted(self, record: ReviewRecord) -> bool:
         """Whether some member of the review channel may not read a collection the card would show."""
-        shown = {s.collection for s in record.sources}
+        shown = shown_collections(record)
         if not shown or self.access is None or not self.settings.review_channel:
             return False
         return not shown <= await self.access.channel_reads(self.settings.review_channel)

@@ -28,7 +28,7 @@ from bot.slack.home_data import GAP_DAYS, PENDING, HomeData, KbState, MyQuestion
 from bot.slack.mrkdwn import channel_link, clip, clip_escaped, escape, heading, link, slack_date
 from bot.slack.review_card import review_buttons
 from bot.slack.workspace import message_link
-from bot.store.records import ReviewRecord
+from bot.store.records import ReviewRecord, shown_collections
 
 # Slack's limit for a Home tab is the modal's: 100 blocks.
 MAX_HOME_BLOCKS = MAX_MODAL_BLOCKS
@@ -81,7 +81,7 @@ def review_blocks(reviews: list[ReviewRecord], now: float, room: int, language: 
 
 def _review_blocks(record: ReviewRecord, now: float, language: str, workspace_url: str | None,
                    reads: frozenset[str] | None = None) -> list[Block]:
-    if record.restricted and reads is not None and {s.collection for s in record.sources} <= reads:
+    if record.restricted and reads is not None and shown_collections(record) <= reads:
         # A restricted review's card shows neither draft nor buttons: here, to a reviewer who may read every
         # one of its sources, both.
         text = _review(record, now, language, workspace_url, open_to_viewer=True)

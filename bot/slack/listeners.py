@@ -40,7 +40,7 @@ from bot.slack.event_text import question_text, scrubbed
 from bot.slack.home_tab import publish_home
 from bot.slack.workspace import Workspace
 from bot.store.asked import AskedIndex
-from bot.store.records import AnswerRecord, Records
+from bot.store.records import AnswerRecord, Records, shown_collections
 from kb_index.analysis import guess_language
 
 log = logging.getLogger(__name__)
@@ -316,7 +316,7 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
             return
         view = review_card.review_answer_modal(record)
         if record.restricted and deps.access is not None \
-                and not {s.collection for s in record.sources} <= await deps.access.user_reads(body["user"]["id"]):
+                and not shown_collections(record) <= await deps.access.user_reads(body["user"]["id"]):
             view = replies.notice_modal(Key.REVIEW_MODAL_TITLE, Key.SOURCES_RESTRICTED, language=record.language)
         # The modal remembers the channel it was opened from: the submission has none.
         await client.views_open(trigger_id=body["trigger_id"], view=view)

@@ -95,6 +95,8 @@ class ReviewRecord(BaseModel):
     # Not every member of the review channel may read the draft's collections (bot.access): the card shows
     # neither draft nor sources, and says so.
     restricted: bool = False
+    # The collections its text concerns beyond its sources' (a hand-over's: those the bot's reply drew on).
+    collections: list[str] = Field(default_factory=list)
     status: ReviewStatus = ReviewStatus.OPEN
     created_at: float = Field(default_factory=time.time)
     card_channel: str | None = None
@@ -196,3 +198,8 @@ class Records:
     async def add_feedback(self, answer_id: str, user: str, vote: str, reason: str | None = None) -> None:
         fields: dict[FieldT, EncodableT] = {"answer_id": answer_id, "user": user, "vote": vote, "reason": reason or "", "at": str(time.time())}
         await self.redis.xadd(keys.FEEDBACK_STREAM, fields, maxlen=keys.FEEDBACK_MAXLEN, approximate=True)
+
+
+def shown_collections(record: ReviewRecord) -> set[str]:
+    """The collections a review's card or Home tab entry would show text of: its sources' and its own."""
+    return {s.collection for s in record.sources} | set(record.collections)
