@@ -44,6 +44,7 @@ class Key(StrEnum):
     SOURCES_RESTRICTED = "sources_restricted"  # the Sources modal for someone who may not read them
     REVIEW_RESTRICTED = "review_restricted"  # a review card whose draft not every review channel member may read
     NOT_OPEN_TO_CHANNEL = "not_open_to_channel"  # "Post in channel": not everyone there may read its sources
+    NOT_OPEN_TO_ASKER = "not_open_to_asker"  # a DM's or private question's asker may no longer read its sources
     REVIEWED_BY = "reviewed_by"  # a reviewer's answer posted into the asker's thread
     SOURCES = "sources"  # heading of the sources list, title of the Sources modal
     REVIEW_DISMISSED = "review_dismissed"  # a reviewer closed a rejected draft without an answer
@@ -210,6 +211,7 @@ _TEXT: dict[str, dict[Key, str]] = {
         ),
         Key.SOURCES_RESTRICTED: "These sources are not open to you, so they are not shown.",
         Key.NOT_OPEN_TO_CHANNEL: "not everyone in the channel may read its sources",
+        Key.NOT_OPEN_TO_ASKER: "the asker may not read its sources now",
         Key.REVIEW_RESTRICTED: (
             "Restricted review: not everyone in this channel may read the draft or its sources, so neither is "
             "shown here. Reviewers who may read them decide it on citebot's Home tab."
@@ -412,6 +414,7 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         ),
         Key.SOURCES_RESTRICTED: "Diese Quellen sind für dich nicht freigegeben und werden daher nicht gezeigt.",
         Key.NOT_OPEN_TO_CHANNEL: "nicht alle im Kanal dürfen seine Quellen lesen",
+        Key.NOT_OPEN_TO_ASKER: "die fragende Person darf seine Quellen jetzt nicht lesen",
         Key.REVIEW_RESTRICTED: (
             "Eingeschränkte Prüfung: Nicht alle in diesem Kanal dürfen den Entwurf oder seine Quellen lesen, "
             "daher wird beides hier nicht gezeigt. Prüfer, die sie lesen dürfen, entscheiden auf dem Home-Tab von citebot."

@@ -383,6 +383,58 @@ def test_a_review_card_shows_a_draft_only_where_every_review_channel_member_may_
     assert facts_in(open_card) == {"handbook"} and "citebot_review_approve" in json.dumps(open_card["blocks"])
 
 
+def test_an_approval_for_a_dm_is_checked_against_the_askers_access_when_the_reviewer_decides(bot):
+    from tests.citebot_fixtures import button_value
+    from tests.harness import REVIEW_CHANNEL, block_action, view_submission
+    from tests.test_home_triage import home_action
+
+    dm = "DXPAYROLL"
+    reply = ask_in_dm(bot, "UPAYROLL", "payroll")
+    assert facts_in(reply) == {"payroll"}
+    cards, opened = len(bot.slack.messages(REVIEW_CHANNEL)), len(bot.slack.calls("views.open"))
+    bot.send_action(block_action("citebot_feedback_down", button_value(reply, "citebot_feedback_down"),
+                                 channel=dm, user="UPAYROLL"))
+    *_, modal = bot.slack.wait_for("views.open", opened + 1)
+    reason = {"citebot_feedback_reason": {"reason": {"type": "plain_text_input", "value": "Out of date."}}}
+    bot.send_action(view_submission(modal.body["view"], user="UPAYROLL", values=reason))
+    card = collect(lambda: bot.slack.messages(REVIEW_CHANNEL), cards + 1, "the review card")[-1]
+    assert "UPAYROLL" not in json.dumps(card)  # a DM's asker is never named on the card
+    # The asker leaves payroll; UREVIEWER joins it and decides on the Home tab.
+    bot.slack.usergroups["S0PAYROLL"]["users"] = ["UREVIEWER"]
+    bot.slack.channels["CPAYROLL"]["members"] = [BOT_USER_ID]
+    send_access_event(bot, {"type": "subteam_members_changed", "subteam_id": "S0PAYROLL", "team_id": "T0FAKE",
+                            "removed_users": ["UPAYROLL"], "added_users": ["UREVIEWER"],
+                            "event_ts": f"{time.time():.6f}"})
+    send_access_event(bot, {"type": "member_left_channel", "user": "UPAYROLL", "channel": "CPAYROLL",
+                            "channel_type": "G", "team": "T0FAKE", "event_ts": f"{time.time():.6f}"})
+    try:
+        published = len(bot.slack.calls("views.publish"))
+        send_access_event(bot, {"type": "app_home_opened", "user": "UREVIEWER", "channel": "DUREVIEWER",
+                                "tab": "home", "event_ts": f"{time.time():.6f}"})
+        bot.slack.wait_for("views.publish", published + 1)
+        view = bot.slack.home_view("UREVIEWER")
+        review_id = next(el["value"] for b in view["blocks"] if b["type"] == "actions" for el in b["elements"]
+                         if el["action_id"] == "citebot_review_approve" and facts_in(b) == set())
+        before = len(bot.slack.messages(dm))
+        told_before = len(bot.slack.calls("chat.postEphemeral"))
+        bot.send_action(home_action(view, "citebot_review_approve", review_id, user="UREVIEWER"))
+        wait_until(lambda: any(message(Key.NOT_OPEN_TO_ASKER, "en") in json.dumps(v)
+                               for v in [bot.slack.home_view("UREVIEWER"),
+                                         *[c.body for c in bot.slack.calls("chat.postEphemeral")[told_before:]]]),
+                   20, "the reviewer told the asker may not read its sources now")
+        settle(bot)
+        assert len(bot.slack.messages(dm)) == before  # nothing posted to the asker
+        assert not any(c.body.get("user") == "UPAYROLL" for c in bot.slack.calls("chat.postEphemeral")[told_before:])
+    finally:
+        bot.slack.usergroups["S0PAYROLL"]["users"] = ["UPAYROLL"]
+        bot.slack.channels["CPAYROLL"]["members"] = [BOT_USER_ID, "UPAYROLL"]
+        send_access_event(bot, {"type": "subteam_members_changed", "subteam_id": "S0PAYROLL", "team_id": "T0FAKE",
+                                "added_users": ["UPAYROLL"], "removed_users": ["UREVIEWER"],
+                                "event_ts": f"{time.time():.6f}"})
+        send_access_event(bot, {"type": "member_joined_channel", "user": "UPAYROLL", "channel": "CPAYROLL",
+                                "channel_type": "G", "team": "T0FAKE", "event_ts": f"{time.time():.6f}"})
+
+
 def test_post_in_channel_shares_an_answer_only_where_everyone_may_read_its_sources(bot):
     from tests.citebot_fixtures import button_value
     from tests.harness import block_action

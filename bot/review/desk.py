@@ -85,6 +85,7 @@ class ReviewDesk:
             is_dm=question.is_dm,
             asker=None if question.is_dm else question.user,
             private_to=private_to,
+            reader=question.user if question.is_dm or private_to is not None else None,
             draft=answer.draft or "",
             violations=answer.violations,
             sources=answer.context,
@@ -95,10 +96,15 @@ class ReviewDesk:
         return record
 
     async def _open_where_posted(self, record: ReviewRecord, answer: Answer) -> bool:
-        """Whether everyone in the asker's channel may read what the decision would post there now."""
+        """Whether everyone who would read the decision may read its sources now: everyone in the asker's
+        channel; for a DM's or a private question, the asker, resolved again (they may have left a group)."""
         cited = {s.collection for s in answer.sources}
-        if not cited or self.access is None or record.is_dm or record.private_to is not None:
+        if not cited or self.access is None:
             return True
+        if record.is_dm or record.private_to is not None:
+            reader = record.reader or record.private_to
+            # Who asked a DM's question is unknown (a review opened before it was kept): nothing is posted on a guess.
+            return reader is not None and cited <= await self.access.user_reads(reader)
         return cited <= await self.access.channel_reads(record.channel)
 
     async def _restricted(self, record: ReviewRecord) -> bool:
@@ -128,6 +134,7 @@ class ReviewDesk:
             asker=None if answer.is_dm else answer.asker,
             flagged_by=None if answer.is_dm else feedback.user,
             private_to=answer.private_to,
+            reader=answer.asker if answer.is_dm or answer.private_to is not None else None,
             draft=answer.text,
             sources=answer.sources,
             kind="feedback",
@@ -185,7 +192,9 @@ class ReviewDesk:
         if not await self._open_where_posted(record, answer):
             # Approved text from collections someone in the asker's channel may not read (it changed since, or
             # the draft came from a private answer): not posted; the reviewer is told.
-            await self._undo_decision(record, reviewer, message(Key.NOT_OPEN_TO_CHANNEL, record.language))
+            private = record.is_dm or record.private_to is not None
+            await self._undo_decision(record, reviewer, message(Key.NOT_OPEN_TO_ASKER if private
+                                                                else Key.NOT_OPEN_TO_CHANNEL, record.language))
             await self._refresh_home(record, reviewer)
             return
         key = f"review:{review_id}"

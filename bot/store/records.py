@@ -86,6 +86,9 @@ class ReviewRecord(BaseModel):
     # The asker of a question answered to them alone (/citebot): the decision goes to
     # them with chat.postEphemeral, never into the channel. Not shown on the card.
     private_to: str | None = None
+    # Who reads the decision of a DM's or private question (its asker): their access is checked again when a
+    # reviewer decides. Never shown on the card (asker stays None for a DM).
+    reader: str | None = None
     flagged_by: str | None = None  # feedback: who gave the 👎 (None for DMs, as the asker)
     draft: str = ""
     violations: list[Violation] = Field(default_factory=list)
