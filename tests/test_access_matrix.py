@@ -435,6 +435,40 @@ def test_an_approval_for_a_dm_is_checked_against_the_askers_access_when_the_revi
                                 "channel_type": "G", "team": "T0FAKE", "event_ts": f"{time.time():.6f}"})
 
 
+def test_approve_and_dismiss_on_a_restricted_review_check_whoever_clicks(bot):
+    from tests.citebot_fixtures import button_value
+    from tests.harness import REVIEW_CHANNEL, block_action, view_submission
+    from tests.test_home_triage import home_action
+
+    posted = payroll_answer_in_its_channel(bot)
+    cards, opened = len(bot.slack.messages(REVIEW_CHANNEL)), len(bot.slack.calls("views.open"))
+    bot.send_action(block_action("citebot_feedback_down", button_value(posted, "citebot_feedback_down"),
+                                 channel="CPAYROLL", user="UPAYROLL"))
+    *_, modal = bot.slack.wait_for("views.open", opened + 1)
+    reason = {"citebot_feedback_reason": {"reason": {"type": "plain_text_input", "value": "Stale."}}}
+    bot.send_action(view_submission(modal.body["view"], user="UPAYROLL", values=reason))
+    card = collect(lambda: bot.slack.messages(REVIEW_CHANNEL), cards + 1, "the review card")[-1]
+    published = len(bot.slack.calls("views.publish"))
+    send_access_event(bot, {"type": "app_home_opened", "user": "UPAYROLL", "channel": "DUPAYROLL", "tab": "home",
+                            "event_ts": f"{time.time():.6f}"})
+    bot.slack.wait_for("views.publish", published + 1)
+    view = bot.slack.home_view("UPAYROLL")
+    review_id = [el["value"] for b in view["blocks"] if b["type"] == "actions" for el in b["elements"]
+                 if el["action_id"] == "citebot_review_dismiss"][-1]
+    in_channel = len(bot.slack.messages("CPAYROLL"))
+    updates = len(bot.slack.calls("chat.update"))
+    # A listed reviewer who may not read payroll (a stale tab, a forged click): neither decides it.
+    for action in ("citebot_review_approve", "citebot_review_dismiss"):
+        bot.send_action(home_action(view, action, review_id, user="UREVIEWER"))
+    settle(bot)
+    assert len(bot.slack.messages("CPAYROLL")) == in_channel
+    assert not [c for c in bot.slack.calls("chat.update")[updates:] if c.body.get("ts") == card["ts"]]
+    # The reviewer who may read it does.
+    bot.send_action(home_action(view, "citebot_review_dismiss", review_id, user="UPAYROLL"))
+    wait_until(lambda: [c for c in bot.slack.calls("chat.update")[updates:] if c.body.get("ts") == card["ts"]],
+               20, "the restricted card marked decided")
+
+
 def test_post_in_channel_shares_an_answer_only_where_everyone_may_read_its_sources(bot):
     from tests.citebot_fixtures import button_value
     from tests.harness import block_action

@@ -278,6 +278,8 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
     async def decide(body, decision: str, text: str = "", save_draft: bool = False) -> None:
         review_id = body["actions"][0]["value"] if "actions" in body else body["view"]["private_metadata"]
         user = body["user"]["id"]
+        if not await may_decide(review_id, user):
+            return
         if not await records.claim_decision(review_id, user):
             return  # another reviewer, or a double click, was first
         job = Job.of(ReviewDecisionPayload(review_id=review_id, decision=decision, reviewer=user, text=text,
@@ -293,6 +295,18 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
 
     def may_review(body) -> bool:
         return reviewers.may_triage(settings, body)
+
+    async def may_decide(review_id: str, user: str) -> bool:
+        """A restricted review (its card shows neither draft nor buttons) is decided only by a reviewer who may
+        read every collection it shows: a click from anyone else (a stale Home tab, a forged payload) does
+        nothing. A Slack error resolving the clicker raises: nothing is decided on a guess."""
+        record = await records.review(review_id)
+        if record is None or not record.restricted or deps.access is None:
+            return True
+        if shown_collections(record) <= await deps.access.user_reads(user):
+            return True
+        log.warning("decision on restricted review %s by %s refused: not open to them", review_id, user)
+        return False
 
     @app.action(review_card.ACTION_REVIEW_APPROVE)
     async def on_approve(ack, body):
