@@ -96,6 +96,14 @@ def collect(fetch, expected: int, what: str) -> list:
     return wait_until(lambda: (found := fetch()) and len(found) >= expected and found, 40, what)
 
 
+def audit_entries(bot) -> list:
+    from bot.store.audit import _parse
+    from bot.store.keys import AUDIT_STREAM
+
+    with bot.redis() as client:
+        return [_parse(row) for row in client.xrange(AUDIT_STREAM)]
+
+
 def settle(bot) -> None:
     wait_until(bot.queue_idle, 40, "the queue to empty")
     time.sleep(0.3)
@@ -201,6 +209,11 @@ def test_a_channel_gets_only_what_every_member_may_read(bot, channel, asker, all
         # The asker may read more: what the channel could not be told is answered to them alone, in the thread.
         assert facts_in(offers) == OWN[asker] - allowed
         assert all(o["text"].startswith(message(Key.MORE_IN_PRIVATE, "en")) and o["thread_ts"] for o in offers)
+        # Each has its own audit entry: the asker alone saw it, from what they alone may read.
+        private = [e for e in audit_entries(bot) if e.private_to == asker and e.channel == channel]
+        assert private and all(e.question_id.endswith("#private") and set(e.allowed or ()) <= OWN[asker]
+                               and set(e.allowed or ()) - allowed for e in private)
+        assert {c.collection for e in private for c in e.cited} == OWN[asker] - allowed
     else:
         assert offers == []
 

@@ -371,6 +371,15 @@ class JobHandlers:
             channel=question.channel, user=question.user, thread_ts=question.reply_thread_ts,
             text=f"{intro['text']}\n\n{msg['text']}", blocks=[*intro["blocks"], *msg["blocks"]]))
         log.info("private answer offered to the asker", extra={"collections": collections})
+        if self.audit is None:
+            return
+        try:
+            # Its own entry: what this answer, seen by the asker alone, was allowed (the channel's says the channel's).
+            entry = audit_entry(private, answer, posted=None)
+            entry.question_id, entry.private_to, entry.posted_channel = ref, question.user, question.channel
+            await self.audit.record(entry)
+        except (StoreUnavailable, RedisError, OSError) as exc:
+            log.error("audit entry of private answer %s not recorded: %s", ref, exc)
 
     async def _generate(self, question: Question, poster: Delivery, status: PanelStatus | None = None) -> Answer:
         """The pipeline's answer within what is left of the question's time budget.
