@@ -168,6 +168,9 @@ class Settings(BaseSettings):
     redis_ca_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_CA_FILE")
     redis_cert_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_CERT_FILE")
     redis_key_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_KEY_FILE")
+    # How long what Slack said about a person, a group or a channel's members is cached (bot.access): the most
+    # a removal from a group takes to count if Slack's event is lost. Each question costs Slack calls only after it.
+    access_cache_s: int = Field(300, ge=1, validation_alias="CITEBOT_ACCESS_CACHE_S")
     kb_dir: Path = Field(BUNDLED_KB_DIR, validation_alias="CITEBOT_KB_DIR")
     index_dir: Path = Field(Path("./.citebot/index"), validation_alias="CITEBOT_INDEX_DIR")
     # Reviewers' answers saved as draft KB entries (bot.review.drafts); unset: DRAFTS_FOLDER inside the KB folder.

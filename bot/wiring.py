@@ -178,7 +178,7 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
         pipeline = make_pipeline(settings, retriever, backend)
         if pipeline.judge is not None:
             stack.push_async_callback(pipeline.judge.aclose)
-        access = AccessGate.of(slack, redis, settings.index_dir)
+        access = AccessGate.of(slack, redis, settings.index_dir, cache_s=settings.access_cache_s)
         handlers = JobHandlers(
             settings=settings,
             slack=slack,

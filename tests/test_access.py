@@ -98,6 +98,23 @@ async def test_users_info_says_who_is_a_guest_external_deactivated_or_a_bot(slac
     assert (await resolver.person("UCROSS")).kind is Kind.EXTERNAL
 
 
+async def test_the_cache_lives_as_long_as_citebot_access_cache_s(slack, redis, monkeypatch):
+    from bot.access.gate import AccessGate
+    from bot.config import Settings
+    from bot.store.keys import ACCESS_PREFIX
+
+    monkeypatch.setenv("CITEBOT_ACCESS_CACHE_S", "42")
+    settings = Settings()
+    assert settings.access_cache_s == 42
+    gate = AccessGate.of(make_client("xoxb-test", slack.url), redis, settings.index_dir, cache_s=settings.access_cache_s)
+    await redis.delete(f"{ACCESS_PREFIX}user:UASKER")
+    await gate.resolver.person("UASKER")
+    assert 0 < await redis.ttl(f"{ACCESS_PREFIX}user:UASKER") <= 42
+    monkeypatch.setenv("CITEBOT_ACCESS_CACHE_S", "0")
+    with pytest.raises(ValueError):
+        Settings()
+
+
 async def test_cached_answers_cost_no_slack_call_and_an_event_drops_them(slack, redis):
     resolver = resolver_for(slack, redis)
     await private_scope(resolver, ACCESSES, "UPAYROLL")

@@ -21,7 +21,7 @@ from bot.access.scope import Accesses, Scope, conversation_scope, private_scope
 from bot.i18n import Key, message
 from bot.models import SlackQuestion
 from bot.slack.calls import best_effort
-from bot.store.keys import ACCESS_TOLD_PREFIX, ACCESS_TOLD_TTL_S
+from bot.store.keys import ACCESS_TOLD_PREFIX, ACCESS_TOLD_TTL_S, ACCESS_TTL_S
 from kb_index.index import IndexNotFound
 
 log = logging.getLogger(__name__)
@@ -33,8 +33,9 @@ class AccessGate:
     accesses: Accesses
 
     @classmethod
-    def of(cls, slack: AsyncWebClient, redis: aioredis.Redis, index_dir: Path) -> AccessGate:
-        return cls(AccessResolver(slack, redis), Accesses(index_dir))
+    def of(cls, slack: AsyncWebClient, redis: aioredis.Redis, index_dir: Path, *, cache_s: int = ACCESS_TTL_S) -> AccessGate:
+        """`cache_s`: CITEBOT_ACCESS_CACHE_S, how long what Slack said is cached."""
+        return cls(AccessResolver(slack, redis, ttl_s=cache_s), Accesses(index_dir))
 
     async def scope(self, question: SlackQuestion, *, private: bool, bot_user_id: str | None) -> Scope:
         """AccessUnavailable when Slack does not say; IndexNotFound without an index."""

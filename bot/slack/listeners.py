@@ -72,7 +72,8 @@ def create_app(deps: AppDeps) -> AsyncApp:
     register_events(app, deps)
     register_access_events(app, deps.records.redis)
     if deps.access is None:
-        deps.access = AccessGate.of(app.client, deps.records.redis, settings.index_dir)
+        deps.access = AccessGate.of(app.client, deps.records.redis, settings.index_dir,
+                                   cache_s=settings.access_cache_s)
     register_actions(app, deps)
     register_home(app, deps)
     # Imported here: the panel's questions are built and enqueued as a DM's are, with this module's functions.

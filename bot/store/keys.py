@@ -305,7 +305,7 @@ def assistant_greeted_key(channel: str, thread_ts: str) -> str:
 # One hash tag for all of them: a question reads its people with one MGET (and a channel's list beside the
 # epoch), which a cluster runs only on keys of one slot. Small, short-lived values: one node holds them well.
 ACCESS_PREFIX = PREFIX + "{access}:"
-ACCESS_TTL_S = 300
+ACCESS_TTL_S = 300  # the default of CITEBOT_ACCESS_CACHE_S (bot.config), which sets it
 # A person told once why citebot does not answer in a channel shared with another organization.
 ACCESS_TOLD_PREFIX = PREFIX + "access-told:"  # + <channel>:<user>
 ACCESS_TOLD_TTL_S = 30 * 24 * 3600
