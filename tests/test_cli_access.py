@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -103,8 +104,14 @@ def test_index_names_a_group_or_channel_that_slack_does_not_know_in_an_error_lin
     monkeypatch.setenv("CITEBOT_EMBEDDER", "none")
     code, _, err = run(capsys, "index", "-q")
     assert code == 0 and "unknown to Slack" not in err  # payroll-team is a group Slack knows
+    from kb_index.index import current_generation
+
+    live = current_generation(Path(os.environ["CITEBOT_INDEX_DIR"])).name
     (kb / "payroll" / "_collection.yml").write_text("audience:\n  groups: [payroll-tem]\n  channels: [C0GONE]\n")
     code, _, err = run(capsys, "index", "-q")
+    # Checked before the switch: without --keep-going the live index stays as it was.
+    assert current_generation(Path(os.environ["CITEBOT_INDEX_DIR"])).name == live
+    assert "was not rebuilt" in err and "--keep-going" in err
     lines = [line for line in err.splitlines() if line.startswith(str(kb))]
     assert code == 1 and lines == [
         f"{kb / 'payroll' / '_collection.yml'}: the user group payroll-tem an audience names is unknown to Slack: "
@@ -112,3 +119,7 @@ def test_index_names_a_group_or_channel_that_slack_does_not_know_in_an_error_lin
         f"{kb / 'payroll' / '_collection.yml'}: the channel C0GONE an audience names cannot be read "
         "(channel_not_found): it grants nobody access",
     ]
+    # With --keep-going the index is switched in all the same, the error lines said and the exit code 1.
+    code, _, err = run(capsys, "index", "-q", "--keep-going")
+    assert code == 1 and "unknown to Slack" in err
+    assert current_generation(Path(os.environ["CITEBOT_INDEX_DIR"])).name != live
