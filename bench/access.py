@@ -7,7 +7,8 @@ lifetime or an event); cached: the next questions.
 
     python bench/access.py [--questions 200] [--members 50] [--redis redis://127.0.0.1:6379/14]
 
-Goal (issue: access): at most 1 Slack call per question once cached, at most 5 ms added. The Redis
+Goal (issue: access): at most 1 Slack call per question once cached, at most 5 ms added. A cold large channel
+is read in bulk (users.list, 200 a page): `--members 1000` shows its cold calls. The Redis
 database given is flushed before and after.
 """
 

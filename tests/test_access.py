@@ -192,3 +192,19 @@ async def test_a_channels_people_are_read_once_and_again_after_a_user_change(sla
     await forget(redis, {"type": "user_change", "user": {"id": "UREVIEWER"}})
     changed = await conversation_scope(resolver, ACCESSES, "UPAYROLL", "CGENERAL", bot_user_id=BOT_USER_ID)
     assert changed.collections == {"visitors"} and len(slack.calls("users.info")) == calls + 1
+
+
+async def test_a_cold_large_channel_reads_its_people_in_bulk(slack, redis):
+    await redis.flushdb()
+    members = [BOT_USER_ID, "UPAYROLL", "UGUEST", "UEXTERNAL"] + [f"UMEMBER{i:04d}" for i in range(996)]
+    slack.channels["CBIG"] = {"id": "CBIG", "name": "big", "is_member": True, "members": members}
+    resolver = resolver_for(slack, redis)
+    scope = await conversation_scope(resolver, ACCESSES, "UPAYROLL", "CBIG", bot_user_id=BOT_USER_ID)
+    # users.list, 200 a page, instead of a users.info per member: only the asker (resolved first, alone) and the
+    # other organization's person (not listed) are asked one by one; a guest and an outsider are seen all the same.
+    assert len(slack.calls("users.list")) <= 6
+    assert sorted(c.body["user"] for c in slack.calls("users.info")) == ["UEXTERNAL", "UPAYROLL"]
+    assert len([c for c in slack.calls() if c.method != "conversations.members"]) <= 12  # its pages apart
+    assert scope.shared_externally is False and "handbook" not in scope.collections  # the outsider keeps it out
+    people = {p.id: p.kind for p in await resolver.people(["UGUEST", "UEXTERNAL", "UMEMBER0001"])}
+    assert people == {"UGUEST": Kind.GUEST, "UEXTERNAL": Kind.EXTERNAL, "UMEMBER0001": Kind.MEMBER}

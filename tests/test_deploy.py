@@ -607,6 +607,8 @@ METHOD_SCOPES: dict[str, set[str]] = {
     # usergroups.list also in citebot doctor: a help channel's escalate_to names someone Slack knows.
     "conversations_members": {"channels:read", "groups:read", "mpim:read"},
     "users_info": {"users:read"},
+    # A cold large channel's people in bulk (bot/access/resolver.py).
+    "users_list": {"users:read"},
     "usergroups_list": {"usergroups:read"},
     "usergroups_users_list": {"usergroups:read"},
     "views_open": set(),

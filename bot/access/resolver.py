@@ -40,6 +40,13 @@ _NOT_FOUND = frozenset({"user_not_found", "users_not_found", "no_such_subteam", 
 MEMBERS_PAGE = 1000
 # users.info calls at once for the members of a channel not cached yet.
 USER_LOOKUPS_AT_ONCE = 8
+# So many people not cached at once (a cold large channel): the workspace's users are read in bulk with users.list,
+# USERS_PAGE a call, instead of one users.info each; those it does not list (another organization's, in a Slack
+# Connect channel) are still asked one by one. At most one users.list page per BULK_PAGE_COST people missing,
+# so that a huge workspace never costs more calls than asking each would.
+BULK_FROM = 50
+USERS_PAGE = 200
+BULK_PAGE_COST = 5
 
 
 class AccessUnavailable(Retryable):
@@ -74,6 +81,9 @@ class AccessResolver:
         cached = await self.redis.mget([_key("user", u) for u in ids])
         known = {u: _person(u, json.loads(raw)) for u, raw in zip(ids, cached, strict=True) if raw is not None}
         missing = [u for u in ids if u not in known]
+        if len(missing) >= BULK_FROM:
+            known.update(await self._warm_in_bulk(set(missing)))
+            missing = [u for u in ids if u not in known]
         if missing:
             team, enterprise = await self._organization()
             limit = asyncio.Semaphore(USER_LOOKUPS_AT_ONCE)
@@ -100,6 +110,28 @@ class AccessResolver:
         data = {"epoch": now, "ids": ids, "kinds": [p.kind.value for p in people]}
         await self.redis.set(_key("people", channel), json.dumps(data), ex=self.ttl_s)
         return people
+
+    async def _warm_in_bulk(self, wanted: set[str]) -> dict[str, Person]:
+        """The wanted people found in users.list, page by page until all are found (or the pages a lookup of
+        each would cost are spent); every user a page holds is cached, one Redis round trip a page."""
+        team, enterprise = await self._organization()
+        found: dict[str, Person] = {}
+        cursor: str | None = None
+        for _ in range(max(1, len(wanted) // BULK_PAGE_COST)):
+            page = await self._ask("users.list", self.slack.users_list(limit=USERS_PAGE, cursor=cursor))
+            pipe = self.redis.pipeline(transaction=False)
+            for user in page.get("members") or []:
+                if not isinstance(user, dict) or not user.get("id"):
+                    continue
+                data = {"kind": _kind(user, team, enterprise)}
+                pipe.set(_key("user", str(user["id"])), json.dumps(data), ex=self.ttl_s)
+                if user["id"] in wanted:
+                    found[str(user["id"])] = _person(str(user["id"]), data)
+            await pipe.execute()
+            cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+            if not cursor or len(found) == len(wanted):
+                break
+        return found
 
     async def _fetch_person(self, user: str, team: str, enterprise: str | None) -> Person:
         info = await self._ask("users.info", self.slack.users_info(user=user), not_found={})

@@ -22,7 +22,9 @@ Who is who (bot.access): users.info over `users` (DIRECTORY_USERS: a full member
 a multi-channel guest, a user of another organization, a deactivated user, a bot,
 a payroll group member; any other U… id answers as a full member of this team, so
 that tests about something else need not list their users; a test that sets `users`
-whole names the whole workspace, anyone else being user_not_found), usergroups.list and
+whole names the whole workspace, anyone else being user_not_found), users.list over
+the same people of this team, 200 a page
+(another organization's are not listed); usergroups.list and
 usergroups.users.list over `usergroups` (DIRECTORY_GROUPS), conversations.members
 over each channel's `members` (default: the bot, UASKER and UREVIEWER), at most
 `members_page` per page with Slack's cursor, and conversations.info, whose channel
@@ -532,6 +534,21 @@ class FakeSlackServer(Scripting, ThreadedFake):
                 "is_ultra_restricted": False, "team_id": self.team_id, **user}
         return {"ok": True, "user": full}
 
+    def _users_list(self, body: dict[str, Any]) -> dict[str, Any]:
+        """This team's people, `limit` per page (at most 200, as Slack advises), the cursor the next page's offset:
+        those in `users` of this team and, unless `users` was set whole, every other U… member of a channel.
+        People of another organization are not listed (users.info still answers for them)."""
+        ids = [uid for uid, u in self.users.items() if u.get("team_id", self.team_id) == self.team_id
+               and not u.get("is_stranger")]
+        if not self.users_complete:
+            ids += sorted({m for c in self.channels.values() for m in c.get("members", DEFAULT_MEMBERS)
+                           if m[:1] in ("U", "W") and m not in self.users})
+        limit = min(int(body.get("limit") or 200), 200)
+        start = int(body.get("cursor") or 0)
+        page = [self._users_info({"user": uid})["user"] for uid in ids[start:start + limit]]
+        more = start + limit < len(ids)
+        return {"ok": True, "members": page, "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
+
     def _usergroups_list(self, body: dict[str, Any]) -> dict[str, Any]:
         groups = [{"id": gid, "handle": g["handle"], "name": g.get("name", g["handle"]), "team_id": self.team_id}
                   for gid, g in self.usergroups.items()]
@@ -645,6 +662,7 @@ _METHODS = {
     "conversations.list": FakeSlackServer._conversation_list,
     "conversations.members": FakeSlackServer._conversation_members,
     "users.info": FakeSlackServer._users_info,
+    "users.list": FakeSlackServer._users_list,
     "usergroups.list": FakeSlackServer._usergroups_list,
     "usergroups.users.list": FakeSlackServer._usergroups_users,
     "apps.connections.open": FakeSlackServer._connections_open,
