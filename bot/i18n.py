@@ -41,6 +41,8 @@ class Key(StrEnum):
     ACCESS_UNCHECKED = "access_unchecked"  # Slack did not say who may read what, past all tries: nothing answered
     EXTERNAL_CHANNEL = "external_channel"  # a channel shared with another organization, with no collection for it
     MORE_IN_PRIVATE = "more_in_private"  # above the private answer to an asker who may read more than the channel
+    BETTER_IN_PRIVATE = "better_in_private"  # the channel was answered, but what only the asker may read fits better
+    ANSWER_PRIVATELY = "answer_privately"  # its button
     SOURCES_RESTRICTED = "sources_restricted"  # the Sources modal for someone who may not read them
     REVIEW_RESTRICTED = "review_restricted"  # a review card whose draft not every review channel member may read
     NOT_OPEN_TO_CHANNEL = "not_open_to_channel"  # "Post in channel": not everyone there may read its sources
@@ -209,6 +211,11 @@ _TEXT: dict[str, dict[Key, str]] = {
             "Only you see this: in this channel I answer only from what everyone in it may read, and you may "
             "read more. From that:"
         ),
+        Key.BETTER_IN_PRIVATE: (
+            "Only you see this: I answered here from what everyone in this channel may read, but something only "
+            "you may read here may answer it better."
+        ),
+        Key.ANSWER_PRIVATELY: "Answer privately",
         Key.SOURCES_RESTRICTED: "These sources are not open to you, so they are not shown.",
         Key.NOT_OPEN_TO_CHANNEL: "not everyone in the channel may read its sources",
         Key.NOT_OPEN_TO_ASKER: "the asker may not read its sources now",
@@ -412,6 +419,11 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
             "Nur du siehst das: In diesem Kanal antworte ich nur aus dem, was alle darin lesen dürfen, und du "
             "darfst mehr lesen. Daraus:"
         ),
+        Key.BETTER_IN_PRIVATE: (
+            "Nur du siehst das: Ich habe hier aus dem geantwortet, was alle in diesem Kanal lesen dürfen, aber "
+            "etwas, das nur du hier lesen darfst, könnte besser antworten."
+        ),
+        Key.ANSWER_PRIVATELY: "Privat antworten",
         Key.SOURCES_RESTRICTED: "Diese Quellen sind für dich nicht freigegeben und werden daher nicht gezeigt.",
         Key.NOT_OPEN_TO_CHANNEL: "nicht alle im Kanal dürfen seine Quellen lesen",
         Key.NOT_OPEN_TO_ASKER: "die fragende Person darf seine Quellen jetzt nicht lesen",

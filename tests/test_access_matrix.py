@@ -229,31 +229,6 @@ def test_a_shared_channel_without_an_external_collection_gets_no_answer_and_the_
     assert told[0]["text"] == message(Key.EXTERNAL_CHANNEL, "en")
 
 
-@pytest.mark.parametrize(
-    ("channel", "allowed"),
-    [
-        (HELP_GUESTS, {"visitors"}),  # a guest reads along: never a guests:false collection
-        (HELP_SHARED, {"partners"}),  # Slack Connect: no internal answer
-    ],
-)
-def test_a_help_channel_auto_answers_only_from_what_every_member_may_read(bot, channel, allowed):
-    sent = {}
-    for n, (name, (question, _, _)) in enumerate(KB.items()):
-        ts = f"{int(time.time())}.{n:06d}"
-        event = {"type": "message", "channel_type": "channel", "channel": channel, "user": "UPAYROLL",
-                 "text": question, "ts": ts, "event_ts": ts}
-        sent[("UPAYROLL", name)] = ts
-        assert bot.send_event(envelope(event, f"EvHelp{channel}{n}", int(time.time()))).status_code == 200
-    settle(bot)
-    # Only the question whose collection the channel may read is answered there, and from that collection.
-    assert facts_in(bot.slack.messages(channel)) == allowed
-    for (_, name), ts in sent.items():
-        assert facts_in(bot.replies(channel, ts)) == ({name} & allowed), name
-    # What the channel could not be told reaches the asker alone.
-    private = [c.body for c in bot.slack.calls("chat.postEphemeral") if c.body.get("channel") == channel]
-    assert all(p["user"] == "UPAYROLL" for p in private)
-
-
 # ---------------------------------------------------------------- changes and errors
 
 
@@ -396,6 +371,110 @@ def test_a_review_card_shows_a_draft_only_where_every_review_channel_member_may_
     assert facts_in(open_card) == {"handbook"} and "citebot_review_approve" in json.dumps(open_card["blocks"])
 
 
+def test_post_in_channel_shares_an_answer_only_where_everyone_may_read_its_sources(bot):
+    from tests.citebot_fixtures import button_value
+    from tests.harness import block_action
+
+    def ask_and_share(channel: str, name: str) -> list[dict]:
+        url = bot.slack.response_url()
+        bot.send_command(slash_command(KB[name][0], response_url=url, channel=channel, user="UPAYROLL"))
+        path = "/" + url.split("/", 3)[3]
+        [reply] = collect(lambda: [c.body for c in bot.slack.calls("response_url") if c.path == path], 1, "reply")
+        assert facts_in(reply) == {name}
+        action = block_action("citebot_post_in_channel", button_value(reply, "citebot_post_in_channel"),
+                              channel=channel, user="UPAYROLL")
+        action["response_url"] = url
+        bot.send_action(action)
+        return collect(lambda: [c.body for c in bot.slack.calls("response_url") if c.path == path], 2, "the outcome")
+
+    # Answered to the asker alone from payroll: #general may not read payroll, so it is not posted there.
+    *_, told = ask_and_share("CGENERAL", "payroll")
+    assert "not everyone in the channel may read its sources" in told["text"] and facts_in(told) == set()
+    settle(bot)
+    assert "payroll" not in facts_in(bot.slack.messages("CGENERAL"))
+    # In the payroll channel everyone may: it is posted there.
+    ask_and_share("CPAYROLL", "payroll")
+    wait_until(lambda: any(m.get("thread_ts") is None and facts_in(m) == {"payroll"}
+                           for m in bot.slack.messages("CPAYROLL")), 20, "the shared answer in #payroll")
+
+
+def test_the_gaps_on_a_reviewers_home_tab_leave_out_questions_asked_where_more_could_be_read(bot):
+    asked = {"CPAYROLL": ("UPAYROLL", "Which parking garage takes motorbikes overnight?"),
+             "CGENERAL": ("UASKER", "Which bakery delivers croissants on Sundays?")}
+    # Each asked four times: the most asked gaps come first, ahead of the refusals of the tests before.
+    for channel, (user, text) in asked.items():
+        for _ in range(4):
+            event = mention_event(text, channel=channel, user=user)
+            bot.send_event(event)
+            collect(lambda c=channel, t=event["event"]["ts"]: bot.replies(c, t), 1, f"the refusal in {channel}")
+    settle(bot)
+    for reviewer, sees in (("UPAYROLL", {"CPAYROLL", "CGENERAL"}), ("UREVIEWER", {"CGENERAL"})):
+        published = len(bot.slack.calls("views.publish"))
+        send_access_event(bot, {"type": "app_home_opened", "user": reviewer, "channel": f"D{reviewer}", "tab": "home",
+                                "event_ts": f"{time.time():.6f}"})
+        bot.slack.wait_for("views.publish", published + 1)
+        view = json.dumps(bot.slack.home_view(reviewer))
+        assert {c for c, (_, text) in asked.items() if text in view} == sees, reviewer
+
+
+# ---------------------------------------------------------------- after the gaps test (their refusals would rank above its)
+
+
+@pytest.mark.parametrize(
+    ("channel", "allowed"),
+    [
+        (HELP_GUESTS, {"visitors"}),  # a guest reads along: never a guests:false collection
+        (HELP_SHARED, {"partners"}),  # Slack Connect: no internal answer
+    ],
+)
+def test_a_help_channel_auto_answers_only_from_what_every_member_may_read(bot, channel, allowed):
+    sent = {}
+    for n, (name, (question, _, _)) in enumerate(KB.items()):
+        ts = f"{int(time.time())}.{n:06d}"
+        event = {"type": "message", "channel_type": "channel", "channel": channel, "user": "UPAYROLL",
+                 "text": question, "ts": ts, "event_ts": ts}
+        sent[("UPAYROLL", name)] = ts
+        assert bot.send_event(envelope(event, f"EvHelp{channel}{n}", int(time.time()))).status_code == 200
+    settle(bot)
+    # Only the question whose collection the channel may read is answered there, and from that collection.
+    assert facts_in(bot.slack.messages(channel)) == allowed
+    for (_, name), ts in sent.items():
+        assert facts_in(bot.replies(channel, ts)) == ({name} & allowed), name
+    # What the channel could not be told reaches the asker alone.
+    private = [c.body for c in bot.slack.calls("chat.postEphemeral") if c.body.get("channel") == channel]
+    assert all(p["user"] == "UPAYROLL" for p in private)
+
+
+def test_a_good_channel_answer_with_a_better_one_in_the_askers_own_access_offers_answer_privately(bot):
+    from tests.citebot_fixtures import button_value
+    from tests.harness import block_action
+
+    question = "When are salaries paid each month, and when does the canteen open?"
+    event = mention_event(question, channel="CGENERAL", user="UPAYROLL")
+    told = len(bot.slack.calls("chat.postEphemeral"))
+    assert bot.send_event(event).status_code == 200
+    settle(bot)
+    [reply] = collect(lambda: bot.replies("CGENERAL", event["event"]["ts"]), 1, "the channel's answer")
+    assert facts_in(reply) == {"handbook"}  # a good answer, from what the channel may read
+    [note] = [c.body for c in bot.slack.calls("chat.postEphemeral")[told:] if c.body.get("channel") == "CGENERAL"]
+    assert note["user"] == "UPAYROLL" and note["thread_ts"] and facts_in(note) == set()
+    assert message(Key.BETTER_IN_PRIVATE, "en")[:30] in note["text"]
+    value = button_value(note, "citebot_answer_privately")
+    # Someone else's click (a forwarded note) asks nothing; the asker's is answered to them alone.
+    url = bot.slack.response_url()
+    path = "/" + url.split("/", 3)[3]
+    for user in ("UASKER", "UPAYROLL"):
+        action = block_action("citebot_answer_privately", value, channel="CGENERAL", user=user)
+        action["response_url"] = url
+        bot.send_action(action)
+        settle(bot)
+        if user == "UASKER":
+            assert [c for c in bot.slack.calls("response_url") if c.path == path] == []
+    [private] = collect(lambda: [c.body for c in bot.slack.calls("response_url") if c.path == path], 1, "the answer")
+    assert "payroll" in facts_in(private)
+    assert facts_in(bot.slack.messages("CGENERAL")) <= {"handbook", "visitors", "partners"}
+
+
 def test_an_approval_for_a_dm_is_checked_against_the_askers_access_when_the_reviewer_decides(bot):
     from tests.citebot_fixtures import button_value
     from tests.harness import REVIEW_CHANNEL, block_action, view_submission
@@ -480,49 +559,3 @@ def test_approve_and_dismiss_on_a_restricted_review_check_whoever_clicks(bot):
     bot.send_action(home_action(view, "citebot_review_dismiss", review_id, user="UPAYROLL"))
     wait_until(lambda: [c for c in bot.slack.calls("chat.update")[updates:] if c.body.get("ts") == card["ts"]],
                20, "the restricted card marked decided")
-
-
-def test_post_in_channel_shares_an_answer_only_where_everyone_may_read_its_sources(bot):
-    from tests.citebot_fixtures import button_value
-    from tests.harness import block_action
-
-    def ask_and_share(channel: str, name: str) -> list[dict]:
-        url = bot.slack.response_url()
-        bot.send_command(slash_command(KB[name][0], response_url=url, channel=channel, user="UPAYROLL"))
-        path = "/" + url.split("/", 3)[3]
-        [reply] = collect(lambda: [c.body for c in bot.slack.calls("response_url") if c.path == path], 1, "reply")
-        assert facts_in(reply) == {name}
-        action = block_action("citebot_post_in_channel", button_value(reply, "citebot_post_in_channel"),
-                              channel=channel, user="UPAYROLL")
-        action["response_url"] = url
-        bot.send_action(action)
-        return collect(lambda: [c.body for c in bot.slack.calls("response_url") if c.path == path], 2, "the outcome")
-
-    # Answered to the asker alone from payroll: #general may not read payroll, so it is not posted there.
-    *_, told = ask_and_share("CGENERAL", "payroll")
-    assert "not everyone in the channel may read its sources" in told["text"] and facts_in(told) == set()
-    settle(bot)
-    assert "payroll" not in facts_in(bot.slack.messages("CGENERAL"))
-    # In the payroll channel everyone may: it is posted there.
-    ask_and_share("CPAYROLL", "payroll")
-    wait_until(lambda: any(m.get("thread_ts") is None and facts_in(m) == {"payroll"}
-                           for m in bot.slack.messages("CPAYROLL")), 20, "the shared answer in #payroll")
-
-
-def test_the_gaps_on_a_reviewers_home_tab_leave_out_questions_asked_where_more_could_be_read(bot):
-    asked = {"CPAYROLL": ("UPAYROLL", "Which parking garage takes motorbikes overnight?"),
-             "CGENERAL": ("UASKER", "Which bakery delivers croissants on Sundays?")}
-    # Each asked four times: the most asked gaps come first, ahead of the refusals of the tests before.
-    for channel, (user, text) in asked.items():
-        for _ in range(4):
-            event = mention_event(text, channel=channel, user=user)
-            bot.send_event(event)
-            collect(lambda c=channel, t=event["event"]["ts"]: bot.replies(c, t), 1, f"the refusal in {channel}")
-    settle(bot)
-    for reviewer, sees in (("UPAYROLL", {"CPAYROLL", "CGENERAL"}), ("UREVIEWER", {"CGENERAL"})):
-        published = len(bot.slack.calls("views.publish"))
-        send_access_event(bot, {"type": "app_home_opened", "user": reviewer, "channel": f"D{reviewer}", "tab": "home",
-                                "event_ts": f"{time.time():.6f}"})
-        bot.slack.wait_for("views.publish", published + 1)
-        view = json.dumps(bot.slack.home_view(reviewer))
-        assert {c for c, (_, text) in asked.items() if text in view} == sees, reviewer

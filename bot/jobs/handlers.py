@@ -54,6 +54,7 @@ What the asker hears when something fails, past all tries:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ from bot.slack.shared_copy import mark_posted, tell_not_posted
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.errors import StoreUnavailable
 from bot.store.escalations import Escalations
-from bot.store.keys import ACCESS_TOLD_PREFIX, ACCESS_TOLD_TTL_S
+from bot.store.keys import ACCESS_TOLD_PREFIX, ACCESS_TOLD_TTL_S, PRIVATE_OFFER_PREFIX, PRIVATE_OFFER_TTL_S
 from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, Records
 from citebot_core.errors import Permanent, Retryable
@@ -337,12 +338,35 @@ class JobHandlers:
         )
         await self._audit(question, poster, answer)
         await self._unreact(question, poster)
-        if scope is not None and self.access is not None and answer.outcome is not Outcome.ANSWERED:
+        if scope is not None and self.access is not None and not self._is_private(payload):
             policy = payload.question.collections
             more = scope.more_for_asker if policy is None else scope.more_for_asker & set(policy)
-            if more:
+            own = sorted(scope.asker if policy is None else scope.asker & set(policy))
+            if more and answer.outcome is not Outcome.ANSWERED:
                 # The asker may read more than everyone here: a private answer, never restricted text in the channel.
-                await self._answer_privately(question, sorted(scope.asker if policy is None else scope.asker & set(policy)))
+                await self._answer_privately(question, own)
+            elif more:
+                await self._offer_private(payload.question, own, more)
+
+    async def _offer_private(self, question: SlackQuestion, own: list[str], more: frozenset[str] | set[str]) -> None:
+        """The channel's answer was a good one, but the best passage for the asker's own access lies in a
+        collection the channel may not read: a note only they see, with "Answer privately" (bot.slack.listeners
+        asks the same question again from their own access, answered to them alone). Best effort, once."""
+        if not question.user:
+            return
+        try:
+            retrieval = await asyncio.to_thread(self.pipeline.retrieve, question.model_copy(update={"collections": own}))
+        except IndexNotFound:
+            return
+        if not retrieval.hits or retrieval.hits[0].collection not in more:
+            return
+        if not await self.records.redis.set(f"{PRIVATE_OFFER_PREFIX}{question.id}", question.model_dump_json(),
+                                            nx=True, ex=PRIVATE_OFFER_TTL_S):
+            return
+        msg = replies.better_in_private_message(question.id, language=question.language)
+        await best_effort(self.slack.chat_postEphemeral(
+            channel=question.channel, user=question.user, thread_ts=question.reply_thread_ts, **msg))
+        log.info("private answer offered to the asker", extra={"best_in": retrieval.hits[0].collection})
 
     async def _answer_privately(self, question: SlackQuestion, collections: list[str]) -> None:
         """The answer from what the asker alone may read, as a message only they see in the thread (once per

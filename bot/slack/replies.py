@@ -52,6 +52,7 @@ ACTION_FEEDBACK_UP = "citebot_feedback_up"
 ACTION_FEEDBACK_DOWN = "citebot_feedback_down"
 CALLBACK_FEEDBACK_REASON = "citebot_feedback_reason"
 ACTION_POST_IN_CHANNEL = "citebot_post_in_channel"
+ACTION_ANSWER_PRIVATELY = "citebot_answer_privately"
 FEEDBACK_REASON_BLOCK = "citebot_feedback_reason"
 FEEDBACK_REASON_ACTION = "reason"
 
@@ -314,3 +315,11 @@ def feedback_reason_from(view: dict[str, Any]) -> str:
     """The reason typed into the feedback modal (view_submission payload's `view`), or ""."""
     values = view.get("state", {}).get("values", {})
     return (values.get(FEEDBACK_REASON_BLOCK, {}).get(FEEDBACK_REASON_ACTION, {}).get("value") or "").strip()
+
+
+def better_in_private_message(question_id: str, *, language: str) -> dict[str, Any]:
+    """The note to an asker who may read more than the channel: the bot's own words and a button, no KB text."""
+    note = _notice(message(Key.BETTER_IN_PRIVATE, language))
+    actions = ActionsBlock(elements=[button(message(Key.ANSWER_PRIVATELY, language), ACTION_ANSWER_PRIVATELY,
+                                            question_id)])
+    return {**note, "blocks": [*note["blocks"], actions.to_dict()]}

@@ -309,6 +309,10 @@ ACCESS_TTL_S = 300  # the default of CITEBOT_ACCESS_CACHE_S (bot.config), which 
 # A person told once why citebot does not answer in a channel shared with another organization.
 ACCESS_TOLD_PREFIX = PREFIX + "access-told:"  # + <channel>:<user>
 ACCESS_TOLD_TTL_S = 30 * 24 * 3600
+# A question answered in a channel whose asker was offered "Answer privately": the question (JSON) the button
+# asks again from the asker's own access. A day to click it.
+PRIVATE_OFFER_PREFIX = PREFIX + "private-offer:"  # + question id
+PRIVATE_OFFER_TTL_S = 24 * 3600
 
 
 # ---------------------------------------------------------------- help channels (bot.helpdesk, bot.store.escalations)
