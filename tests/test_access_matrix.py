@@ -516,6 +516,15 @@ def test_an_approval_for_a_dm_is_checked_against_the_askers_access_when_the_revi
                    20, "the reviewer told the asker may not read its sources now")
         settle(bot)
         assert len(bot.slack.messages(dm)) == before  # nothing posted to the asker
+        # A written answer (it cites nothing, but was written from the restricted draft): the same.
+        opened = len(bot.slack.calls("views.open"))
+        bot.send_action(home_action(bot.slack.home_view("UREVIEWER"), "citebot_review_answer", review_id,
+                                    user="UREVIEWER"))
+        *_, modal = bot.slack.wait_for("views.open", opened + 1)
+        written = {"citebot_review_answer": {"answer": {"type": "plain_text_input", "value": "On the 25th."}}}
+        bot.send_action(view_submission(modal.body["view"], user="UREVIEWER", values=written))
+        settle(bot)
+        assert len(bot.slack.messages(dm)) == before
         assert not any(c.body.get("user") == "UPAYROLL" for c in bot.slack.calls("chat.postEphemeral")[told_before:])
     finally:
         bot.slack.usergroups["S0PAYROLL"]["users"] = ["UPAYROLL"]

@@ -99,6 +99,9 @@ class ReviewDesk:
         """Whether everyone who would read the decision may read its sources now: everyone in the asker's
         channel; for a DM's or a private question, the asker, resolved again (they may have left a group)."""
         cited = {s.collection for s in answer.sources}
+        if answer.outcome is Outcome.ANSWERED and not answer.sources:
+            # A reviewer's written answer cites nothing, but was written from the review's draft and sources.
+            cited = shown_collections(record)
         if not cited or self.access is None:
             return True
         if record.is_dm or record.private_to is not None:
