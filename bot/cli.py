@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from bot.commands import EXIT_USAGE, CliError
+from bot.commands.access import cmd_access
 from bot.commands.doctor import cmd_doctor
 from bot.commands.kb import cmd_ask, cmd_index, cmd_search
 from bot.commands.ops import (
@@ -78,6 +79,12 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="check the configuration: the model, Slack, Redis and the index")
     p.add_argument("--json", action="store_true", help="print the findings as one JSON object")
     p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("access", help="which collections a person may read, in their DM or in a channel, and why")
+    p.add_argument("--user", required=True, help="the person's Slack user ID (U…)")
+    p.add_argument("--channel", help="also what an answer posted in this channel (C…) may draw on")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.set_defaults(func=cmd_access)
 
     p = sub.add_parser("serve", help="the web process: Slack events and interactivity, /healthz")
     p.add_argument("--port", type=int, default=3000, help="HTTP port for Slack's requests and /healthz (default 3000)")

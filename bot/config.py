@@ -169,6 +169,8 @@ class Settings(BaseSettings):
     redis_ca_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_CA_FILE", description="With `rediss://`: the CA bundle the server's certificate is checked against.")
     redis_cert_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_CERT_FILE", description="With `rediss://`: a client certificate, for servers that ask for one (with CITEBOT_REDIS_KEY_FILE).")
     redis_key_file: Path | None = Field(None, validation_alias="CITEBOT_REDIS_KEY_FILE", description="With `rediss://`: the client certificate's key (with CITEBOT_REDIS_CERT_FILE).")
+    # A removal from a group counts within this time even if Slack's event is lost.
+    access_cache_s: int = Field(300, ge=1, validation_alias="CITEBOT_ACCESS_CACHE_S", description="Seconds what Slack said about a person, a group or a channel's members is cached (who may read which collection): the longest a removal from a group takes to count if Slack's event is lost. Once cached, a question costs no Slack call.")
     kb_dir: Path = Field(BUNDLED_KB_DIR, validation_alias="CITEBOT_KB_DIR", description="The knowledge-base folder; unset: the bundled sample KB.")
     index_dir: Path = Field(Path("./.citebot/index"), validation_alias="CITEBOT_INDEX_DIR", description="Where the Whoosh index is kept.")
     # Reviewers' answers saved as draft KB entries (bot.review.drafts); unset: DRAFTS_FOLDER inside the KB folder.

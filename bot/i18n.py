@@ -39,6 +39,15 @@ class Key(StrEnum):
     LLM_DOWN = "llm_down"  # the model failed past all retries, or took the question's whole time budget
     FAILED = "failed"  # anything else failed past all retries (never Slack: it cannot carry the news)
     KB_NOT_READY = "kb_not_ready"  # the index is missing or holds no entry: nothing can be answered yet
+    ACCESS_UNCHECKED = "access_unchecked"  # Slack did not say who may read what, past all tries: nothing answered
+    EXTERNAL_CHANNEL = "external_channel"  # a channel shared with another organization, with no collection for it
+    MORE_IN_PRIVATE = "more_in_private"  # above the private answer to an asker who may read more than the channel
+    BETTER_IN_PRIVATE = "better_in_private"  # the channel was answered, but what only the asker may read fits better
+    ANSWER_PRIVATELY = "answer_privately"  # its button
+    SOURCES_RESTRICTED = "sources_restricted"  # the Sources modal for someone who may not read them
+    REVIEW_RESTRICTED = "review_restricted"  # a review card whose draft not every review channel member may read
+    NOT_OPEN_TO_CHANNEL = "not_open_to_channel"  # "Post in channel": not everyone there may read its sources
+    NOT_OPEN_TO_ASKER = "not_open_to_asker"  # a DM's or private question's asker may no longer read its sources
     REVIEWED_BY = "reviewed_by"  # a reviewer's answer posted into the asker's thread
     SOURCES = "sources"  # heading of the sources list, title of the Sources modal
     REVIEW_DISMISSED = "review_dismissed"  # a reviewer closed a rejected draft without an answer
@@ -193,6 +202,30 @@ _TEXT: dict[str, dict[Key, str]] = {
         Key.FAILED: (
             "Sorry, something went wrong while answering your question. "
             "It has been recorded; please try again later."
+        ),
+        Key.ACCESS_UNCHECKED: (
+            "Sorry, I could not check which parts of the knowledge base you may read here, so I did not answer. "
+            "Please try again later."
+        ),
+        Key.EXTERNAL_CHANNEL: (
+            "I don't answer in this channel: it is shared with another organization, and no part of the "
+            "knowledge base is meant for people outside the company. Ask me in a direct message instead."
+        ),
+        Key.MORE_IN_PRIVATE: (
+            "Only you see this: in this channel I answer only from what everyone in it may read, and you may "
+            "read more. From that:"
+        ),
+        Key.BETTER_IN_PRIVATE: (
+            "Only you see this: I answered here from what everyone in this channel may read, but something only "
+            "you may read here may answer it better."
+        ),
+        Key.ANSWER_PRIVATELY: "Answer privately",
+        Key.SOURCES_RESTRICTED: "These sources are not open to you, so they are not shown.",
+        Key.NOT_OPEN_TO_CHANNEL: "not everyone in the channel may read its sources",
+        Key.NOT_OPEN_TO_ASKER: "the asker may not read its sources now",
+        Key.REVIEW_RESTRICTED: (
+            "Restricted review: not everyone in this channel may read the draft or its sources, so neither is "
+            "shown here. Reviewers who may read them decide it on citebot's Home tab."
         ),
         Key.REVIEWED_BY: "Reviewed by {reviewer}.",
         Key.COMMAND_HELP: (
@@ -380,6 +413,30 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.FAILED: (
             "Entschuldigung, beim Beantworten deiner Frage ist etwas schiefgegangen. "
             "Sie wurde festgehalten; bitte versuch es später noch einmal."
+        ),
+        Key.ACCESS_UNCHECKED: (
+            "Entschuldigung, ich konnte nicht prüfen, welche Teile der Wissensbasis du hier lesen darfst, und habe "
+            "deshalb nicht geantwortet. Bitte versuch es später noch einmal."
+        ),
+        Key.EXTERNAL_CHANNEL: (
+            "In diesem Kanal antworte ich nicht: Er ist mit einer anderen Organisation geteilt, und kein Teil der "
+            "Wissensbasis ist für Personen außerhalb des Unternehmens bestimmt. Frag mich stattdessen per Direktnachricht."
+        ),
+        Key.MORE_IN_PRIVATE: (
+            "Nur du siehst das: In diesem Kanal antworte ich nur aus dem, was alle darin lesen dürfen, und du "
+            "darfst mehr lesen. Daraus:"
+        ),
+        Key.BETTER_IN_PRIVATE: (
+            "Nur du siehst das: Ich habe hier aus dem geantwortet, was alle in diesem Kanal lesen dürfen, aber "
+            "etwas, das nur du hier lesen darfst, könnte besser antworten."
+        ),
+        Key.ANSWER_PRIVATELY: "Privat antworten",
+        Key.SOURCES_RESTRICTED: "Diese Quellen sind für dich nicht freigegeben und werden daher nicht gezeigt.",
+        Key.NOT_OPEN_TO_CHANNEL: "nicht alle im Kanal dürfen seine Quellen lesen",
+        Key.NOT_OPEN_TO_ASKER: "die fragende Person darf seine Quellen jetzt nicht lesen",
+        Key.REVIEW_RESTRICTED: (
+            "Eingeschränkte Prüfung: Nicht alle in diesem Kanal dürfen den Entwurf oder seine Quellen lesen, "
+            "daher wird beides hier nicht gezeigt. Prüfer, die sie lesen dürfen, entscheiden auf dem Home-Tab von citebot."
         ),
         Key.REVIEWED_BY: "Geprüft von {reviewer}.",
         Key.COMMAND_HELP: (

@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
+from bot.access.gate import AccessGate
 from bot.answer.backends import Backend, make_backend
 from bot.answer.judge import JUDGE_OFF_WARNING, unjudged_model
 from bot.answer.pipeline import make_pipeline
@@ -177,14 +178,16 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
         pipeline = make_pipeline(settings, retriever, backend)
         if pipeline.judge is not None:
             stack.push_async_callback(pipeline.judge.aclose)
+        access = AccessGate.of(slack, redis, settings.index_dir, cache_s=settings.access_cache_s)
         handlers = JobHandlers(
             settings=settings,
             slack=slack,
             pipeline=pipeline,
             records=records,
             ledger=ledger,
-            reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger),
+            reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger, access=access),
             audit=AuditTrail(redis),
+            access=access,
         )
         log.info(
             "worker started: %d jobs at once, index %s, LLM %s, judge %s, embedder %s",

@@ -7,6 +7,12 @@ folder, for `default`) says it once for all of its files:
     base_url: https://wiki.example.com/hr/   # file path -> the link in footnotes
     source_role: primary_answer_source
     language: de
+    audience:                 # who may read it; left out: every full member
+      groups: [hr-team, S0PAYROLL]   # Slack user groups, by handle or ID
+      channels: [C0HR]               # members of these channels
+      users: [U0CFO]                 # single people
+    guests: false             # guests in the audience may read it too (default false)
+    external: false           # may be used where people of another organization read (default false)
 
 It is validated with pydantic and unknown keys are refused: a typo such as
 `base-url` would otherwise leave every footnote of the collection without its
@@ -15,17 +21,18 @@ link and nobody would notice.
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 from urllib.parse import quote
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from citebot_core.errors import Permanent
 from citebot_core.languages import LANGUAGES
 from kb_index.files import COLLECTION_FILE
 
-__all__ = ["COLLECTION_FILE", "Collection", "CollectionError", "parse_collection"]
+__all__ = ["COLLECTION_FILE", "Audience", "Collection", "CollectionAccess", "CollectionError", "parse_collection"]
 
 # PDF and Word files are served as the files themselves (a file share, a
 # SharePoint library): their link keeps the suffix. Markdown, text and HTML
@@ -40,12 +47,96 @@ class CollectionError(Permanent, ValueError):
         self.message = message
 
 
+_GROUP_ID = re.compile(r"S[A-Z0-9]{2,}")
+_GROUP_HANDLE = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
+_CHANNEL_ID = re.compile(r"[CG][A-Z0-9]{2,}")
+_USER_ID = re.compile(r"[UW][A-Z0-9]{2,}")
+
+
+class Audience(BaseModel):
+    """Who may read a collection: members of these user groups or channels, and these users.
+
+    Groups by ID (S…) or handle (`payroll`, `@payroll`: kept without the @);
+    channels and users by ID only, as names change and IDs do not.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    groups: tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        out = []
+        for value in values:
+            name = value.removeprefix("@")
+            if not (_GROUP_ID.fullmatch(name) or _GROUP_HANDLE.fullmatch(name)):
+                raise ValueError(f"{value!r} is neither a user group ID (S…) nor a handle")
+            out.append(name)
+        return tuple(out)
+
+    @field_validator("channels")
+    @classmethod
+    def _channels(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        for value in values:
+            if not _CHANNEL_ID.fullmatch(value):
+                raise ValueError(f"{value!r} is not a channel ID (C… or G…)")
+        return values
+
+    @field_validator("users")
+    @classmethod
+    def _users(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        for value in values:
+            if not _USER_ID.fullmatch(value):
+                raise ValueError(f"{value!r} is not a user ID (U… or W…)")
+        return values
+
+    @model_validator(mode="after")
+    def _names_someone(self) -> Audience:
+        # An empty audience would read as "nobody" to one person and "everyone" to the next.
+        if not (self.groups or self.channels or self.users):
+            raise ValueError("names nobody: list groups, channels or users, or leave audience out for every full member")
+        return self
+
+
+class CollectionAccess(BaseModel):
+    """Who may read a collection: what the index manifest keeps of its collection file, and all the worker needs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    audience: Audience | None = None  # None: every full member of the workspace
+    guests: bool = False
+    external: bool = False
+    closed: bool = False  # nobody: the collection file is invalid, so its audience is unknown
+
+
+EVERY_MEMBER = CollectionAccess()
+NOBODY = CollectionAccess(closed=True)
+
+
 class Collection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     base_url: str | None = Field(default=None, description="prefix of the link of each file in the collection")
     source_role: str | None = None
     language: str | None = None
+    audience: Audience | None = None
+    guests: bool = False
+    external: bool = False
+
+    @field_validator("guests", "external", mode="before")
+    @classmethod
+    def _strict_bool(cls, value: object) -> object:
+        # "yes", 1 or "on" would pass pydantic's lax bool; who may read payroll is said with true or false.
+        if not isinstance(value, bool):
+            raise ValueError("must be true or false")
+        return value
+
+    @property
+    def access(self) -> CollectionAccess:
+        return CollectionAccess(audience=self.audience, guests=self.guests, external=self.external)
 
     @field_validator("language")
     @classmethod
@@ -94,8 +185,9 @@ def parse_collection(data: bytes) -> Collection:
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"]) or "?"
-        message = "unknown key (known: base_url, source_role, language)" if first["type"] == "extra_forbidden" else first["msg"]
-        return _raise_at(data, key, f"'{key}': {message}")
+        known = "audience: groups, channels, users" if len(first["loc"]) > 1 else f"known: {', '.join(Collection.model_fields)}"
+        message = f"unknown key ({known})" if first["type"] == "extra_forbidden" else first["msg"]
+        return _raise_at(data, str(first["loc"][0]) if first["loc"] else key, f"'{key}': {message}")
 
 
 def _raise_at(data: bytes, key: str, message: str) -> Collection:

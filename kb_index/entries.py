@@ -96,6 +96,10 @@ class LoadResult:
     warnings: list[LoadError] = field(default_factory=list)  # the entry is indexed all the same
     not_indexed: list[LoadError] = field(default_factory=list)  # files of a type the KB does not read
     files: int = 0
+    # Each collection's `_collection.yml` that parsed (a collection without one has the defaults).
+    collections: dict[str, Collection] = field(default_factory=dict)
+    # Collections whose `_collection.yml` is invalid: nobody knows their audience, so nobody may read them.
+    unreadable_collections: set[str] = field(default_factory=set)
     # Established ids (see load_kb) whose file failed to load this time:
     # id -> that file. The index keeps their last good version.
     held: dict[str, str] = field(default_factory=dict)
@@ -127,7 +131,7 @@ def load_kb(
     if not kb_dir.is_dir():
         raise FileNotFoundError(f"knowledge base folder not found: {kb_dir}")
     result = LoadResult()
-    collections = _collection_files(kb_dir, result)
+    collections = result.collections = _collection_files(kb_dir, result)
     for rel, found in read_kb_files(kb_dir):
         if _is_collection_file(rel):
             continue  # read first, by _collection_files
@@ -180,6 +184,7 @@ def _collection_files(kb_dir: Path, result: LoadResult) -> dict[str, Collection]
                 raise CollectionError(1, read.reason)
             found[_collection_of(rel)] = parse_collection(read.data)
         except CollectionError as exc:
+            result.unreadable_collections.add(_collection_of(rel))
             result.errors.append(LoadError(rel, exc.line, f"invalid collection file: {exc.message}"))
     return found
 

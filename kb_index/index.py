@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Set
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +34,7 @@ from citebot_core.errors import Permanent
 from citebot_core.languages import LANGUAGES
 from kb_index import docstore, impacts, last_good, vectors
 from kb_index.analysis import analyzer, subword_analyzer
+from kb_index.collection import EVERY_MEMBER, NOBODY, Collection, CollectionAccess
 from kb_index.entries import Entry, LoadError, chunk_hash, load_kb
 
 # Bump when the schema, the analyzers or the stored document change: an index
@@ -180,7 +181,7 @@ def build_index(
                 _write_vectors(gen_dir, live, embedder, report, progress, seed_vectors)
             report.entries = len(entries)
             report.seconds = time.perf_counter() - started
-            _write_manifest(gen_dir, entries, report, language, Path(kb_dir))
+            _write_manifest(gen_dir, entries, report, language, Path(kb_dir), access_of(entries, loaded.collections, loaded.unreadable_collections))
             report.switched = keep_going or not report.errors
             if report.switched:
                 _switch(index_dir, generation)
@@ -365,7 +366,29 @@ def _next_generation(index_dir: Path) -> str:
     return f"gen-{max(numbers, default=0) + 1:06d}"
 
 
-def _write_manifest(gen_dir: Path, entries: list[Entry], report: BuildReport, language: str, kb_dir: Path) -> None:
+def access_of(entries: list[Entry], files: Mapping[str, Collection], unreadable: Set[str] = frozenset()
+              ) -> dict[str, CollectionAccess]:
+    """Who may read each collection of the index: its collection file's audience, else every full member; nobody
+    for a collection whose file is invalid (built with --keep-going), as its audience cannot be known."""
+    names = {e.collection for e in entries} | set(files) | set(unreadable)
+
+    def of(name: str) -> CollectionAccess:
+        if name in unreadable:
+            return NOBODY
+        return files[name].access if name in files else EVERY_MEMBER
+
+    return {name: of(name) for name in sorted(names)}
+
+
+def read_access(gen_dir: Path) -> dict[str, CollectionAccess]:
+    """Who may read each collection of a generation. A collection the manifest does not name (an index built
+    before audiences existed) reads as every full member's, never as open to guests or other organizations."""
+    raw = read_manifest(gen_dir).get("access") or {}
+    return {name: CollectionAccess.model_validate(value) for name, value in raw.items()}
+
+
+def _write_manifest(gen_dir: Path, entries: list[Entry], report: BuildReport, language: str, kb_dir: Path,
+                    access: Mapping[str, CollectionAccess]) -> None:
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "kb_dir": str(kb_dir.resolve()),
@@ -381,6 +404,8 @@ def _write_manifest(gen_dir: Path, entries: list[Entry], report: BuildReport, la
         + [{"path": e.path, "line": e.line, "reason": e.message, "error": False} for e in report.not_indexed],
         "warnings": [str(w) for w in report.warnings],
         "embedder": report.embedder,
+        # Who may read each collection (kb_index.collection): the worker filters retrieval by it.
+        "access": {name: a.model_dump(mode="json", exclude_defaults=True) for name, a in access.items()},
     }
     _atomic_write(gen_dir / MANIFEST_FILE, json.dumps(manifest, indent=1, sort_keys=True))
 

@@ -603,6 +603,14 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "conversations_history": HISTORY,
     "conversations_info": {"channels:read", "groups:read"},
     "conversations_list": {"channels:read", "groups:read"},
+    # Who reads an answer posted in a conversation (bot/access): group DMs too. users.info and
+    # usergroups.list also in citebot doctor: a help channel's escalate_to names someone Slack knows.
+    "conversations_members": {"channels:read", "groups:read", "mpim:read"},
+    "users_info": {"users:read"},
+    # A cold large channel's people in bulk (bot/access/resolver.py).
+    "users_list": {"users:read"},
+    "usergroups_list": {"usergroups:read"},
+    "usergroups_users_list": {"usergroups:read"},
     "views_open": set(),
     "views_update": set(),
     "views_push": set(),
@@ -612,9 +620,6 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "assistant_threads_setStatus": {"chat:write"},
     "assistant_threads_setTitle": {"assistant:write"},
     "assistant_threads_setSuggestedPrompts": {"assistant:write"},
-    # citebot doctor: a help channel's escalate_to names a user group or a person Slack knows.
-    "usergroups_list": {"usergroups:read"},
-    "users_info": {"users:read"},
 }
 # The events citebot handles: @mentions, direct messages (message.im), the messages of help
 # channels (message.channels, message.groups: bot.helpdesk); app_home_opened
@@ -682,8 +687,11 @@ def test_manifest_pastes_without_a_reachable_url():
     commented = [line[4:] for line in after if line.startswith("  # ")]
     block = yaml.safe_load("\n".join(line for line in commented if line.startswith(("event_subscriptions:", "interactivity:", " "))))
     events = block["event_subscriptions"]
+    from bot.access.events import ACCESS_EVENTS
+
     assert events["bot_events"] == ["app_mention", "message.im", "app_home_opened", "assistant_thread_started",
-                                    "assistant_thread_context_changed", "message.channels", "message.groups"]
+                                    "assistant_thread_context_changed", "message.channels", "message.groups",
+                                    *ACCESS_EVENTS]
     # Each event of a help channel says why it is there, in the comment above it.
     for event in ("message.channels", "message.groups"):
         assert re.search(rf"  #\s+# [^\n]*\n  #\s+- {re.escape(event)}\n", text), f"{event} has no comment"

@@ -218,7 +218,11 @@ def test_the_index_its_entries_and_whether_its_vectors_fit_the_embedder(doctor, 
     assert code == 0
     [(status, line)] = found["index"]
     assert status == "ok" and "entries, vectors of no model; embedder none (BM25 only)" in line
-    assert findings[-1]["entries"] == len(list((tmp_path / "mini" / "kb").rglob("*.md")))
+    [index_finding] = [f for f in findings if f["check"] == "index"]
+    assert index_finding["entries"] == len(list((tmp_path / "mini" / "kb").rglob("*.md")))
+    # Then who may read each collection: the mini KB names no audience.
+    assert found["access"] == [("ok", f"{name}: every full member; guests no; other organizations no")
+                               for name in ("handbook", "payroll")]
     other = write_mini_kb(tmp_path / "other-kb")
     code, found, _ = doctor(capsys, CITEBOT_INDEX_DIR=str(index), CITEBOT_KB_DIR=str(other), CITEBOT_EMBEDDER="none")
     assert found["index"][1] == ("warn", f"built from {kb}, not from CITEBOT_KB_DIR ({other})")

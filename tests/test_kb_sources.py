@@ -208,7 +208,7 @@ def test_a_bad_collection_file_is_one_error_line_for_its_folder(tmp_path, cli, c
     assert code == 1
     [line] = [line for line in err.splitlines() if line.startswith(str(kb))]
     assert line == (f"{kb / 'hr' / '_collection.yml'}:2: invalid collection file: 'base-url': unknown key "
-                    "(known: base_url, source_role, language)")
+                    "(known: base_url, source_role, language, audience, guests, external)")
 
 
 @pytest.mark.parametrize(

@@ -64,7 +64,8 @@ async def examine(settings: Settings) -> list[Finding]:
     from bot.helpdesk.doctor import check_help_channels
 
     return [*await check_model(settings), *await check_judge(settings), *await check_slack(settings),
-            *await check_help_channels(settings), await check_redis(settings), *check_index(settings)]
+            *await check_help_channels(settings), await check_redis(settings), *check_index(settings),
+            *await check_access(settings)]
 
 
 # ---------------------------------------------------------------- the model
@@ -198,6 +199,68 @@ async def check_slack(settings: Settings) -> list[Finding]:
         findings.append(Finding("slack", OK, f"review channel {channel}"))
     if warning := missing_reviewers(settings):
         findings.append(Finding("slack", WARN, warning))
+    return findings
+
+
+# ---------------------------------------------------------------- who may read what
+
+# The bot scopes the access checks need (bot.access): users.info, usergroups.*, conversations.members/.info.
+ACCESS_SCOPES = ("users:read", "usergroups:read", "channels:read", "groups:read")
+
+
+async def check_access(settings: Settings) -> list[Finding]:
+    """Each collection's audience; with a Slack token, the scopes the checks need and the groups and
+    channels the audiences name (an unknown one grants nobody access)."""
+    from kb_index.index import IndexNotFound, current_generation, read_access
+
+    try:
+        accesses = read_access(current_generation(settings.index_dir))
+    except (IndexNotFound, OSError, ValueError):
+        accesses = {}
+    findings = [Finding("access", FAIL if a.closed else OK, f"{name}: {_audience_line(a)}", {"collection": name})
+                for name, a in sorted(accesses.items())]
+    if settings.slack_bot_token:
+        findings += await _check_access_in_slack(settings, accesses)
+    return findings
+
+
+def _audience_line(access: Any) -> str:
+    if access.closed:
+        return "read by nobody: its _collection.yml is invalid (`citebot index` says why)"
+    audience = access.audience
+    who = "every full member" if audience is None else "; ".join(
+        f"{kind} {', '.join(names)}" for kind, names in
+        (("groups", audience.groups), ("channels", audience.channels), ("users", audience.users)) if names)
+    return f"{who}; guests {'yes' if access.guests else 'no'}; other organizations {'yes' if access.external else 'no'}"
+
+
+async def _check_access_in_slack(settings: Settings, accesses: dict[str, Any]) -> list[Finding]:
+    from bot.commands.access import unknown_audience_names
+    from bot.slack.calls import SlackError, call, make_client
+
+    slack = make_client(settings.slack_bot_token, settings.slack_api_url)
+    try:
+        reply = await call(slack.auth_test(), "auth.test")
+    except SlackError as exc:
+        return [Finding("access", FAIL, f"cannot check the token's scopes: {exc}")]
+    header = next((v for k, v in (reply.headers or {}).items() if k.lower() == "x-oauth-scopes"), None)
+    if isinstance(header, list):
+        header = header[0] if header else None
+    findings = []
+    if header is None:
+        findings.append(Finding("access", WARN, "Slack did not say the token's scopes; the access checks need "
+                                                + ", ".join(ACCESS_SCOPES)))
+    else:
+        granted = {s.strip() for s in str(header).split(",")}
+        missing = [s for s in ACCESS_SCOPES if s not in granted]
+        findings.append(Finding("access", FAIL, f"the token lacks {', '.join(missing)}: every question fails its access "
+                                                "check; add them (manifest.yml) and reinstall the app")
+                        if missing else Finding("access", OK, "the token has the scopes the access checks need"))
+    try:
+        findings += [Finding("access", FAIL, problem, {"collection": name})
+                     for name, problem in await unknown_audience_names(slack, accesses)]
+    except SlackError as exc:
+        findings.append(Finding("access", FAIL, f"cannot check the audiences' groups and channels: {exc}"))
     return findings
 
 

@@ -22,6 +22,14 @@ def cmd_index(args, settings: Settings) -> int:
     if not kb_dir.is_dir():
         raise CliError(f"knowledge base folder not found: {kb_dir}", EXIT_USAGE)
     previous = _live_entry_hashes(index_dir)
+    # A group or channel an audience names that Slack does not know is an error like any other: checked before
+    # the build, so that without --keep-going the new index is not switched in.
+    unknown = _unknown_audiences(kb_dir, settings)
+    if unknown and not args.keep_going:
+        print(f"citebot: an audience names a group or channel Slack does not know (see above), so the index was not "
+              f"rebuilt and the live index ({_live_name(index_dir)}) is unchanged; fix them, or pass --keep-going "
+              "to switch in the index all the same", file=sys.stderr)
+        return EXIT_FAILED
     report = build_kb_index(
         kb_dir,
         index_dir,
@@ -45,7 +53,44 @@ def cmd_index(args, settings: Settings) -> int:
         )
         return EXIT_FAILED
     _notify_source_changes(report, previous, index_dir, settings)
-    return EXIT_OK
+    return EXIT_FAILED if unknown else EXIT_OK
+
+
+def _live_name(index_dir: Path) -> str:
+    from kb_index.index import current_generation
+
+    try:
+        return current_generation(index_dir).name
+    except Exception:  # no index yet, or one that cannot be read: said as such
+        return "none yet"
+
+
+def _unknown_audiences(kb_dir: Path, settings: Settings) -> bool:
+    """With a Slack token: an error line per group or channel an audience in the KB's collection files names
+    that Slack does not know (it grants nobody access). True if there was one."""
+    import asyncio
+
+    from bot.commands.access import unknown_audience_names
+    from bot.slack.calls import SlackError, make_client
+    from kb_index.collection import COLLECTION_FILE
+    from kb_index.entries import LoadResult, _collection_files
+
+    if not settings.slack_bot_token:
+        return False
+    # An invalid collection file is the build's own error line; the others' audiences are checked here.
+    accesses = {name: c.access for name, c in _collection_files(kb_dir, LoadResult()).items()}
+    if not any(a.audience for a in accesses.values()):
+        return False
+    slack = make_client(settings.slack_bot_token, settings.slack_api_url)
+    try:
+        problems = asyncio.run(unknown_audience_names(slack, accesses))
+    except SlackError as exc:
+        echo(f"citebot: the audiences' groups and channels were not checked: {exc}", file=sys.stderr, newlines=False)
+        return False
+    for name, problem in problems:
+        where = kb_dir / COLLECTION_FILE if name == "default" else kb_dir / name / COLLECTION_FILE
+        echo(f"{where}: {problem}", file=sys.stderr, newlines=False)
+    return bool(problems)
 
 
 def _print_errors(kb_dir: Path, report) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from bot.i18n import Key, message
 from bot.jobs.job import HandoverReplyPayload, Job, ReviewDecisionPayload
-from bot.slack.blockkit import context, headed_section, header, to_message
+from bot.slack.blockkit import context, headed_section, header, section, to_message
 from bot.slack.calls import SlackError, SlackFailed, call
 from bot.slack.mrkdwn import clip, clip_escaped, escape, mention, slack_date
 from bot.slack.review_card import _asked_by, _quoted_sections, review_buttons
@@ -47,12 +47,16 @@ def handover_review_card(record: ReviewRecord, escalation: Escalation | None, *,
         header(message(Key.HANDOVER_REVIEW_HEADING, language)),
         context([" · ".join(p for p in (_asked_by(record, language), slack_date(record.created_at)) if p)]),
         headed_section(message(Key.QUESTION, language), clip_escaped(record.question, QUESTION_CHARS)),
-        *_quoted_sections(message(Key.THEIR_ANSWER, language), record.draft, ANSWER_CHARS),
+        *(  # a person's answer about collections not every review channel member may read stays off the card
+            [section(escape(message(Key.REVIEW_RESTRICTED, language)))] if record.restricted
+            else _quoted_sections(message(Key.THEIR_ANSWER, language), record.draft, ANSWER_CHARS)
+        ),
         context([message(Key.HANDOVER_REVIEW_NOTE, language, people=asked_to, helper=mention(record.flagged_by))]),
     ]
     fallback = escape(f"{message(Key.HANDOVER_REVIEW_HEADING, language)}: {clip(record.question, 200)}")
     if not decided:
-        return to_message(fallback, [*blocks, review_buttons(record)])
+        # A restricted card has no buttons (as the desk's): its reviewers decide on their Home tab.
+        return to_message(fallback, blocks if record.restricted else [*blocks, review_buttons(record)])
     key = Key.HANDOVER_DISMISSED if record.status is ReviewStatus.DISMISSED else Key.HANDOVER_SAVED
     line = message(key, language, user=mention(record.decided_by), time=slack_date(record.decided_at) or "?")
     return to_message(f"{fallback}\n{line}", [*blocks, context([line])])
@@ -84,8 +88,9 @@ class Learning:
                 review_id=review_id, question_id=escalation.question_id, question=escalation.question,
                 language=escalation.language, channel=escalation.channel, thread_ts=escalation.thread_ts,
                 is_dm=escalation.is_dm, asker=None if escalation.is_dm else escalation.asker,
-                flagged_by=reply.user, draft=answer, kind=ESCALATION_KIND,
+                flagged_by=reply.user, draft=answer, kind=ESCALATION_KIND, collections=list(escalation.collections),
             )
+            record.restricted = await self.desk._restricted(record)
             await records.save_review(record)
         elif record.status is ReviewStatus.OPEN and record.draft != answer:
             record.draft = answer

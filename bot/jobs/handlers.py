@@ -24,8 +24,15 @@ A question asked in the assistant panel (`assistant`) is answered into its
 thread like a DM's; instead of the 👀 its thread shows the stages as a status
 and is titled by its first question (bot.slack.assistant_status).
 
+Before retrieval a question is narrowed to the collections everyone who sees
+its reply may read (bot.access, docs/DESIGN.md section 3.8): the asker's own
+in a DM, the panel and /citebot; every member's in a channel. In a channel
+shared with another organization with nothing it may use, nothing is posted
+and the asker is told privately once; where the asker may read more than the
+channel and the channel's answer fell short, a private answer is offered.
+
 Every answer, refusal, uncertain reply and apology is recorded in the audit
-trail (bot.store.audit) right after its post.
+trail (bot.store.audit) right after its post, with the collections it was allowed.
 
 What the asker hears when something fails, past all tries:
     the model                     the model-down apology; also when the question
@@ -35,6 +42,8 @@ What the asker hears when something fails, past all tries:
                                   time is spent)
     the model refused the request a general apology, at once: a wrong model name
                                   or key is the operator's to fix, not an outage
+    who may read what             that access could not be checked (Slack did not
+                                  say, past all tries): nothing answered on a guess
     the index is missing or empty that the knowledge base is not ready, at once: a
                                   retry finds the same index, and a question
                                   asked before the first `citebot index` is not
@@ -48,6 +57,7 @@ What the asker hears when something fails, past all tries:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -58,12 +68,16 @@ from redis.exceptions import RedisError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
+from bot.access.gate import AccessGate
+from bot.access.resolver import AccessUnavailable
+from bot.access.scope import Scope
 from bot.answer.budget import BudgetSpent, within_budget
 from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import Pipeline
 from bot.config import Settings
 from bot.helpdesk.handover import Handover, with_handover
 from bot.helpdesk.learning import Learning
+from bot.i18n import Key, message
 from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind, ShareAnswerPayload
 from bot.jobs.source_changes import note_source_changes
 from bot.logs import about_question
@@ -79,6 +93,7 @@ from bot.slack.shared_copy import mark_posted, tell_not_posted
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.errors import StoreUnavailable
 from bot.store.escalations import Escalations
+from bot.store.keys import ACCESS_TOLD_PREFIX, ACCESS_TOLD_TTL_S, PRIVATE_OFFER_PREFIX, PRIVATE_OFFER_TTL_S
 from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, Records
 from citebot_core.errors import Permanent, Retryable
@@ -125,6 +140,9 @@ class JobHandlers:
     ledger: PostLedger
     reviews: ReviewDesk
     audit: AuditTrail | None = None  # None: answers are not recorded (and get no source notes)
+    # Who may read what (bot.access). The worker always has one (bot.wiring); None only where a test of
+    # something else hands in a scripted pipeline without an index.
+    access: AccessGate | None = None
     poster: Poster = field(init=False)
 
     def __post_init__(self) -> None:
@@ -198,6 +216,26 @@ class JobHandlers:
             return
         await self._reply_with_apology(question, error, poster)
 
+    def _is_private(self, payload: AnswerPayload) -> bool:
+        """The reply is seen by the asker alone: a DM, the assistant panel, /citebot's ephemeral reply."""
+        return payload.ephemeral is not None or payload.assistant or payload.question.is_dm
+
+    async def _scoped(self, payload: AnswerPayload, question: SlackQuestion, poster: Delivery
+                      ) -> tuple[SlackQuestion, Scope | None]:
+        """The question narrowed to what every reader of its reply may read (docs/DESIGN.md, section 3.8)."""
+        if self.access is None:
+            return question, None
+        try:
+            scope = await self.access.scope(question, private=self._is_private(payload), bot_user_id=payload.bot_user_id)
+        except AccessUnavailable:
+            # Nothing was posted in this try: the next one need not look for a post.
+            await poster.release_claim(question.id)
+            raise
+        allowed = scope.within(question.collections)
+        log.info("collections allowed: %s", ", ".join(allowed) or "none",
+                 extra={"private": self._is_private(payload), "shared_externally": scope.shared_externally})
+        return question.model_copy(update={"collections": allowed}), scope
+
     async def _post_stored_reply(self, question: SlackQuestion, error: SlackError, poster: Delivery) -> None:
         """Slack stayed unavailable past all tries: the reply the question earned,
         if it was made, gets one more chance; an apology would blame the model."""
@@ -212,7 +250,9 @@ class JobHandlers:
 
     async def _reply_with_apology(self, question: SlackQuestion, error: BaseException, poster: Delivery) -> None:
         """The apology, with the claim on the question's post held by the caller."""
-        if isinstance(error, ModelUnavailable | BudgetSpent):
+        if isinstance(error, AccessUnavailable):
+            msg = replies.notice_message(Key.ACCESS_UNCHECKED, language=question.language)
+        elif isinstance(error, ModelUnavailable | BudgetSpent):
             msg = replies.error_message(language=question.language)
         else:
             msg = replies.failure_message(language=question.language)
@@ -240,6 +280,14 @@ class JobHandlers:
             # A redelivery of a job that posted (or whose doubtful post was found):
             # the try that posted may not have lived to take its 👀 back.
             await self._unreact(question, poster)
+            return
+        question, scope = await self._scoped(payload, question, poster)
+        if scope is not None and scope.shared_externally and not question.collections and self.access is not None:
+            # Slack Connect, and nothing may be used where another organization reads: no reply in the
+            # channel at all, and the asker told privately once why.
+            await self.access.tell_once(question, Key.EXTERNAL_CHANNEL)
+            await poster.release_claim(question.id)
+            await self._audit(question, poster, error="not answered: a channel shared with another organization")
             return
         status = PanelStatus(self.slack, question) if payload.assistant else None
         if poster is self.poster:
@@ -309,6 +357,72 @@ class JobHandlers:
         )
         await self._audit(question, poster, answer)
         await self._unreact(question, poster)
+        if scope is not None and self.access is not None and not self._is_private(payload):
+            policy = payload.question.collections
+            more = scope.more_for_asker if policy is None else scope.more_for_asker & set(policy)
+            own = sorted(scope.asker if policy is None else scope.asker & set(policy))
+            if more and answer.outcome is not Outcome.ANSWERED:
+                # The asker may read more than everyone here: a private answer, never restricted text in the channel.
+                await self._answer_privately(question, own)
+            elif more:
+                await self._offer_private(payload.question, own, more)
+
+    async def _offer_private(self, question: SlackQuestion, own: list[str], more: frozenset[str] | set[str]) -> None:
+        """The channel's answer was a good one, but the best passage for the asker's own access lies in a
+        collection the channel may not read: a note only they see, with "Answer privately" (bot.slack.listeners
+        asks the same question again from their own access, answered to them alone). Best effort, once."""
+        if not question.user:
+            return
+        try:
+            retrieval = await asyncio.to_thread(self.pipeline.retrieve, question.model_copy(update={"collections": own}))
+        except IndexNotFound:
+            return
+        if not retrieval.hits or retrieval.hits[0].collection not in more:
+            return
+        if not await self.records.redis.set(f"{PRIVATE_OFFER_PREFIX}{question.id}", question.model_dump_json(),
+                                            nx=True, ex=PRIVATE_OFFER_TTL_S):
+            return
+        msg = replies.better_in_private_message(question.id, language=question.language)
+        await best_effort(self.slack.chat_postEphemeral(
+            channel=question.channel, user=question.user, thread_ts=question.reply_thread_ts, **msg))
+        log.info("private answer offered to the asker", extra={"best_in": retrieval.hits[0].collection})
+
+    async def _answer_privately(self, question: SlackQuestion, collections: list[str]) -> None:
+        """The answer from what the asker alone may read, as a message only they see in the thread (once per
+        question: a redelivered job finds the key). Best effort: the channel has its reply already."""
+        if not question.user or self.access is None:
+            return
+        if not await self.records.redis.set(f"{ACCESS_TOLD_PREFIX}private:{question.id}", "1", nx=True,
+                                            ex=ACCESS_TOLD_TTL_S):
+            return
+        private = question.model_copy(update={"collections": collections})
+        try:
+            answer = await within_budget(self.pipeline.answer(private), self.settings.question_budget_s)
+        except (LLMError, BudgetSpent, IndexNotFound) as exc:
+            log.warning("no private answer for question %s: %s", question.id, exc)
+            return
+        if answer.outcome is not Outcome.ANSWERED:
+            return
+        ref = f"{question.id}#private"
+        msg = replies.answer_message(answer, language=question.language, ref=ref)
+        await self.records.save_answer(AnswerRecord(
+            answer_id=ref, question_id=question.id, question=question.text, language=question.language,
+            channel=question.channel, thread_ts=question.reply_thread_ts, is_dm=False, asker=question.user,
+            private_to=question.user, text=answer.text, sources=answer.sources, message=msg))
+        intro = replies.notice_message(Key.MORE_IN_PRIVATE, language=question.language)
+        await best_effort(self.slack.chat_postEphemeral(
+            channel=question.channel, user=question.user, thread_ts=question.reply_thread_ts,
+            text=f"{intro['text']}\n\n{msg['text']}", blocks=[*intro["blocks"], *msg["blocks"]]))
+        log.info("private answer offered to the asker", extra={"collections": collections})
+        if self.audit is None:
+            return
+        try:
+            # Its own entry: what this answer, seen by the asker alone, was allowed (the channel's says the channel's).
+            entry = audit_entry(private, answer, posted=None)
+            entry.question_id, entry.private_to, entry.posted_channel = ref, question.user, question.channel
+            await self.audit.record(entry)
+        except (StoreUnavailable, RedisError, OSError) as exc:
+            log.error("audit entry of private answer %s not recorded: %s", ref, exc)
 
     async def _generate(self, question: Question, poster: Delivery, status: PanelStatus | None = None) -> Answer:
         """The pipeline's answer within what is left of the question's time budget.
@@ -365,7 +479,8 @@ class JobHandlers:
         return replies.answer_message(answer, language=language, ref=question.id)
 
     async def _audit(
-        self, question: SlackQuestion, poster: Delivery, answer: Answer | None = None, *, error: BaseException | None = None
+        self, question: SlackQuestion, poster: Delivery, answer: Answer | None = None, *,
+        error: BaseException | str | None = None,
     ) -> None:
         """After the post: the reply is in Slack already, so a lost audit entry is
         logged, not retried (a retry would find the post recorded and stop)."""
@@ -398,6 +513,15 @@ class JobHandlers:
             log.warning("post in channel of answer %s ignored: no such shareable answer of %s", payload.answer_id, payload.user)
             return
         key = share_key(record.answer_id)
+        cited = {s.collection for s in record.sources}
+        if self.access is not None and cited and await self.poster.where_posted(key) is None \
+                and not cited <= await self.access.channel_reads(record.channel):
+            # Answered from what the asker alone may read: the channel gets it only if everyone in it may.
+            log.warning("post in channel of answer %s refused: not everyone in %s may read %s",
+                        record.answer_id, record.channel, ", ".join(sorted(cited)))
+            if payload.response_url:
+                await tell_not_posted(payload.response_url, record, message(Key.NOT_OPEN_TO_CHANNEL, record.language))
+            return
         if await self.poster.claim_unless_posted(key, record.channel, None):
             msg = replies.shared_message(record.message, asker=record.asker, language=record.language)
             try:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.access.gate import AccessGate
 from bot.answer.assemble import render_citations_text, render_claims_text, truncated_note
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.config import Settings
@@ -41,7 +42,7 @@ from bot.slack.response_url import EPHEMERAL_TS, claim_ephemeral
 from bot.slack.review_card import review_card, review_card_decided
 from bot.slack.workspace import Workspace
 from bot.store.ledger import PostLedger
-from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus
+from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus, shown_collections
 from kb_index import ChunkResult
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,8 @@ class ReviewDesk:
     slack: AsyncWebClient
     records: Records
     ledger: PostLedger
+    # Who may read what (bot.access): a card shows its draft only where every review channel member may read it.
+    access: AccessGate | None = None
     poster: Poster = field(init=False)
     workspace: Workspace = field(init=False)
 
@@ -82,13 +85,37 @@ class ReviewDesk:
             is_dm=question.is_dm,
             asker=None if question.is_dm else question.user,
             private_to=private_to,
+            reader=question.user if question.is_dm or private_to is not None else None,
             draft=answer.draft or "",
             violations=answer.violations,
             sources=answer.context,
         )
+        record.restricted = await self._restricted(record)
         await self.records.save_review(record)
         await self._post_card(record)
         return record
+
+    async def _open_where_posted(self, record: ReviewRecord, answer: Answer) -> bool:
+        """Whether everyone who would read the decision may read its sources now: everyone in the asker's
+        channel; for a DM's or a private question, the asker, resolved again (they may have left a group)."""
+        cited = {s.collection for s in answer.sources}
+        if answer.outcome is Outcome.ANSWERED and not answer.sources:
+            # A reviewer's written answer cites nothing, but was written from the review's draft and sources.
+            cited = shown_collections(record)
+        if not cited or self.access is None:
+            return True
+        if record.is_dm or record.private_to is not None:
+            reader = record.reader or record.private_to
+            # Who asked a DM's question is unknown (a review opened before it was kept): nothing is posted on a guess.
+            return reader is not None and cited <= await self.access.user_reads(reader)
+        return cited <= await self.access.channel_reads(record.channel)
+
+    async def _restricted(self, record: ReviewRecord) -> bool:
+        """Whether some member of the review channel may not read a collection the card would show."""
+        shown = shown_collections(record)
+        if not shown or self.access is None or not self.settings.review_channel:
+            return False
+        return not shown <= await self.access.channel_reads(self.settings.review_channel)
 
     async def feedback(self, job: Job) -> None:
         """A 👎 with a reason: reviewers see the answer, the reason, and can post a correction."""
@@ -110,11 +137,13 @@ class ReviewDesk:
             asker=None if answer.is_dm else answer.asker,
             flagged_by=None if answer.is_dm else feedback.user,
             private_to=answer.private_to,
+            reader=answer.asker if answer.is_dm or answer.private_to is not None else None,
             draft=answer.text,
             sources=answer.sources,
             kind="feedback",
             feedback_reason=feedback.reason,
         )
+        record.restricted = await self._restricted(record)
         await self.records.save_review(record)
         await self._post_card(record)
 
@@ -163,6 +192,14 @@ class ReviewDesk:
         status = DECISIONS[decision]
         text = payload.text
         answer = self._reviewed_answer(record, status, text)
+        if not await self._open_where_posted(record, answer):
+            # Approved text from collections someone in the asker's channel may not read (it changed since, or
+            # the draft came from a private answer): not posted; the reviewer is told.
+            private = record.is_dm or record.private_to is not None
+            await self._undo_decision(record, reviewer, message(Key.NOT_OPEN_TO_ASKER if private
+                                                                else Key.NOT_OPEN_TO_CHANNEL, record.language))
+            await self._refresh_home(record, reviewer)
+            return
         key = f"review:{review_id}"
         if record.private_to is not None:
             claimed = await claim_ephemeral(self.ledger, key)
@@ -221,11 +258,11 @@ class ReviewDesk:
         published again, so the tab they are looking at shows it gone, or still open when
         the decision was undone. The decision stands either way: a tab Slack will not
         take now is rebuilt when it is next opened."""
-        if record.card_channel and record.card_ts:
+        if record.card_channel and record.card_ts and not record.restricted:
             return
         try:
             await publish_home(self.slack, reviewer, settings=self.settings, redis=self.records.redis,
-                               workspace=self.workspace)
+                               workspace=self.workspace, access=self.access)
         except SlackError as exc:
             log.warning("review %s: the Home tab of %s was not refreshed: %s", record.review_id, reviewer, exc)
 

@@ -77,6 +77,11 @@ def register_assistant(app: AsyncApp, deps: AppDeps) -> None:
         language = await greeting_language(user, policy, settings=settings, redis=redis)
         if greet is not None:
             await greet(message(Key.ASSISTANT_GREETING, language))
+        if deps.access is not None:
+            # Prompts name collections and earlier answered questions: only those the user may read now.
+            reads = await deps.access.user_reads(user)
+            allowed = reads if policy.collections is None else reads & set(policy.collections)
+            policy = policy.model_copy(update={"collections": tuple(sorted(allowed))})
         prompts = await suggested_prompts(user, policy, language, settings=settings, redis=redis)
         if prompts:
             await set_suggested_prompts(prompts=prompts, title=message(Key.ASSISTANT_PROMPTS_TITLE, language))

@@ -28,7 +28,7 @@ from bot.slack.home_data import GAP_DAYS, PENDING, HomeData, KbState, MyQuestion
 from bot.slack.mrkdwn import channel_link, clip, clip_escaped, escape, heading, link, slack_date
 from bot.slack.review_card import review_buttons
 from bot.slack.workspace import message_link
-from bot.store.records import ReviewRecord
+from bot.store.records import ReviewRecord, shown_collections
 
 # Slack's limit for a Home tab is the modal's: 100 blocks.
 MAX_HOME_BLOCKS = MAX_MODAL_BLOCKS
@@ -57,12 +57,12 @@ def home_view(data: HomeData, *, language: str = "en") -> dict[str, Any]:
         head.append(DividerBlock())
         head.append(section(heading(message(Key.HOME_REVIEWS, language, count=len(data.reviews)))))
         room = MAX_HOME_BLOCKS - len(head) - len(tail)
-        head += review_blocks(data.reviews, data.now, room, language, data.workspace_url)
+        head += review_blocks(data.reviews, data.now, room, language, data.workspace_url, data.reads)
     return View(type="home", blocks=head + tail).to_dict()
 
 
 def review_blocks(reviews: list[ReviewRecord], now: float, room: int, language: str = "en",
-                  workspace_url: str | None = None) -> list[Block]:
+                  workspace_url: str | None = None, reads: frozenset[str] | None = None) -> list[Block]:
     """The reviews, oldest first, in at most `room` blocks: a section each, and under one
     without a card its buttons; the last block says how many more there are, when they do
     not all fit."""
@@ -70,7 +70,7 @@ def review_blocks(reviews: list[ReviewRecord], now: float, room: int, language: 
         return [context([message(Key.HOME_NO_REVIEWS, language)])]
     out: list[Block] = []
     for i, record in enumerate(reviews):
-        blocks = _review_blocks(record, now, language, workspace_url)
+        blocks = _review_blocks(record, now, language, workspace_url, reads)
         later = len(reviews) - i - 1
         # Before each review there is room for the "more" line; a review goes in only if that stays so.
         if len(out) + len(blocks) + (1 if later else 0) > room:
@@ -79,7 +79,13 @@ def review_blocks(reviews: list[ReviewRecord], now: float, room: int, language: 
     return out
 
 
-def _review_blocks(record: ReviewRecord, now: float, language: str, workspace_url: str | None) -> list[Block]:
+def _review_blocks(record: ReviewRecord, now: float, language: str, workspace_url: str | None,
+                   reads: frozenset[str] | None = None) -> list[Block]:
+    if record.restricted and reads is not None and shown_collections(record) <= reads:
+        # A restricted review's card shows neither draft nor buttons: here, to a reviewer who may read every
+        # one of its sources, both.
+        text = _review(record, now, language, workspace_url, open_to_viewer=True)
+        return [section(text), review_buttons(record, block_id=f"{HOME_REVIEW_BLOCK}{record.review_id}")]
     text = _review(record, now, language, workspace_url)
     if has_card(record):
         return [section(text)]
@@ -123,7 +129,9 @@ def _kb(kb: KbState, language: str) -> str:
     return "\n".join(lines)
 
 
-def _review(record: ReviewRecord, now: float, language: str, workspace_url: str | None) -> str:
+def _review(record: ReviewRecord, now: float, language: str, workspace_url: str | None, *,
+            open_to_viewer: bool = False) -> str:
+    """`open_to_viewer`: a restricted review, shown to a reviewer who may read its sources: with its draft."""
     question = (
         f"_{message(Key.HOME_DM_QUESTION, language)}_"
         if record.is_dm
@@ -143,11 +151,12 @@ def _review(record: ReviewRecord, now: float, language: str, workspace_url: str 
         where = f"⚠️ {message(Key.HOME_NO_CARD, language)}: `{reason}` · {message(Key.HOME_DECIDE_HERE, language)}"
         if record.decision_error:
             where += f"\n⚠️ {message(Key.DECISION_FAILED, language, reason=f'`{escape(record.decision_error)}`')}"
-        if not record.is_dm and record.draft.strip():
-            # What Approve would post, as the card would have shown it (a DM's stays off the tab:
-            # Write answer shows it to the reviewer alone).
-            title = message(Key.FLAGGED_ANSWER if record.kind == "feedback" else Key.REJECTED_DRAFT, language)
-            where += f"\n*{escape(title)}*\n>{clip_escaped(' '.join(record.draft.split()), DRAFT_PREVIEW_CHARS)}"
+    # What Approve would post, as the card would have shown it (a DM's stays off the tab: Write answer shows
+    # it to the reviewer alone); a restricted review's only to a reviewer who may read its sources.
+    preview = open_to_viewer or (not (record.card_channel and record.card_ts) and not record.restricted)
+    if preview and not record.is_dm and record.draft.strip():
+        title = message(Key.FLAGGED_ANSWER if record.kind == "feedback" else Key.REJECTED_DRAFT, language)
+        where += f"\n*{escape(title)}*\n>{clip_escaped(' '.join(record.draft.split()), DRAFT_PREVIEW_CHARS)}"
     old = message(Key.HOME_AGE, language, age=age(now - record.created_at))
     return clip(f"*{old}* · {escape(kinds)} · {question}\n{where}", MAX_SECTION_CHARS)
 

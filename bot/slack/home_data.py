@@ -67,15 +67,20 @@ class HomeData:
     gaps: list[Gap] = field(default_factory=list)
     # The workspace's address (auth.test's url), for links to the review cards.
     workspace_url: str | None = None
+    # The collections the viewer may read (bot.access), read when a restricted review is listed: its draft
+    # is previewed, with the buttons, only to a reviewer who may read every one of its sources. None: unknown.
+    reads: frozenset[str] | None = None
 
 
-async def read_home(user: str, *, settings: Settings, redis: aioredis.Redis, now: float | None = None) -> HomeData:
-    data = HomeData(user=user, now=time.time() if now is None else now, kb=kb_state(settings.index_dir))
+async def read_home(user: str, *, settings: Settings, redis: aioredis.Redis, now: float | None = None,
+                    reads: frozenset[str] | None = None) -> HomeData:
+    """`reads`: what the user may read (bot.access), None when not checked."""
+    data = HomeData(user=user, now=time.time() if now is None else now, kb=kb_state(settings.index_dir), reads=reads)
     data.questions = await my_questions(redis, user)
     if is_reviewer(settings, user):
         data.is_reviewer = True
         data.reviews = await Records(redis).open_reviews(limit=MAX_REVIEWS)
-        data.gaps = await top_gaps(redis, since=data.now - GAP_DAYS * 86400)
+        data.gaps = await top_gaps(redis, since=data.now - GAP_DAYS * 86400, reads=reads)
     return data
 
 
@@ -88,12 +93,16 @@ async def my_questions(redis: aioredis.Redis, user: str) -> list[MyQuestion]:
     return out
 
 
-async def top_gaps(redis: aioredis.Redis, *, since: float) -> list[Gap]:
+async def top_gaps(redis: aioredis.Redis, *, since: float, reads: frozenset[str] | None = None) -> list[Gap]:
+    """`reads`: a question asked where more could be read than the viewer may (a private channel of payroll
+    staff) stays off their tab."""
     questions = []
     entries = AuditTrail(redis).entries(since=since, outcomes={Outcome.REFUSED, Outcome.UNCERTAIN, Outcome.ANSWERED})
     async for e in entries:
         # A direct message's text is for its asker: it never goes on anyone else's Home tab.
         if e.is_dm or (e.outcome is Outcome.ANSWERED and not e.not_covered):
+            continue
+        if reads is not None and e.allowed is not None and not set(e.allowed) <= reads:
             continue
         questions.append(GapQuestion(text=e.question, language=e.language, at=e.at, outcome=gap_outcome(e)))
         if len(questions) >= GAP_MAX_QUESTIONS:

@@ -7,6 +7,8 @@ review from it, so the tab they are looking at shows the decision.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import redis.asyncio as aioredis
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -14,12 +16,18 @@ from bot.config import Settings
 from bot.slack import home
 from bot.slack.calls import call
 from bot.slack.home_data import read_home
+from bot.slack.reviewers import is_reviewer
 from bot.slack.workspace import Workspace
+
+if TYPE_CHECKING:
+    from bot.access.gate import AccessGate
 
 
 async def publish_home(slack: AsyncWebClient, user: str, *, settings: Settings, redis: aioredis.Redis,
-                       workspace: Workspace) -> None:
-    data = await read_home(user, settings=settings, redis=redis)
+                       workspace: Workspace, access: AccessGate | None = None) -> None:
+    # What a reviewer may read decides which restricted reviews and which gaps their tab shows.
+    reads = await access.user_reads(user) if access is not None and is_reviewer(settings, user) else None
+    data = await read_home(user, settings=settings, redis=redis, reads=reads)
     if data.reviews:
         data.workspace_url = await workspace.url()
     view = home.home_view(data, language=settings.language)

@@ -24,6 +24,8 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from bot import metrics
+from bot.access.events import register_access_events
+from bot.access.gate import AccessGate
 from bot.channels import ChannelPolicy, ChannelsConfig
 from bot.config import Settings
 from bot.helpdesk.handover import register_handover
@@ -38,7 +40,7 @@ from bot.slack.event_text import question_text, scrubbed
 from bot.slack.home_tab import publish_home
 from bot.slack.workspace import Workspace
 from bot.store.asked import AskedIndex
-from bot.store.records import Records
+from bot.store.records import AnswerRecord, Records, shown_collections
 from kb_index.analysis import guess_language
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,9 @@ class AppDeps:
     queue: Enqueue  # bot.jobs.queue JobQueue; the listeners only enqueue
     records: Records
     channels: ChannelsConfig
+    # Who may read what (bot.access): the Sources modal is shown only to whoever may read every cited collection.
+    # None: made from the app's client, Redis and the index (the web process's own).
+    access: AccessGate | None = None
 
 
 def create_app(deps: AppDeps) -> AsyncApp:
@@ -65,6 +70,10 @@ def create_app(deps: AppDeps) -> AsyncApp:
         ignoring_self_events_enabled=True,
     )
     register_events(app, deps)
+    register_access_events(app, deps.records.redis)
+    if deps.access is None:
+        deps.access = AccessGate.of(app.client, deps.records.redis, settings.index_dir,
+                                   cache_s=settings.access_cache_s)
     register_actions(app, deps)
     register_home(app, deps)
     # Imported here: the panel's questions are built and enqueued as a DM's are, with this module's functions.
@@ -217,7 +226,8 @@ def register_home(app: AsyncApp, deps: AppDeps) -> None:
         if event.get("tab") != "home" or not user:
             return  # the Messages tab opens the DM; nothing to publish
         # A Slack retry publishes the view again: the same user's current state, harmless.
-        await publish_home(client, user, settings=deps.settings, redis=deps.records.redis, workspace=workspace)
+        await publish_home(client, user, settings=deps.settings, redis=deps.records.redis, workspace=workspace,
+                           access=deps.access)
 
 
 # ---------------------------------------------------------------- actions
@@ -235,7 +245,7 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         if answer is None or answer.channel != _channel_of(body):
             log.warning("sources click for an unknown answer or from another channel ignored")
             return
-        view = replies.sources_modal(answer.sources, question=answer.question, language=answer.language)
+        view = await sources_view_for(body["user"]["id"], answer, deps)
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 
     @app.action(replies.ACTION_FEEDBACK_UP)
@@ -269,6 +279,8 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
     async def decide(body, decision: str, text: str = "", save_draft: bool = False) -> None:
         review_id = body["actions"][0]["value"] if "actions" in body else body["view"]["private_metadata"]
         user = body["user"]["id"]
+        if not await may_decide(review_id, user):
+            return
         if not await records.claim_decision(review_id, user):
             return  # another reviewer, or a double click, was first
         job = Job.of(ReviewDecisionPayload(review_id=review_id, decision=decision, reviewer=user, text=text,
@@ -284,6 +296,18 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
 
     def may_review(body) -> bool:
         return reviewers.may_triage(settings, body)
+
+    async def may_decide(review_id: str, user: str) -> bool:
+        """A restricted review (its card shows neither draft nor buttons) is decided only by a reviewer who may
+        read every collection it shows: a click from anyone else (a stale Home tab, a forged payload) does
+        nothing. A Slack error resolving the clicker raises: nothing is decided on a guess."""
+        record = await records.review(review_id)
+        if record is None or not record.restricted or deps.access is None:
+            return True
+        if shown_collections(record) <= await deps.access.user_reads(user):
+            return True
+        log.warning("decision on restricted review %s by %s refused: not open to them", review_id, user)
+        return False
 
     @app.action(review_card.ACTION_REVIEW_APPROVE)
     async def on_approve(ack, body):
@@ -306,6 +330,9 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         if record is None:
             return
         view = review_card.review_answer_modal(record)
+        if record.restricted and deps.access is not None \
+                and not shown_collections(record) <= await deps.access.user_reads(body["user"]["id"]):
+            view = replies.notice_modal(Key.REVIEW_MODAL_TITLE, Key.SOURCES_RESTRICTED, language=record.language)
         # The modal remembers the channel it was opened from: the submission has none.
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 
@@ -322,6 +349,16 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
             log.warning("review answer by %s refused: not in CITEBOT_REVIEWERS", body["user"]["id"])
             return
         await decide(body, "answer", text, save_draft=review_card.save_draft_from(view))
+
+
+async def sources_view_for(user: str, answer: AnswerRecord, deps: AppDeps) -> dict[str, Any]:
+    """The Sources modal for whoever clicked: a forwarded or shared answer's button is clicked by people the
+    answer was not checked for, so the passages are shown only if the clicker may read every cited collection."""
+    cited = {s.collection for s in answer.sources}
+    if cited and deps.access is not None and not cited <= await deps.access.user_reads(user):
+        log.info("sources of answer %s not shown to %s: not open to them", answer.answer_id, user)
+        return replies.notice_modal(Key.SOURCES, Key.SOURCES_RESTRICTED, language=answer.language)
+    return replies.sources_modal(answer.sources, question=answer.question, language=answer.language)
 
 
 def _channel_of(body: dict[str, Any]) -> str | None:

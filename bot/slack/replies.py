@@ -52,6 +52,7 @@ ACTION_FEEDBACK_UP = "citebot_feedback_up"
 ACTION_FEEDBACK_DOWN = "citebot_feedback_down"
 CALLBACK_FEEDBACK_REASON = "citebot_feedback_reason"
 ACTION_POST_IN_CHANNEL = "citebot_post_in_channel"
+ACTION_ANSWER_PRIVATELY = "citebot_answer_privately"
 FEEDBACK_REASON_BLOCK = "citebot_feedback_reason"
 FEEDBACK_REASON_ACTION = "reason"
 
@@ -214,6 +215,11 @@ def sources_modal(answer_sources: list[Source], *, question: str, language: str)
     return modal(message(Key.SOURCES, language), blocks, close=message(Key.CLOSE, language))
 
 
+def notice_modal(title: Key, text: Key, *, language: str) -> dict[str, Any]:
+    """A modal with one of the bot's own sentences (the Sources modal for someone it is not open to)."""
+    return modal(message(title, language), [section(escape(message(text, language)))], close=message(Key.CLOSE, language))
+
+
 def _passage_blocks(source: Source, language: str) -> list[Block]:
     heading = f"*{source_line(source)}*"
     passage = escaped_mrkdwn(source.passage)
@@ -246,6 +252,11 @@ def refusal_message(*, language: str, question_limit: int | None = None) -> dict
 def uncertain_message(*, language: str, question_limit: int | None = None) -> dict[str, Any]:
     """No answer could be backed by the KB; a reviewer may follow up in the thread."""
     return _notice(message(Key.UNCERTAIN, language), truncated_note(language, question_limit))
+
+
+def notice_message(key: Key, *, language: str) -> dict[str, Any]:
+    """One of the bot's own sentences as a message (no KB text in it)."""
+    return _notice(message(key, language))
 
 
 def error_message(*, language: str) -> dict[str, Any]:
@@ -304,3 +315,11 @@ def feedback_reason_from(view: dict[str, Any]) -> str:
     """The reason typed into the feedback modal (view_submission payload's `view`), or ""."""
     values = view.get("state", {}).get("values", {})
     return (values.get(FEEDBACK_REASON_BLOCK, {}).get(FEEDBACK_REASON_ACTION, {}).get("value") or "").strip()
+
+
+def better_in_private_message(question_id: str, *, language: str) -> dict[str, Any]:
+    """The note to an asker who may read more than the channel: the bot's own words and a button, no KB text."""
+    note = _notice(message(Key.BETTER_IN_PRIVATE, language))
+    actions = ActionsBlock(elements=[button(message(Key.ANSWER_PRIVATELY, language), ACTION_ANSWER_PRIVATELY,
+                                            question_id)])
+    return {**note, "blocks": [*note["blocks"], actions.to_dict()]}

@@ -139,6 +139,9 @@ def _card_body(review: ReviewRecord, draft_chars: int) -> list[Block]:
         context([_asked_line(review, language)]),
         headed_section(message(Key.QUESTION, language), clip_escaped(review.question, QUESTION_CHARS)),
     ]
+    if review.restricted:
+        # Draft, violations (they quote it) and sources stay off a card that not every member may read.
+        return blocks + [section(escape(message(Key.REVIEW_RESTRICTED, language)))]
     draft_title = message(Key.FLAGGED_ANSWER if feedback else Key.REJECTED_DRAFT, language)
     if review.draft.strip():
         blocks += _quoted_sections(draft_title, review.draft, draft_chars)
@@ -173,6 +176,9 @@ def review_card(review: ReviewRecord) -> dict[str, Any]:
     """The card posted to the review channel, in the record's language: question,
     rejected draft, violations, retrieved sources, and the approve / write answer /
     dismiss buttons."""
+    if review.restricted:
+        # No buttons: Approve would post a draft nobody here saw, and Write answer shows it.
+        return to_message(_fallback(review), _card_body(review, DRAFT_CHARS))
     return to_message(_fallback(review), _card_body(review, DRAFT_CHARS) + [review_buttons(review)])
 
 
@@ -199,7 +205,7 @@ def review_card_decided(review: ReviewRecord) -> dict[str, Any]:
         raise ValueError(f"review {review.review_id} is {review.status}, not decided")
     language = review.language
     blocks = _card_body(review, DRAFT_CHARS_DECIDED)
-    if review.final_answer and review.final_answer.strip():
+    if review.final_answer and review.final_answer.strip() and not review.restricted:
         blocks += _quoted_sections(message(Key.POSTED_ANSWER, language), review.final_answer, POSTED_ANSWER_CHARS)
     when = slack_date(review.decided_at) or "?"
     decided = message(key, language, user=mention(review.decided_by), time=when)

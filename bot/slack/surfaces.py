@@ -37,6 +37,7 @@ from bot.models import SlackQuestion
 from bot.slack import replies
 from bot.slack.event_text import scrubbed
 from bot.slack.listeners import AppDeps, bot_user_id_of, make_question, remember_asked
+from bot.store.keys import PRIVATE_OFFER_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +139,26 @@ def register_surfaces(app: AsyncApp, deps: AppDeps) -> None:
             # Keyed by the message: a mention of it, or a second click, is one answer.
             await _enqueue(question, deps, dedupe=f"shortcut:{question.id}", bot_user_id=bot, ephemeral=ephemeral)
         await ack()
+
+    @app.action(replies.ACTION_ANSWER_PRIVATELY)
+    async def on_answer_privately(ack, body, context):
+        """"Answer privately" under the note to an asker who may read more than the channel: the same question
+        again, from the asker's own access, answered to them alone (the click's response_url, as /citebot's).
+        Only the asker's click counts: a forwarded note clicked by anyone else asks nothing."""
+        await ack()
+        question_id = (body.get("actions") or [{}])[0].get("value") or ""
+        user = (body.get("user") or {}).get("id") or ""
+        response_url = _text(body.get("response_url"))
+        raw = await deps.records.redis.get(PRIVATE_OFFER_PREFIX + question_id) if question_id else None
+        if raw is None or not response_url:
+            return
+        question = SlackQuestion.model_validate_json(raw)
+        if not user or user != question.user:
+            log.warning("answer privately for %s clicked by %s, not its asker: ignored", question_id, user)
+            return
+        private = question.model_copy(update={"id": f"{question.id}:private"})
+        await _enqueue(private, deps, dedupe=f"private:{question.id}", bot_user_id=bot_user_id_of(context, body),
+                       ephemeral=Ephemeral(response_url=response_url))
 
     @app.action(replies.ACTION_POST_IN_CHANNEL)
     async def on_post_in_channel(ack, body):

@@ -98,6 +98,12 @@ class AuditEntry(BaseModel):
     drafts_cut: int = 0  # drafts that stopped at the output cap (CITEBOT_LLM_MAX_TOKENS)
     n_context: int = 0
     cited: list[CitedChunk] = Field(default_factory=list)
+    # The collections the answer was allowed to draw on where it was shown (bot.access); None: not checked
+    # (entries written before the check existed).
+    allowed: list[str] | None = None
+    # An answer shown to its asker alone in a channel (from their own access, beside the channel's reply): who.
+    # Its question id is the channel question's with "#private"; None for every other answer.
+    private_to: str | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)
     answerability: dict[str, Any] | None = None  # why the question went to the model, or was refused before it
     # Where the reply went, copied from the post record, which lives only as
@@ -136,6 +142,7 @@ def audit_entry(
         posted_channel=posted.channel if posted else None,
         posted_ts=posted.ts if posted else None,
         error=text,
+        allowed=question.collections,
     )
     if answer is None:
         return entry

@@ -53,6 +53,7 @@ PREFIX = "citebot:"
 # - "{reviews}": a review record and the sorted set of open reviews, written
 #   together. Reviews are a few a day.
 # - "{workers}": the heartbeats, so that one SCAN and one MGET read them all.
+# - "{access}": what Slack said about people, groups and channels (bot.access), read with one MGET.
 #
 # The queue spreads over the cluster by its shards: a job goes to the shard
 # its dedupe id hashes to (a stable CRC32, so a Slack retry of an event goes
@@ -291,6 +292,28 @@ def assistant_thread_key(channel: str, thread_ts: str) -> str:
 
 def assistant_greeted_key(channel: str, thread_ts: str) -> str:
     return f"{ASSISTANT_GREETED_PREFIX}{channel}:{thread_ts}"
+
+
+# ---------------------------------------------------------------- who may read what (bot.access)
+
+# What Slack said about a user (users.info), a user group's members, a channel's members and kind
+# (conversations.members / .info), the workspace's groups by handle. Cached so that a question costs no
+# Slack call once its people are known; short-lived, so that someone removed from a group loses access
+# within minutes even if Slack's event is lost (the web process drops the entry on the event itself).
+# + user:<id> | group:<id> | members:<channel> | people:<channel> (its members' kinds, one read) | channel:<channel>
+# | groups | epoch (bumped on every user_change: a channel's people made before it are read again)
+# One hash tag for all of them: a question reads its people with one MGET (and a channel's list beside the
+# epoch), which a cluster runs only on keys of one slot. Small, short-lived values: one node holds them well.
+ACCESS_PREFIX = PREFIX + "{access}:"
+ACCESS_TTL_S = 300  # the default of CITEBOT_ACCESS_CACHE_S (bot.config), which sets it
+# A person told once why citebot does not answer in a channel shared with another organization.
+ACCESS_TOLD_PREFIX = PREFIX + "access-told:"  # + <channel>:<user>
+ACCESS_TOLD_TTL_S = 30 * 24 * 3600
+# A question answered in a channel whose asker was offered "Answer privately": the question (JSON) the button
+# asks again from the asker's own access. A day to click it.
+PRIVATE_OFFER_PREFIX = PREFIX + "private-offer:"  # + question id
+PRIVATE_OFFER_TTL_S = 24 * 3600
+
 
 # ---------------------------------------------------------------- help channels (bot.helpdesk, bot.store.escalations)
 

@@ -86,12 +86,20 @@ class ReviewRecord(BaseModel):
     # The asker of a question answered to them alone (/citebot): the decision goes to
     # them with chat.postEphemeral, never into the channel. Not shown on the card.
     private_to: str | None = None
+    # Who reads the decision of a DM's or private question (its asker): their access is checked again when a
+    # reviewer decides. Never shown on the card (asker stays None for a DM).
+    reader: str | None = None
     flagged_by: str | None = None  # feedback: who gave the 👎 (None for DMs, as the asker)
     draft: str = ""
     violations: list[Violation] = Field(default_factory=list)
     sources: list[Source] = Field(default_factory=list)
     kind: str = "uncertain"  # "uncertain" (rejected draft) or "feedback" (a 👎 with a reason)
     feedback_reason: str | None = None
+    # Not every member of the review channel may read the draft's collections (bot.access): the card shows
+    # neither draft nor sources, and says so.
+    restricted: bool = False
+    # The collections its text concerns beyond its sources' (a hand-over's: those the bot's reply drew on).
+    collections: list[str] = Field(default_factory=list)
     status: ReviewStatus = ReviewStatus.OPEN
     created_at: float = Field(default_factory=time.time)
     card_channel: str | None = None
@@ -193,3 +201,8 @@ class Records:
     async def add_feedback(self, answer_id: str, user: str, vote: str, reason: str | None = None) -> None:
         fields: dict[FieldT, EncodableT] = {"answer_id": answer_id, "user": user, "vote": vote, "reason": reason or "", "at": str(time.time())}
         await self.redis.xadd(keys.FEEDBACK_STREAM, fields, maxlen=keys.FEEDBACK_MAXLEN, approximate=True)
+
+
+def shown_collections(record: ReviewRecord) -> set[str]:
+    """The collections a review's card or Home tab entry would show text of: its sources' and its own."""
+    return {s.collection for s in record.sources} | set(record.collections)

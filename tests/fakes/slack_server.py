@@ -9,14 +9,26 @@ form-encoded `blocks`/`view`/`attachments` are decoded from their JSON strings.
 Methods (those citebot and its tests call): chat.postMessage, chat.update,
 chat.postEphemeral, chat.delete, views.open, views.publish, reactions.add, reactions.remove,
 auth.test, conversations.replies, conversations.history, conversations.info,
-conversations.list (over `channels`, by default the harness's review channel and
-#general), usergroups.list and users.info (over `usergroups` and `users`), apps.connections.open (hands out `socket_url`, see
+conversations.list (over `channels`, by default the harness's review channel,
+#general and the directory's channels), apps.connections.open (hands out `socket_url`, see
 tests/fakes/socket_mode.py; only for an `xapp-` token) and the assistant
 panel's assistant.threads.setStatus, .setSuggestedPrompts and .setTitle (what each
 thread shows now: `assistant_thread(channel, thread_ts)`; a bot post into the
 thread clears its status, as Slack does). Anything else answers
 HTTP 404 `unknown_method`, as Slack does. A call without a token answers
 `not_authed`; with `token=` set, a different token answers `invalid_auth`.
+
+Who is who (bot.access): users.info over `users` (DIRECTORY_USERS: a full member,
+a multi-channel guest, a user of another organization, a deactivated user, a bot,
+a payroll group member; any other U… id answers as a full member of this team, so
+that tests about something else need not list their users; a test that sets `users`
+whole names the whole workspace, anyone else being user_not_found), users.list over
+the same people of this team, 200 a page
+(another organization's are not listed); usergroups.list and
+usergroups.users.list over `usergroups` (DIRECTORY_GROUPS), conversations.members
+over each channel's `members` (default: the bot, UASKER and UREVIEWER), at most
+`members_page` per page with Slack's cursor, and conversations.info, whose channel
+carries is_ext_shared / is_shared as given (the shared channel CSHARED).
 
 Response URLs: what Slack puts in a slash command's or a shortcut's payload
 (`server.response_url()`, under /commands/ as Slack's own, or /app/ for a
@@ -190,11 +202,25 @@ class FakeSlackServer(Scripting, ThreadedFake):
         self._home_views: dict[str, dict[str, Any]] = {}  # user id -> the Home tab views.publish last set
         # (channel, thread_ts) -> what an assistant thread shows: status, title, prompts
         self._assistant_threads: dict[tuple[str, str], dict[str, Any]] = {}
-        # The workspace's people, for a help channel's escalate_to (citebot doctor): usergroups.list
-        # over `usergroups` (id -> {"handle", "name"}), users.info over `users` (id -> {"name", ...}).
-        self.usergroups: dict[str, dict[str, Any]] = {}
-        self.users: dict[str, dict[str, Any]] = {}
+        # users.info: id -> the user object (a test may change it: the next lookup sees it). Anyone not
+        # listed is a full member of this team, unless a test sets `users` itself: then that is the whole
+        # workspace and anyone else is user_not_found (a help channel's escalate_to naming nobody).
+        self._users: dict[str, dict[str, Any]] = {uid: {"id": uid, **info} for uid, info in DIRECTORY_USERS.items()}
+        self.users_complete = False
+        # usergroups.*: id -> {"handle", "users", optionally "name"}
+        self.usergroups: dict[str, dict[str, Any]] = {gid: dict(g) for gid, g in DIRECTORY_GROUPS.items()}
+        self.members_page = 100  # conversations.members: at most this many per page
+        self.scopes: list[str] = list(DEFAULT_SCOPES)  # the X-OAuth-Scopes header: what the token was granted
         self._bind(host, port, _handler_for(self))
+
+    @property
+    def users(self) -> dict[str, dict[str, Any]]:
+        return self._users
+
+    @users.setter
+    def users(self, users: dict[str, dict[str, Any]]) -> None:
+        self._users = users
+        self.users_complete = True
 
     @property
     def url(self) -> str:
@@ -257,7 +283,8 @@ class FakeSlackServer(Scripting, ThreadedFake):
         else:
             with self._lock:
                 status, payload = self._answer(method, body, call)
-            headers = {}
+            # As Slack does: the token's scopes on every answer (read from auth.test's).
+            headers = {"X-OAuth-Scopes": ",".join(self.scopes)}
         with self._lock:
             self._calls.append(_replace(call, status=status, error=None if payload.get("ok") else payload.get("error")))
             self._lock.notify_all()
@@ -494,24 +521,65 @@ class FakeSlackServer(Scripting, ThreadedFake):
 
     def _conversation_info(self, body: dict[str, Any]) -> dict[str, Any]:
         channel = self.channels.get(body.get("channel") or "")
-        return {"ok": True, "channel": dict(channel)} if channel else _error("channel_not_found")
+        return {"ok": True, "channel": _shown(channel)} if channel else _error("channel_not_found")
+
+    def _users_info(self, body: dict[str, Any]) -> dict[str, Any]:
+        uid = str(body.get("user") or "")
+        user = self.users.get(uid)
+        if user is None and uid[:1] in ("U", "W") and not self.users_complete:
+            user = {"id": uid, "team_id": self.team_id}  # anyone else: a full member of this team
+        if user is None:
+            return _error("user_not_found")
+        full = {"name": uid.lower(), "deleted": False, "is_bot": False, "is_restricted": False,
+                "is_ultra_restricted": False, "team_id": self.team_id, **user}
+        return {"ok": True, "user": full}
+
+    def _users_list(self, body: dict[str, Any]) -> dict[str, Any]:
+        """This team's people, `limit` per page (at most 200, as Slack advises), the cursor the next page's offset:
+        those in `users` of this team and, unless `users` was set whole, every other U… member of a channel.
+        People of another organization are not listed (users.info still answers for them)."""
+        ids = [uid for uid, u in self.users.items() if u.get("team_id", self.team_id) == self.team_id
+               and not u.get("is_stranger")]
+        if not self.users_complete:
+            ids += sorted({m for c in self.channels.values() for m in c.get("members", DEFAULT_MEMBERS)
+                           if m[:1] in ("U", "W") and m not in self.users})
+        limit = min(int(body.get("limit") or 200), 200)
+        start = int(body.get("cursor") or 0)
+        page = [self._users_info({"user": uid})["user"] for uid in ids[start:start + limit]]
+        more = start + limit < len(ids)
+        return {"ok": True, "members": page, "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
+
+    def _usergroups_list(self, body: dict[str, Any]) -> dict[str, Any]:
+        groups = [{"id": gid, "handle": g["handle"], "name": g.get("name", g["handle"]), "team_id": self.team_id}
+                  for gid, g in self.usergroups.items()]
+        return {"ok": True, "usergroups": groups}
+
+    def _usergroups_users(self, body: dict[str, Any]) -> dict[str, Any]:
+        group = self.usergroups.get(str(body.get("usergroup") or ""))
+        if group is None:
+            return _error("no_such_subteam")
+        return {"ok": True, "users": list(group.get("users", []))}
+
+    def _conversation_members(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A channel's members, `limit` (capped at `members_page`) per page, the cursor the next page's offset."""
+        channel = self.channels.get(body.get("channel") or "")
+        if channel is None:
+            return _error("channel_not_found")
+        members = list(channel.get("members", DEFAULT_MEMBERS))
+        limit = min(int(body.get("limit") or 100), self.members_page)
+        start = int(body.get("cursor") or 0)
+        more = start + limit < len(members)
+        return {"ok": True, "members": members[start:start + limit],
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     def _conversation_list(self, body: dict[str, Any]) -> dict[str, Any]:
         """Every known channel, `limit` per page, the cursor being the next page's offset."""
         limit = int(body.get("limit") or 100)
         start = int(body.get("cursor") or 0)
         channels = list(self.channels.values())
-        page = [dict(c) for c in channels[start:start + limit]]
+        page = [_shown(c) for c in channels[start:start + limit]]
         more = start + limit < len(channels)
         return {"ok": True, "channels": page, "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
-
-    def _usergroups_list(self, body: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "usergroups": [{"id": gid, "team_id": self.team_id, **info}
-                                           for gid, info in self.usergroups.items()]}
-
-    def _user_info(self, body: dict[str, Any]) -> dict[str, Any]:
-        user = self.users.get(body.get("user") or "")
-        return {"ok": True, "user": {"id": body["user"], **user}} if user is not None else _error("user_not_found")
 
     def _replies(self, body: dict[str, Any]) -> dict[str, Any]:
         """The scripted thread plus what was posted into it, oldest first. An unknown
@@ -536,10 +604,46 @@ class FakeSlackServer(Scripting, ThreadedFake):
         return {"ok": True, "messages": messages, "has_more": False, "response_metadata": {"next_cursor": ""}}
 
 
+# Who is in the tests' workspace (users.info); any other U… id is a full member of TEAM_ID.
+OTHER_TEAM_ID = "T0OTHER1"
+DIRECTORY_USERS: dict[str, dict[str, Any]] = {
+    "UASKER": {"team_id": TEAM_ID},  # a full member
+    "UREVIEWER": {"team_id": TEAM_ID},
+    "UPAYROLL": {"team_id": TEAM_ID},  # a full member in the payroll group
+    "UGUEST": {"team_id": TEAM_ID, "is_restricted": True},  # a multi-channel guest
+    "UEXTERNAL": {"team_id": OTHER_TEAM_ID, "is_stranger": True},  # a user of another organization
+    "UGONE": {"team_id": TEAM_ID, "deleted": True},  # a deactivated user
+    "UOTHERBOT": {"team_id": TEAM_ID, "is_bot": True},  # another app's bot user
+    BOT_USER_ID: {"team_id": TEAM_ID, "is_bot": True},
+}
+DIRECTORY_GROUPS: dict[str, dict[str, Any]] = {
+    "S0PAYROLL": {"handle": "payroll-team", "users": ["UPAYROLL"]},
+}
+# The token's scopes (the X-OAuth-Scopes header): manifest.yml's.
+DEFAULT_SCOPES = ("app_mentions:read", "commands", "chat:write", "reactions:write", "assistant:write",
+                  "channels:history", "groups:history", "im:history", "mpim:history", "channels:read",
+                  "groups:read", "mpim:read", "users:read", "usergroups:read")
+# conversations.members of a channel that lists none.
+DEFAULT_MEMBERS = (BOT_USER_ID, "UASKER", "UREVIEWER")
+
 # The channels the tests' workspace has: the review channel the harness configures, with the bot in it.
 DEFAULT_CHANNELS: dict[str, dict[str, Any]] = {
     "CREVIEW": {"name": "citebot-review", "is_member": True, "is_private": False},
     "CGENERAL": {"name": "general", "is_member": True, "is_private": False},
+    "CHANDBOOK": {"name": "handbook", "is_member": True, "is_private": False},
+    "CFAULTS": {"name": "faults", "is_member": True, "is_private": False},
+    "CBENCH": {"name": "bench", "is_member": True, "is_private": False},
+    # Help channels (tests/test_help_channels.py): questions answered without a mention.
+    "CHELP": {"name": "help", "is_member": True, "is_private": False},
+    "CHELPCAP": {"name": "help-capped", "is_member": True, "is_private": False},
+    # The payroll group's own channel.
+    "CPAYROLL": {"name": "payroll", "is_member": True, "is_private": True, "members": [BOT_USER_ID, "UPAYROLL"]},
+    # A public channel with a guest in it.
+    "CGUESTS": {"name": "visitors", "is_member": True, "is_private": False,
+                "members": [BOT_USER_ID, "UASKER", "UPAYROLL", "UGUEST"]},
+    # Slack Connect: shared with another organization.
+    "CSHARED": {"name": "partner-project", "is_member": True, "is_private": False, "is_shared": True,
+                "is_ext_shared": True, "members": [BOT_USER_ID, "UASKER", "UPAYROLL", "UEXTERNAL"]},
 }
 
 _METHODS = {
@@ -556,13 +660,21 @@ _METHODS = {
     "conversations.history": FakeSlackServer._history,
     "conversations.info": FakeSlackServer._conversation_info,
     "conversations.list": FakeSlackServer._conversation_list,
+    "conversations.members": FakeSlackServer._conversation_members,
+    "users.info": FakeSlackServer._users_info,
+    "users.list": FakeSlackServer._users_list,
     "usergroups.list": FakeSlackServer._usergroups_list,
-    "users.info": FakeSlackServer._user_info,
+    "usergroups.users.list": FakeSlackServer._usergroups_users,
     "apps.connections.open": FakeSlackServer._connections_open,
     "assistant.threads.setStatus": FakeSlackServer._set_status,
     "assistant.threads.setTitle": FakeSlackServer._set_title,
     "assistant.threads.setSuggestedPrompts": FakeSlackServer._set_suggested_prompts,
 }
+
+
+def _shown(channel: dict[str, Any]) -> dict[str, Any]:
+    """A channel as conversations.info and .list show it: its members are conversations.members' to list."""
+    return {k: v for k, v in channel.items() if k != "members"}
 
 
 def _error(code: str) -> dict[str, Any]:

@@ -1,0 +1,30 @@
+"""Slack's events that change who may read what: the cached answer is dropped at once (bot.access.resolver).
+
+Without them someone removed from a group would keep reading its collections until the cache's lifetime
+ran out; with them the next question sees the change. Only a Redis DELETE happens here: the ack stays fast.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import redis.asyncio as aioredis
+from slack_bolt.async_app import AsyncApp
+
+from bot.access.resolver import forget
+
+log = logging.getLogger(__name__)
+
+# Each needs a scope (manifest.yml): subteam_* usergroups:read, member_*_channel and channel_*shared
+# channels:read / groups:read, user_change users:read.
+ACCESS_EVENTS = ("subteam_members_changed", "subteam_created", "subteam_updated", "member_joined_channel",
+                 "member_left_channel", "user_change", "channel_shared", "channel_unshared")
+
+
+def register_access_events(app: AsyncApp, redis: aioredis.Redis) -> None:
+    async def on_access_change(event):
+        dropped = await forget(redis, event)
+        log.info("access cache: %s dropped %d entr%s", event.get("type"), dropped, "y" if dropped == 1 else "ies")
+
+    for name in ACCESS_EVENTS:
+        app.event(name)(on_access_change)

@@ -1,0 +1,99 @@
+"""`citebot access --user U… [--channel C…]`: which collections that person may read there, and why.
+
+The same rules and Slack calls as the worker (bot.access), on the live index's collections: without
+--channel, what the person's DM, assistant panel and /citebot replies may draw on; with it, also what an
+answer posted in that channel may draw on (every member's access, and external: true where another
+organization reads), and who or what keeps a collection out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.commands import EXIT_OK, CliError
+from bot.config import Settings
+from bot.terminal import echo, json_text
+
+
+def cmd_access(args, settings: Settings) -> int:
+    from bot.access.resolver import AccessUnavailable
+    from bot.commands.ops import _with_redis
+    from kb_index.index import IndexNotFound
+
+    try:
+        report = _with_redis(settings, lambda redis: access_report(settings, redis, args.user, args.channel))
+    except AccessUnavailable as exc:
+        raise CliError(f"Slack did not say who may read what: {exc}") from None
+    except IndexNotFound as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print(json_text(report, indent=1))
+        return EXIT_OK
+    where = f" in {args.channel}" if args.channel else ""
+    echo(f"{args.user} ({report['kind']}){where}:", newlines=False)
+    for row in report["collections"]:
+        own = "reads" if row["reads"] else "no"
+        line = f"  {row['collection']:<16} {own:<5} {row['why']}"
+        if args.channel:
+            line += f"  | posted here: {'yes' if row['in_channel'] else 'no'}"
+            if row.get("channel_why"):
+                line += f" ({row['channel_why']})"
+        echo(line, newlines=False)
+    return EXIT_OK
+
+
+async def access_report(settings: Settings, redis: Any, user: str, channel: str | None) -> dict[str, Any]:
+    from bot.access.policy import may_read, readable
+    from bot.access.resolver import AccessResolver
+    from bot.access.scope import Accesses
+    from bot.slack.calls import make_client
+
+    slack = make_client(settings.require_bot_token(), settings.slack_api_url)
+    resolver = AccessResolver(slack, redis)
+    accesses = Accesses(settings.index_dir).current()
+    person = await resolver.person(user)
+    directory = await resolver.directory(accesses)
+    decisions = readable(person, accesses, directory)
+    rows: list[dict[str, Any]] = [{"collection": name, "reads": d.allowed, "why": d.why} for name, d in decisions.items()]
+    if channel:
+        kind = await resolver.channel(channel)
+        members = await resolver.channel_members(channel)
+        people = [p for p in await resolver.people(sorted(members)) if p.kind.value != "bot"]
+        for row in rows:
+            access = accesses[row["collection"]]
+            why = None
+            if not row["reads"]:
+                why = "the asker may not read it"
+            elif kind.shared_externally and not access.external:
+                why = "shared with another organization, and the collection is not external: true"
+            elif not members:
+                why = "no member of the channel is known"
+            else:
+                blocked = next((p for p in people if not may_read(p, access, directory).allowed), None)
+                if blocked is not None:
+                    why = f"{blocked.id} may not read it: {may_read(blocked, access, directory).why}"
+            row.update(in_channel=why is None, channel_why=why)
+    return {"user": user, "kind": person.kind.value, "channel": channel, "collections": rows}
+
+
+async def unknown_audience_names(slack: Any, accesses: dict[str, Any]) -> list[tuple[str, str]]:
+    """(collection, what is wrong) for each group or channel an audience names that Slack does not know: it
+    grants nobody access. SlackError when Slack cannot be asked."""
+    from bot.slack.calls import SlackFailed, call
+
+    groups_of = {name: set(a.audience.groups) for name, a in accesses.items() if a.audience is not None}
+    channels_of = {name: set(a.audience.channels) for name, a in accesses.items() if a.audience is not None}
+    found: list[tuple[str, str]] = []
+    if any(groups_of.values()):
+        listed = (await call(slack.usergroups_list(), "usergroups.list")).get("usergroups") or []
+        known = {g.get("id") for g in listed} | {g.get("handle") for g in listed}
+        found += [(name, f"the user group {g} an audience names is unknown to Slack: it grants nobody access")
+                  for name, groups in sorted(groups_of.items()) for g in sorted(groups - known)]
+    for name, channels in sorted(channels_of.items()):
+        for channel in sorted(channels):
+            try:
+                await call(slack.conversations_info(channel=channel), "conversations.info")
+            except SlackFailed as exc:
+                found.append((name, f"the channel {channel} an audience names cannot be read ({exc.code}): "
+                                    "it grants nobody access"))
+    return found
