@@ -168,8 +168,8 @@ def test_a_worker_sigkilled_three_times(cluster, fault_report):
 
 def test_llm_answers_500_for_a_while(cluster, fault_report):
     # Three tries: with the LLM's own retries, a job gives up about 5 s into an
-    # outage, so the 7 s outage has questions that get the apology and others
-    # that wait it out.
+    # outage, so the 10 s outage has questions that get the apology and others
+    # that wait it out (7 s left a busy machine's cluster run with none apologised).
     bot = cluster(worker_args=("--max-tries", "3"))
     bot.llm.set_script([], default={"text": GOOD, "delay": 0.2})
 
@@ -179,8 +179,8 @@ def test_llm_answers_500_for_a_while(cluster, fault_report):
     def llm_back():
         bot.llm.set_script([], default={"text": GOOD, "delay": 0.2})
 
-    timeline = Timeline((2.0, llm_500), (9.0, llm_back))
-    result, _ = drill(bot, "LLM 500 for 7 s", fault_report, timeline=timeline, llm_may_fail=True,
+    timeline = Timeline((2.0, llm_500), (12.0, llm_back))
+    result, _ = drill(bot, "LLM 500 for 10 s", fault_report, timeline=timeline, llm_may_fail=True,
                       notes="max 3 tries; apology only after all failed")
     assert result.apologised > 0, "no question outlasted the retries: the apology path was not tested"
     # Past all retries: three tries of the job, each with the LLM client's three requests.
