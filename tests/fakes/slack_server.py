@@ -633,6 +633,7 @@ DEFAULT_CHANNELS: dict[str, dict[str, Any]] = {
     "CHANDBOOK": {"name": "handbook", "is_member": True, "is_private": False},
     "CFAULTS": {"name": "faults", "is_member": True, "is_private": False},
     "CBENCH": {"name": "bench", "is_member": True, "is_private": False},
+    "CFAILOVER": {"name": "failover", "is_member": True, "is_private": False},  # tests/test_redis_failover.py
     # Help channels (tests/test_help_channels.py): questions answered without a mention.
     "CHELP": {"name": "help", "is_member": True, "is_private": False},
     "CHELPCAP": {"name": "help-capped", "is_member": True, "is_private": False},
