@@ -409,7 +409,9 @@ ts = f"{n // 1_000_000}.{n % 1_000_000:06d}"
 body = json.dumps({
     "token": "unused", "team_id": "T0SMOKE", "api_app_id": "A0SMOKE", "type": "event_callback",
     "event_id": f"EvSmoke{n}", "event_time": int(time.time()),
-    "event": {"type": "app_mention", "user": "USMOKE", "channel": "CSMOKE", "ts": ts, "event_ts": ts,
+    # A channel the fake Slack knows: citebot asks who its members are before it answers there, and a channel
+    # Slack cannot describe is answered from nothing (it could be shared with another organization).
+    "event": {"type": "app_mention", "user": "USMOKE", "channel": "CGENERAL", "ts": ts, "event_ts": ts,
               "text": f"<@{bot_user}> How many days of annual leave do I get?"},
     "authorizations": [{"team_id": "T0SMOKE", "user_id": bot_user, "is_bot": True, "is_enterprise_install": False}],
 })
