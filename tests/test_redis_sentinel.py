@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import pytest
+from redis.exceptions import RedisError
 
 from bot.jobs.consumer import Consumer
 from bot.jobs.queue import Job, JobQueue, QueueUnavailable
@@ -153,9 +154,38 @@ def _seen_down(sentinel_set: SentinelSet, old: int) -> bool:
     return "s_down" in flags or "o_down" in flags or sentinel_set.current_master_port() != old
 
 
+class _PromotionWatch:
+    """Notes when the first Sentinel names the promoted replica, polled from a thread
+    while the event loop waits on the write under test."""
+
+    def __init__(self, sentinel_set: SentinelSet, old: int):
+        self._set, self._old = sentinel_set, old
+        self.at: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> _PromotionWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set() and self.at is None:
+            if self._set.current_master_port() != self._old:
+                self.at = time.monotonic()
+            self._stop.wait(0.02)
+
+
 async def test_a_command_in_a_slack_request_waits_out_the_sentinel_failover(sentinel_set: SentinelSet) -> None:
-    """The asker's list of questions is written before the ack: the first write after the
-    Sentinels found the master down reaches the promoted replica within the request's budget."""
+    """The asker's list of questions is written before the ack. A write begun once the Sentinels
+    found the master down keeps trying within the request's budget: it reaches the promoted
+    replica when the promotion comes in time, and otherwise gives up within the budget (the
+    event is refused and Slack sends it again), never later. How long the Sentinels take to
+    elect a leader and promote varies (a random delay of up to a second is part of it), so
+    the test holds the write to what the promotion's moment allows, not to a fixed outcome."""
     client = connect(sentinel_set.url(), timeout=1.0)
     try:
         asked = AskedIndex(client)
@@ -165,12 +195,31 @@ async def test_a_command_in_a_slack_request_waits_out_the_sentinel_failover(sent
         sentinel_set.node(old).kill()
         await wait_until_async(lambda: _seen_down(sentinel_set, old), timeout=20, what="a Sentinel to find the master down")
         down = time.monotonic()
-        with deadline_in(SLACK_REDIS_BUDGET_S):
-            await asked.add("U1", "q2", "during the failover", at=2.0)
-        written = time.monotonic()
-        print(f"\nsentinel failover: kill -> master seen down {down - killed:.2f}s, the write waited {written - down:.2f}s")
-        assert written - down < SLACK_REDIS_BUDGET_S + 0.2
-        assert sentinel_set.current_master_port() == sentinel_set.replica.port
+        error: Exception | None = None
+        with _PromotionWatch(sentinel_set, old) as promotion:
+            try:
+                with deadline_in(SLACK_REDIS_BUDGET_S):
+                    await asked.add("U1", "q2", "during the failover", at=2.0)
+            except RedisError as exc:
+                error = exc
+            written = time.monotonic()
+            await wait_until_async(lambda: promotion.at is not None, timeout=30, what="the promotion")
+        assert promotion.at is not None
+        print(f"\nsentinel failover: kill -> master seen down {down - killed:.2f}s, promoted after "
+              f"{promotion.at - down:.2f}s more, the write {'gave up' if error else 'was written'} "
+              f"after {written - down:.2f}s")
+        assert written - down < SLACK_REDIS_BUDGET_S + 0.2, "the write outlasted the request's budget"
+        if error is None:
+            assert sentinel_set.current_master_port() == sentinel_set.replica.port
+        else:
+            # Given up only if the promotion came too late to be found before the budget ran
+            # out (one back-off step of the retries, and a connection, before the end).
+            assert promotion.at > down + SLACK_REDIS_BUDGET_S - 0.6, (
+                f"the write gave up ({error}) though the replica was promoted {promotion.at - down:.2f}s "
+                f"into a {SLACK_REDIS_BUDGET_S}s budget")
+            # Slack's resend: the first try after the promotion is written.
+            with deadline_in(SLACK_REDIS_BUDGET_S):
+                await asked.add("U1", "q2", "during the failover", at=2.0)
         assert [a.question_id for a in await asked.recent("U1")] == ["q2", "q1"]
     finally:
         await client.aclose()
