@@ -178,6 +178,10 @@ class GenerationRequest(BaseModel):
     language: str = "en"
     json_schema: dict[str, Any] | None = None  # claims mode: constrain the output
     max_tokens: int | None = None  # the output cap; None: the backend's (CITEBOT_LLM_MAX_TOKENS or its default)
+    # Retrieval refused the question but found something near it (kb_index.answerability's
+    # `near`): only the extractive backend is asked, and it quotes the nearest passages under
+    # the line that the knowledge base may not answer the question as asked.
+    nearest_only: bool = False
 
 
 class Draft(BaseModel):

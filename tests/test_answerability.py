@@ -155,3 +155,18 @@ async def test_the_extractive_backend_answers_both_parts_of_a_two_topic_question
     answer = await Pipeline(bm25, ExtractiveBackend()).answer(Question(text=question, language="de"))
     assert answer.verified and not answer.refused
     assert {"lb-efz-01", "lb-ueb-01"} <= set(answer.citations)
+
+
+@pytest.mark.parametrize(("cosine", "other", "near"), [
+    (0.80, None, True),  # 0.03 under the same-language threshold
+    (0.78, None, False),  # 0.05 under: nothing near
+    (None, 0.76, True),  # across languages, 0.03 under its own threshold
+    (None, 0.74, False),
+])
+def test_a_refusal_close_to_the_threshold_is_near(cosine, other, near):
+    from kb_index.answerability import CALIBRATIONS, PartSignals, decide
+
+    e5 = CALIBRATIONS["multilingual-e5-small"]
+    found = decide([PartSignals("q", cosine, "a-01", 0.1, "a-01", other, "b-01")], e5)
+    assert not found.answerable and found.near is near
+    assert found.entry_id == ("a-01" if cosine is not None else "b-01")

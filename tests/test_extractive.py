@@ -503,3 +503,34 @@ async def test_a_near_topic_question_across_languages_is_marked_by_meaning(pipel
     assert answer.answerability["answerable"] and "tf-canteen-01" in answer.citations
     assert answer.answer.startswith(message(Key.EXTRACTIVE_NEAR, "de") + "\n\n- ")
     assert answer.not_covered == [question]
+
+
+async def test_a_question_retrieval_refuses_as_near_gets_the_nearest_passages_marked(pipeline):
+    # The canteen entry says when the fridges are cleared; the embedder places the question a little under
+    # answerability's threshold. A refusal would say the KB does not cover it: the passages come marked.
+    question = "someone threw out my yoghurt from the fridge, when do they clean it?"
+    answer = await ask_pipeline(pipeline, question)
+    assert not answer.answerability["answerable"] and answer.answerability["near"]
+    assert answer.answer.startswith(message(Key.EXTRACTIVE_NEAR, "en") + "\n\n- ")
+    assert answer.citations == ["tf-canteen-01"] and answer.verified
+    assert answer.not_covered == [question]
+
+
+async def test_a_question_far_from_everything_is_refused(pipeline):
+    answer = await ask_pipeline(pipeline, "What's the capital of Australia?")
+    assert not answer.answerability["near"]
+    assert answer.outcome is Outcome.REFUSED and answer.answer == message(Key.REFUSAL, "en")
+
+
+async def test_a_model_is_never_asked_about_a_question_refused_as_near(pipeline):
+    from bot.answer.pipeline import Pipeline
+
+    class NoModel:
+        name = "a model"
+
+        async def generate(self, request):
+            raise AssertionError("the model was asked about a question retrieval refused")
+
+    model_pipeline = Pipeline(pipeline.retriever, NoModel())
+    answer = await ask_pipeline(model_pipeline, "someone threw out my yoghurt from the fridge, when do they clean it?")
+    assert answer.answerability["near"] and answer.outcome is Outcome.REFUSED

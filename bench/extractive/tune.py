@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 from embed_cache import CachedEmbedder  # noqa: E402
-from run import CACHE, DEFAULT_BUDGET_CHARS, DEFAULT_TOP_K, KBS, kind, load_questions  # noqa: E402
+from run import CACHE, DEFAULT_BUDGET_CHARS, DEFAULT_TOP_K, KBS, SETS, TUNED_SETS, kind, load_questions  # noqa: E402
 
 from bot.answer import extractive  # noqa: E402
 from bot.answer.prompt import build_evidence, trim_to_budget  # noqa: E402
@@ -47,14 +47,14 @@ class Item:
     evidence: list[Evidence]
 
 
-def gather(embedder) -> list[Item]:
+def gather(embedder, names: list[str], split: str = "tune") -> list[Item]:
     items = []
-    for kb_path in sorted(p for p in KBS.iterdir() if (p / "questions.yaml").exists()):
+    for kb_path in (KBS / name for name in names):
         with tempfile.TemporaryDirectory() as tmp:
             index = Path(tmp) / "index"
             build_index(kb_path / "kb", index, language="en", embedder=embedder)
             with Retriever(index, embedder=embedder) as retriever:
-                for q in load_questions(kb_path.name, "tune"):
+                for q in load_questions(kb_path.name, split):
                     language = guess_language(q["q"], default="en")
                     found = retriever.retrieve(q["q"], k=DEFAULT_TOP_K)
                     evidence = build_evidence(trim_to_budget(found.hits, DEFAULT_BUDGET_CHARS - len(q["q"])))
@@ -133,10 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grid", action="store_true", help="the weights of the passage choice")
     ap.add_argument("--standout", action="store_true", help="the weight of how far the best passage stands out")
     ap.add_argument("--siblings", action="store_true", help="the closeness of the word the best entry does not mention")
+    ap.add_argument("--split", choices=("tune", "all"), default="tune",
+                    help="all: both halves of the sets whose test halves are spent (README: what was looked at)")
+    ap.add_argument("--set", choices=TUNED_SETS, action="append",
+                    help="the labelled sets to tune on (default: every set but the sealed one)")
     args = ap.parse_args(argv)
     embedder = CachedEmbedder(LocalE5Embedder(), CACHE)
     embed = extractive.Vectors(VectorCache(embedder.embed_queries).vectors, VectorCache(embedder.embed_passages).vectors)
-    items = gather(embedder)
+    items = gather(embedder, [kb for name in (args.set or TUNED_SETS) for kb in SETS[name]], args.split)
     if args.cases:
         show_cases(items, embed)
     if args.siblings:

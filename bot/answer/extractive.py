@@ -1,7 +1,8 @@
 """The extractive backend: answers without a model, in the knowledge base's own words.
 
-Retrieval has already decided that the knowledge base covers the question (or
-refused it: section 3.7). This backend picks, from the top evidence blocks, the
+Retrieval has already decided that the knowledge base covers the question, or
+refused it, or found it only near (`GenerationRequest.nearest_only`: then the
+passages always come under the near line below; section 3.7). This backend picks, from the top evidence blocks, the
 passages that answer it best (sentences, list items, table rows), and gives them
 in reading order, each with its citation, under a line that says what they are:
 the knowledge base's own words, not a composed answer (`Draft.lead`).
@@ -436,7 +437,7 @@ class ExtractiveBackend:
             refusal = message(Key.REFUSAL, request.language)
             return Draft(text=refusal, model=self.name, raw=refusal)
         text = render_claims(selection.passages) if claims else render_citations(selection.passages)
-        if selection.answers:
+        if selection.answers and not request.nearest_only:
             return Draft(text=text, model=self.name, raw=text, lead=message(Key.EXTRACTIVE_LEAD, request.language))
         return Draft(text=text, model=self.name, raw=text, lead=message(Key.EXTRACTIVE_NEAR, request.language),
                      not_covered=[request.question])

@@ -5,7 +5,9 @@ worker runs it per job. The rules that make it safe:
 
 - a question plainly outside the knowledge base (retrieval's answerability
   decision) -> the refusal, without calling the model; anything in between
-  goes to the model, which is told to say when the blocks do not answer;
+  goes to the model, which is told to say when the blocks do not answer; with
+  the extractive backend a refused question near the threshold (`near`) gets the
+  nearest passages under the line that the KB may not answer it as asked;
 - a draft that fails verification is regenerated once, with the violations
   as feedback; a second failure gives the uncertain message and keeps the draft;
 - a draft that stopped at the output cap is checked as it is, never completed:
@@ -104,7 +106,8 @@ class Pipeline:
             # In a thread: embedding the question takes tens of milliseconds of
             # CPU, which would stall every other job of a worker's event loop.
             retrieval = await asyncio.to_thread(self.retrieve, question)
-        if not (retrieval.answerability.answerable and retrieval.hits):
+        nearest_only = self._nearest_only(retrieval)
+        if not (retrieval.answerability.answerable and retrieval.hits) and not nearest_only:
             answer = refusal_answer(question, question.language, mode)
             answer.answerability = retrieval.answerability.to_dict()
             answer.timings_ms = timings
@@ -112,7 +115,7 @@ class Pipeline:
 
         question = question.model_copy(update={"history": clip_history(question.history, self.budget_chars)})
         evidence = build_evidence(trim_to_budget(retrieval.hits, self._block_budget(question)))
-        request = build_request(question, evidence, mode)
+        request = build_request(question, evidence, mode).model_copy(update={"nearest_only": nearest_only})
         draft, verdict = await self._generate_and_verify(request, evidence, question.language, timings, progress)
         drafts_cut = int(draft.truncated)
         regenerations = 0
@@ -142,6 +145,13 @@ class Pipeline:
         answer.judgement = verdict.judgement
         answer.timings_ms = timings
         return answer
+
+    def _nearest_only(self, retrieval: Retrieval) -> bool:
+        """Refused, but near enough for the extractive backend to quote what comes nearest, marked as
+        such: the KB's own words under that line are no answer, and no model is asked to write one."""
+        found = retrieval.answerability
+        return isinstance(self.backend, ExtractiveBackend) and not found.answerable and found.near \
+            and bool(retrieval.hits)
 
     @property
     def judged(self) -> bool:
