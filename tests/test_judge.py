@@ -239,8 +239,9 @@ def test_ask_with_a_judge_past_its_time_is_not_sure(ask, llm, capsys, monkeypatc
 
 def test_ask_with_the_questions_time_spent_while_the_judge_is_asked_is_not_sure_and_says_so(ask, llm, capsys,
                                                                                             monkeypatch):
-    monkeypatch.setenv("CITEBOT_LLM_TIMEOUT", "30")
-    monkeypatch.setenv("CITEBOT_QUESTION_BUDGET_S", "3")
+    # A budget with room for retrieval and the draft on a busy machine, and far less than the judge's own time.
+    monkeypatch.setenv("CITEBOT_LLM_TIMEOUT", "60")
+    monkeypatch.setenv("CITEBOT_QUESTION_BUDGET_S", "8")
     llm.set_script([PTO_DRAFT], default=Reply(text=verdicts(("supports", PTO_QUOTE)), delay=30.0))
     code, answer = ask(capsys)
     assert code == 0 and not answer["verified"] and answer["answer"] == message(Key.UNCERTAIN, "en")

@@ -200,7 +200,7 @@ def test_a_judge_slower_than_the_questions_budget_ends_not_sure_with_the_draft_o
     # The judge's own time (CITEBOT_LLM_TIMEOUT) is far longer than the question's: the budget runs out while
     # it is asked. Another try would find no time left, so the asker hears "not sure" at once, never the apology.
     bot = citebot(worker_args=("--max-tries", "3", "--backoff-base", "0.1"), CITEBOT_JUDGE="llm",
-                  CITEBOT_LLM_TIMEOUT="30", CITEBOT_QUESTION_BUDGET_S="4")
+                  CITEBOT_LLM_TIMEOUT="60", CITEBOT_QUESTION_BUDGET_S="6")
     supports = json.dumps({"verdicts": [{"id": "S1", "verdict": "supports", "quote": "28 days of paid annual leave"}]})
     bot.llm.set_script([GOOD], default=Reply(text=supports, delay=30))
     event = mention_event(PTO_QUESTION)
