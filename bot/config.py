@@ -214,7 +214,7 @@ class Settings(BaseSettings):
     # The asker is watching a thread: a model that asks for an hour's pause is down for them.
     llm_max_retry_after_s: float = Field(30.0, validation_alias="CITEBOT_LLM_MAX_RETRY_AFTER_S", description="The longest Retry-After of a model server that is waited out (0: never wait).")
     # Wall-clock time from the first model call for a question, over all its tries.
-    question_budget_s: float = Field(120.0, validation_alias="CITEBOT_QUESTION_BUDGET_S", description="Seconds a question may take from its first model call, over all its tries (a hanging model included); then the asker gets the apology. Also for `citebot ask`.")
+    question_budget_s: float = Field(120.0, validation_alias="CITEBOT_QUESTION_BUDGET_S", description="Seconds a question may take from its first model call, over all its tries (a hanging model included); then the asker gets the apology, or \"not sure\" with the draft on the review card when a draft was made. Also for `citebot ask`.")
 
     @field_validator("top_k", "prompt_budget_chars", "max_question_chars", mode="before")
     @classmethod

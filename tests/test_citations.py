@@ -6,8 +6,8 @@ import pytest
 
 from bot.answer.prompt import build_evidence
 from bot.answer.verify.citations import verify_citations
-from bot.answer.verify.numbers import find_numbers, missing_numbers
-from bot.answer.verify.text import contains_refusal, quote_in, strip_think
+from bot.answer.verify.numbers import find_numbers, unstated
+from bot.answer.verify.text import is_refusal, quote_in, strip_think
 from bot.i18n import message
 from kb_index import ChunkResult
 
@@ -83,15 +83,15 @@ def test_bare_id_mention_is_detected():
 
 
 def test_refusal_phrase():
-    assert contains_refusal("Dazu enthält die Wissensbasis keine Aussage.")
+    assert is_refusal("Dazu enthält die Wissensbasis keine Aussage.")
 
 
 def test_refusal_phrase_with_other_punctuation_still_counts():
-    assert contains_refusal("Dazu enthält die Wissensbasis keine Aussage!")
+    assert is_refusal("Dazu enthält die Wissensbasis keine Aussage!")
 
 
 def test_normal_answer_is_no_refusal():
-    assert not contains_refusal("Der Anspruch besteht [lb-min-01].")
+    assert not is_refusal("Der Anspruch besteht [lb-min-01].")
 
 
 def test_strip_think_removes_block():
@@ -119,9 +119,9 @@ def test_refusal_followed_by_a_statement_is_an_answer_and_gets_checked():
 
 
 def test_refusal_ignores_case_accents_and_punctuation():
-    assert contains_refusal("dazu enthalt die wissensbasis, keine aussage")
-    assert contains_refusal("THE KNOWLEDGE BASE DOESN'T COVER THIS QUESTION")
-    assert not contains_refusal("The knowledge base covers this question.")
+    assert is_refusal("dazu enthalt die wissensbasis, keine aussage")
+    assert is_refusal("THE KNOWLEDGE BASE DOESN'T COVER THIS QUESTION")
+    assert not is_refusal("The knowledge base covers this question.")
 
 
 def test_english_refusal_is_recognised_in_a_german_setup():
@@ -328,9 +328,9 @@ def test_number_readings():
     assert "~07-01" not in find_numbers("seit dem 1. Juli 2025", "de", source=True)[0].values
     assert find_numbers("1,000 genomes", "en")[0].values == {"1000", "1"}
     assert [n.raw for n in find_numbers("CD4 and p53 and IL-6")] == ["6"]
-    assert missing_numbers("am 2026-01-15", ["Stichtag 15.01.2026"]) == []
-    assert missing_numbers("sechs Wochen", ["6 Wochen"], "de") == []
-    assert missing_numbers("seven weeks", ["6 weeks"], "en") == ["seven"]
+    assert unstated("am 2026-01-15", ["Stichtag 15.01.2026"]) == []
+    assert unstated("sechs Wochen", ["6 Wochen"], "de") == []
+    assert unstated("seven weeks", ["6 weeks"], "en") == ["seven"]
 
 
 def test_number_in_the_next_sentence_is_checked_against_that_sentences_citation():

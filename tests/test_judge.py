@@ -237,6 +237,18 @@ def test_ask_with_a_judge_past_its_time_is_not_sure(ask, llm, capsys, monkeypatc
     assert "no reply within 1s" in answer["unverified_reason"]
 
 
+def test_ask_with_the_questions_time_spent_while_the_judge_is_asked_is_not_sure_and_says_so(ask, llm, capsys,
+                                                                                            monkeypatch):
+    # A budget with room for retrieval and the draft on a busy machine, and far less than the judge's own time.
+    monkeypatch.setenv("CITEBOT_LLM_TIMEOUT", "60")
+    monkeypatch.setenv("CITEBOT_QUESTION_BUDGET_S", "8")
+    llm.set_script([PTO_DRAFT], default=Reply(text=verdicts(("supports", PTO_QUOTE)), delay=30.0))
+    code, answer = ask(capsys)
+    assert code == 0 and not answer["verified"] and answer["answer"] == message(Key.UNCERTAIN, "en")
+    assert answer["draft"] == PTO_DRAFT and [v["kind"] for v in answer["violations"]] == [JUDGE_UNAVAILABLE]
+    assert answer["unverified_reason"].startswith("the judge could not judge: BudgetSpent: ")
+
+
 def test_ask_with_the_judge_off_makes_one_call_and_says_the_answer_is_not_verified(ask, llm, capsys):
     llm.script(PTO_DRAFT)
     code, answer = ask(capsys, judge="off")

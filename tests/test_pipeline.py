@@ -7,9 +7,9 @@ import json
 import pytest
 
 from bot.answer.backends import OllamaBackend, OpenAIBackend
-from bot.answer.budget import within_budget
+from bot.answer.budget import BUDGET_RESERVE_S, within_budget
 from bot.answer.extractive import ExtractiveBackend
-from bot.answer.judge import BUDGET_RESERVE_S, LLMJudge
+from bot.answer.judge import LLMJudge
 from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import NOT_JUDGED_REASON, Pipeline
 from bot.answer.verify.policy import JUDGE_UNAVAILABLE
@@ -342,8 +342,19 @@ async def test_a_judge_that_cannot_judge_lets_nothing_be_posted_as_verified(pipe
 async def test_a_judge_hanging_past_the_questions_budget_gives_up_in_time_and_nothing_is_posted(pipeline, llm):
     llm.script(ATZ_DRAFT, Reply(text=SUPPORTS, delay=30.0))
     answer = await within_budget(pipeline(judged=True).answer(ATZ), 4.0)  # no BudgetSpent: the judge gave up first
-    assert (answer.verified, answer.outcome) == (False, Outcome.UNCERTAIN)
+    assert (answer.verified, answer.outcome, answer.draft) == (False, Outcome.UNCERTAIN, ATZ_DRAFT)
     assert answer.judgement.status is JudgeStatus.UNAVAILABLE and answer.timings_ms["judge"] < 4_000
+    # Said as the question's time spent, not as a judge that did not answer in its own time: the worker
+    # ends such a question "not sure" at once, as another try would find no time left.
+    assert answer.judgement.error.startswith("BudgetSpent: ") and "BudgetSpent" in answer.unverified_reason
+
+
+async def test_a_regeneration_past_the_questions_budget_keeps_the_first_draft_for_review(pipeline, llm):
+    wrong = "Altersteilzeit gibt es ab 55 [lb-atz-99]."  # an id no block has: regenerated
+    llm.script(wrong, Reply(text=ATZ_DRAFT, delay=30.0))
+    answer = await within_budget(pipeline(judged=True).answer(ATZ), 5.0)  # no BudgetSpent: a draft exists
+    assert (answer.verified, answer.outcome, answer.regenerations) == (False, Outcome.UNCERTAIN, 1)
+    assert answer.answer == UNCERTAIN_DE and answer.draft == wrong and len(llm.calls) == 2
 
 
 async def test_a_judge_with_the_questions_budget_spent_is_not_asked_and_nothing_is_posted(pipeline, llm):

@@ -11,12 +11,17 @@ at the deadline (retrieval, verification).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from citebot_core.deadline import BudgetSpent, deadline_in, time_left
 
 T = TypeVar("T")
+
+# What a question needs after its last model call (the answer assembled and handed back to be
+# posted): the judge and the regeneration give up this long before the question's deadline, so
+# that a draft already made is answered with ("not sure", on the review card), not lost to the apology.
+BUDGET_RESERVE_S = 1.0
 
 
 async def within_budget(work: Awaitable[T], seconds: float) -> T:
@@ -31,4 +36,22 @@ async def within_budget(work: Awaitable[T], seconds: float) -> T:
             raise BudgetSpent("the question's time ran out while it was being answered") from None
 
 
-__all__ = ["BudgetSpent", "time_left", "within_budget"]
+async def before_reserve(work: Callable[[], Awaitable[T]]) -> T | None:
+    """`work()`, or None when it cannot be done BUDGET_RESERVE_S before the question's deadline."""
+    left = time_left()
+    if left is None:
+        return await work()
+    if left <= BUDGET_RESERVE_S:
+        return None
+    try:
+        async with asyncio.timeout(left - BUDGET_RESERVE_S) as scope:
+            return await work()
+    except BudgetSpent:
+        return None
+    except TimeoutError:
+        if not scope.expired():
+            raise
+        return None
+
+
+__all__ = ["BUDGET_RESERVE_S", "BudgetSpent", "before_reserve", "time_left", "within_budget"]

@@ -22,7 +22,8 @@ call takes longer than `timeout` or than what is left of the question's time
 budget, the reply is not the judge's schema), nothing is posted as verified:
 the verdict fails with JUDGE_UNAVAILABLE (bot.answer.verify.policy: a model
 outage, not regenerated), the job is retried, and the last try ends "not sure"
-with the draft on the review card; the judgement, recorded in the audit trail,
+with the draft on the review card (at once when the question's time ran out:
+a limit set by its deadline reports BudgetSpent, not a slow judge); the judgement, recorded in the audit trail,
 says "unavailable" and why (docs/DESIGN.md 3.6).
 """
 
@@ -34,7 +35,7 @@ import logging
 
 from bot import metrics
 from bot.answer.backends import Backend
-from bot.answer.budget import BudgetSpent, time_left
+from bot.answer.budget import BUDGET_RESERVE_S, BudgetSpent, time_left
 from bot.answer.llm_http import LLMError
 from bot.answer.prompt import render_block
 from bot.answer.verify.judgement import (
@@ -52,10 +53,6 @@ from bot.i18n import Key, message, normalize_language
 from bot.models import AnswerMode, Evidence, GenerationRequest, Judgement, Support, Verdict
 
 log = logging.getLogger(__name__)
-
-# What the question needs after the judge (the answer assembled and handed back
-# to be posted): the judge gives up this long before the question's deadline.
-BUDGET_RESERVE_S = 1.0
 
 # The reply's form, shown to the model in its instructions (the schema constrains
 # it too, where the server supports that).
@@ -135,7 +132,12 @@ class Judge:
         except (LLMError, BudgetSpent, JudgeReplyInvalid) as exc:
             judgement = self._unavailable(asked, f"{type(exc).__name__}: {exc}", model)
         except TimeoutError:
-            judgement = self._unavailable(asked, f"no reply within {limit:g}s", model)
+            if limit != self.timeout:
+                # The question's deadline set the limit: its time is spent, and another try would find it so.
+                error = f"{BudgetSpent.__name__}: the question's time ran out while the judge was asked"
+            else:
+                error = f"no reply within {limit:g}s"
+            judgement = self._unavailable(asked, error, model)
         metrics.JUDGE_CALLS.labels(status=judgement.status).inc()
         return judgement
 

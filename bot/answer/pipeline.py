@@ -9,7 +9,9 @@ worker runs it per job. The rules that make it safe:
   the extractive backend a refused question near the threshold (`near`) gets the
   nearest passages under the line that the KB may not answer it as asked;
 - a draft that fails verification is regenerated once, with the violations
-  as feedback; a second failure gives the uncertain message and keeps the draft;
+  as feedback; a second failure gives the uncertain message and keeps the draft,
+  and so does the question's time running out before the regeneration is done
+  (a draft exists: a reviewer gets it, the asker "not sure", never the apology);
 - a draft that stopped at the output cap is checked as it is, never completed:
   unless it is claims JSON that closed before the cap, it fails (CUT_AT_OUTPUT_CAP);
 - what each finding does (regenerate, hold for the judge, fail) is the one
@@ -29,12 +31,14 @@ worker runs it per job. The rules that make it safe:
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import contextmanager
 
 from bot.answer.assemble import build_answer, make_source, refusal_answer
 from bot.answer.backends import Backend, make_backend
+from bot.answer.budget import before_reserve
 from bot.answer.extractive import ExtractiveBackend, Vectors
 from bot.answer.judge import Judge, make_judge
 from bot.answer.prompt import build_evidence, build_request, clip_history, retry_messages, trim_to_budget
@@ -59,6 +63,8 @@ from bot.models import (
 from kb_index import Retriever
 from kb_index.question.follow_up import retrieval_text
 from kb_index.search import Retrieval
+
+log = logging.getLogger(__name__)
 
 EXTRACTIVE = "extractive"  # the backend that quotes the KB (bot.answer.extractive): nothing to judge
 
@@ -124,10 +130,16 @@ class Pipeline:
             retry = request.model_copy(
                 update={"messages": retry_messages(request.messages, draft.text, verdict.violations, question.language)}
             )
-            second_draft, second = await self._generate_and_verify(retry, evidence, question.language, timings, progress)
-            drafts_cut += second_draft.truncated
-            if _rank(second) >= _rank(verdict):
-                draft, verdict = second_draft, second
+            # The question's time may run out first: then the first draft is answered with.
+            regenerated = await before_reserve(
+                lambda: self._generate_and_verify(retry, evidence, question.language, timings, progress))
+            if regenerated is None:
+                log.warning("no time left of the question's budget to regenerate: the first draft is kept")
+            else:
+                second_draft, second = regenerated
+                drafts_cut += second_draft.truncated
+                if _rank(second) >= _rank(verdict):
+                    draft, verdict = second_draft, second
 
         answer = build_answer(question, draft.text, verdict, evidence, mode, question.language)
         _with_lead(answer, draft)

@@ -39,7 +39,9 @@ What the asker hears when something fails, past all tries:
                                   used up CITEBOT_QUESTION_BUDGET_S, at once
     the entailment judge          "not sure", with the draft on the review card: nothing
                                   unjudged is posted (at once when the question's
-                                  time is spent)
+                                  time is spent while or after the judge is asked;
+                                  also when a later try ran out of time or failed
+                                  on the model before it had a draft of its own)
     the model refused the request a general apology, at once: a wrong model name
                                   or key is the operator's to fix, not an outage
     who may read what             that access could not be checked (Slack did not
@@ -209,8 +211,13 @@ class JobHandlers:
         if isinstance(error, SlackError):
             await self._post_stored_reply(question, error, poster)
             return
+        # A draft its judge could not judge, of this try or an earlier one: "not sure", the draft on
+        # the review card, also when a later try failed on the model before it had a draft of its own.
         if isinstance(error, JudgeOutage):
-            await self.answer(job, settled=error.answer)  # "not sure", the draft on the review card
+            await self.answer(job, settled=error.answer)
+            return
+        if isinstance(error, ModelUnavailable) and (kept := await self.records.unjudged(question.id)) is not None:
+            await self.answer(job, settled=kept)
             return
         if not await poster.claim_unless_posted(question.id, question.channel, question.reply_thread_ts):
             return
@@ -302,12 +309,19 @@ class JobHandlers:
         except BudgetSpent as exc:
             log.warning("%s", exc)
             metrics.LLM_ERRORS.labels(kind="BudgetSpent").inc()
-            await self._reply_with_apology(question, exc, poster)
-            return
+            # An earlier try's draft that its judge could not judge is this question's answer ("not sure",
+            # the draft on the review card); only a question that never had a draft gets the apology.
+            if (settled := await self.records.unjudged(question.id)) is None:
+                await self._reply_with_apology(question, exc, poster)
+                return
+            answer = settled
         except IndexNotFound as exc:
             await self._reply_not_ready(question, exc, poster)
             return
         if settled is None and _judge_outage(answer):
+            # Kept for the tries after this one: one that runs out of time or fails on the model
+            # still ends "not sure" with this draft on the review card.
+            await self.records.keep_unjudged(question.id, answer)
             await poster.release_claim(question.id)
             raise JudgeOutage(answer)
 
@@ -572,7 +586,8 @@ def _question_id(job: Job) -> str | None:
 
 def _judge_outage(answer: Answer) -> bool:
     """Did the judge fail to judge for a reason another try may not have? Not the question's time
-    spent: that ends "not sure" at once."""
+    spent (while the judge was asked, or before it could be): that ends "not sure" at once, as
+    every later try would find no time left."""
     judgement = answer.judgement
     return (answer.outcome is Outcome.UNCERTAIN and judgement is not None and judgement.status is JudgeStatus.UNAVAILABLE
             and not (judgement.error or "").startswith(BudgetSpent.__name__))

@@ -169,6 +169,13 @@ OPEN_REVIEWS_ZSET = PREFIX + "{reviews}:open"  # member review id, score created
 QUESTION_STARTED_PREFIX = PREFIX + "question-started:"  # + question id
 QUESTION_STARTED_TTL_S = 24 * 3600
 
+# The uncertain answer of a try whose judge could not judge its draft: a later
+# try that finds the question's time spent, or the last try failing on the
+# model, still ends "not sure" with that draft on the review card instead of the
+# apology (nothing unjudged is posted, and nothing judged is lost). As long as
+# the question's start.
+UNJUDGED_PREFIX = PREFIX + "unjudged:"  # + question id
+
 # 👍/👎 votes and reasons: a stream, bounded so it cannot grow without end.
 FEEDBACK_STREAM = PREFIX + "feedback"
 FEEDBACK_MAXLEN = 100_000
@@ -215,6 +222,10 @@ def review_decision_key(review_id: str) -> str:
 
 def question_started_key(question_id: str) -> str:
     return QUESTION_STARTED_PREFIX + question_id
+
+
+def unjudged_key(question_id: str) -> str:
+    return UNJUDGED_PREFIX + question_id
 
 
 def dedupe_key(dedupe_id: str, shards: int = SINGLE_QUEUE_SHARDS) -> str:

@@ -9,6 +9,8 @@
 - A review record holds a rejected draft until a reviewer decides; the
   buttons on the review card carry only its id.
 - Feedback is appended to a bounded stream.
+- An unjudged answer is the uncertain answer of a try whose judge could not
+  judge the draft, for a later try that cannot finish (bot.jobs.handlers).
 
 Key names live in bot.store.keys with the queue's.
 """
@@ -23,9 +25,10 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
+from pydantic_core import to_jsonable_python
 from redis.typing import EncodableT, FieldT
 
-from bot.models import Source, Violation
+from bot.models import Answer, Source, Violation
 from bot.store import keys
 
 
@@ -65,6 +68,18 @@ def _to_json(record: AnswerRecord | ReviewRecord) -> str:
         for s in record.sources
     ]
     return json.dumps(data, ensure_ascii=False)
+
+
+def _everything(value: Any) -> Any:
+    """`value` as JSON, its models with the fields their public JSON leaves out (an answer's outcome,
+    judgement and blocks, a source's collection and passage: what a review card needs)."""
+    if isinstance(value, BaseModel):
+        return {name: _everything(getattr(value, name)) for name in type(value).model_fields}
+    if isinstance(value, list | tuple):
+        return [_everything(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _everything(v) for k, v in value.items()}
+    return to_jsonable_python(value)
 
 
 class ReviewStatus(StrEnum):
@@ -195,6 +210,16 @@ class Records:
         key = keys.question_started_key(question_id)
         started = await self._question_started(keys=[key], args=[repr(time.time()), keys.QUESTION_STARTED_TTL_S])
         return float(started)
+
+    async def keep_unjudged(self, question_id: str, answer: Answer) -> None:
+        """The uncertain answer of a try whose judge could not judge its draft, for the tries after it."""
+        data = json.dumps(_everything(answer), ensure_ascii=False)
+        await self.redis.set(keys.unjudged_key(question_id), data, ex=keys.QUESTION_STARTED_TTL_S)
+
+    async def unjudged(self, question_id: str) -> Answer | None:
+        """What `keep_unjudged` kept for the question; None when no try had a draft its judge could not judge."""
+        raw = await self.redis.get(keys.unjudged_key(question_id))
+        return None if raw is None else Answer.model_validate_json(raw)
 
     # ------------------------------------------------------------ feedback
 

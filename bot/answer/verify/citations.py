@@ -1,36 +1,15 @@
 """Citations-mode checks: an answer with inline [KB-ID] references.
 
-The sound checks (docs/DESIGN.md 3.6), each a finding kind whose consequence is
-policy.py's table:
-- UNKNOWN_ID: a cited id is not one of the context blocks' KB-IDs.
-- NO_CITATION: the answer cites nothing at all (and is not a refusal: the refusal
-  sentence and nothing else, see text.is_refusal).
-- QUOTE_NOT_IN_SOURCE: a double-quoted passage is not verbatim in a cited block.
-- LINK_NOT_IN_SOURCE: a URL, e-mail address, phone number or Slack link of a
-  sentence is not in the blocks it cites, nor in any other block the answer
-  cites (links.py).
-- NUMBER_NOT_IN_SOURCE: a number neither the blocks a sentence cites nor the
-  question state (numbers.py): held for the judge.
-- UNCITED_SENTENCE: a sentence with a quotation or a link that neither it nor any
-  sentence of its paragraph cites; UNCITED_NUMBER: one with a number that is not
-  the question's nor a Stand (held for the judge, who is shown every block the
-  answer cites).
+The sound checks of docs/DESIGN.md 3.6, each finding a kind of policy.py's table; whether a
+sentence says what its blocks say is the entailment judge's to decide (bot.answer.judge). A
+sentence on what the KB does not cover (not_covered.py) is not checked.
 
-Whether a sentence says what its blocks say is the entailment judge's to decide
-(bot.answer.judge): every sentence that would be posted is asked.
-
-A sentence that says what the KB does not cover (not_covered.py) is a partial
-refusal: not checked, listed in Verdict.not_covered.
-
-Which blocks a sentence cites: its own references; without any, those of the
-next sentence of the same paragraph that has some (models often cite once at
-the end of a passage); at the end of a paragraph, those of the sentence before
-(a trailing "(Stand 2026-01)" belongs to what precedes it); a paragraph without
-any, right after one with some, those of the paragraph before ("Zusammen
-180,90 €"); a sentence still without any whose every number a cited sentence
-states too (a short answer ahead of its details), those of the sentences that
-state them. Sentences without numbers, quotations or links and without any
-citation (a heading, "Kurz gesagt:") are allowed: there is nothing in them to check.
+Which blocks a sentence cites: its own references; else those of the next sentence of its
+paragraph that has some (models often cite once at the end of a passage), else of the one
+before; a paragraph without any, right after a cited one, those of the paragraph before; a
+sentence still without any whose every number a cited sentence states, those of the sentences
+that state them. A sentence without numbers, quotations or links and without any citation (a
+heading, "In short:") has nothing in it to check.
 """
 
 from __future__ import annotations
@@ -44,7 +23,7 @@ from bot.answer.verify.not_covered import says_not_covered
 from bot.answer.verify.numbers import find_numbers, unstated
 from bot.answer.verify.policy import finding
 from bot.answer.verify.refs import IdSet, Ref, find_refs, ordered_ids, strip_refs
-from bot.answer.verify.text import is_refusal, quote_in, quoted_passages, strip_think
+from bot.answer.verify.text import evidence_text, is_refusal, quote_in, quoted_passages, strip_think
 from bot.models import Evidence, Verdict, Violation
 from kb_index import markdown
 from kb_index.sentences import sentences
@@ -61,67 +40,43 @@ class _Sentence:
     def own_ids(self) -> tuple[str, ...]:
         return tuple(i for r in self.refs for i in r.ids)
 
-    @property
-    def has_refs(self) -> bool:
-        return bool(self.refs)
-
-
-def block_texts(evidence: list[Evidence]) -> dict[str, list[str]]:
-    """Per KB-ID, the text of each of its blocks as the model saw it: the header
-    metadata counts, since a model may repeat the Stand or a legal basis."""
-    texts: dict[str, list[str]] = {}
-    for ev in evidence:
-        c = ev.chunk
-        header = " ".join(filter(None, [c.title, c.section, c.stand or "", *c.legal_bases]))
-        texts.setdefault(c.entry_id, []).append(f"{header}\n{c.text}")
-    return texts
-
 
 def _sentences(text: str, known: IdSet, language: str) -> list[list[_Sentence]]:
-    """The answer's sentences, grouped by paragraph (a list is one group): its Markdown
+    """The answer's sentences, grouped by paragraph (a list or a table is one group): its Markdown
     units (kb_index.markdown), so a hard-wrapped line does not end a sentence."""
+    paragraphs: dict[int, list[str]] = {}
+    for unit in markdown.units(text, html=False):
+        if unit.kind != "code":
+            paragraphs.setdefault(unit.group, []).append(unit.text)
     out, index = [], 0
-    for paragraph in unit_groups(text):
+    for paragraph in paragraphs.values():
         group = []
-        for unit in paragraph:
-            for sentence in sentences(unit, language):
+        for line in paragraph:
+            for sentence in sentences(line, language):
                 group.append(_Sentence(index, sentence, find_refs(sentence, known)))
                 index += 1
         out.append(group)
     return out
 
 
-def unit_groups(text: str) -> list[list[str]]:
-    """The text's units (paragraphs, list items, rows, headings), those of one list or table together."""
-    groups: dict[int, list[str]] = {}
-    for unit in markdown.units(text, html=False):
-        if unit.kind != "code":
-            groups.setdefault(unit.group, []).append(unit.text)
-    return list(groups.values())
-
-
 def _inherit(group: list[_Sentence]) -> None:
-    """Fill `cited` of each sentence of one paragraph (rule in the module docstring)."""
+    """Fill `cited` of each sentence of one paragraph from its own or its neighbours' references."""
     for i, s in enumerate(group):
-        if s.has_refs:
+        if s.refs:
             s.cited = s.own_ids
             continue
-        later = next((t for t in group[i + 1 :] if t.has_refs), None)
-        earlier = next((t for t in reversed(group[:i]) if t.has_refs), None)
-        source = later or earlier
+        source = next((t for t in group[i + 1 :] if t.refs), None) or next((t for t in reversed(group[:i]) if t.refs), None)
         s.cited = source.own_ids if source else ()
 
 
 def _assign_citations(groups: list[list[_Sentence]], language: str) -> list[list[_Sentence]]:
-    """Fill `cited` of every sentence: what its paragraph cites (_inherit), and a paragraph
-    without any citation right after a cited one sums that one up ("Together 180,90 €", the
-    lines of a worked example): it rests on what the paragraph before cites; a sentence still
-    without any that repeats numbers cited sentences state rests on what they cite (_restating).
-    One rule for the checks and for what the judge is asked, so nothing checked goes unjudged."""
+    """Fill `cited` of every sentence (module docstring). A paragraph nothing cites right after a
+    cited one sums it up (a total, the lines of a worked example). One rule for the checks and for
+    what the judge is asked, so nothing checked goes unjudged."""
     previous: list[_Sentence] = []
     for group in groups:
         _inherit(group)
-        if not any(s.has_refs for s in group) and previous and previous[-1].cited:
+        if not any(s.refs for s in group) and previous and previous[-1].cited:
             for s in group:
                 s.cited = previous[-1].cited
         previous = group
@@ -130,15 +85,15 @@ def _assign_citations(groups: list[list[_Sentence]], language: str) -> list[list
 
 
 def _restating(flat: list[_Sentence], language: str) -> None:
-    """A sentence nothing cites whose every number a cited sentence of the answer states too (the short
-    answer ahead of its details: "Kurz: 419 € bekommst du zurück.") rests on what those sentences cite."""
+    """A sentence nothing cites whose every number a cited sentence states too (a short answer ahead
+    of its details) rests on what those sentences cite."""
     stating: dict[str, list[str]] = {}
     for s in flat:
         for n in find_numbers(strip_refs(s.text, s.refs), language) if s.cited else ():
             for value in n.values:
                 stating.setdefault(value, []).extend(s.cited)
     for s in flat:
-        if s.cited or s.has_refs:
+        if s.cited or s.refs:
             continue
         numbers = find_numbers(strip_refs(s.text, s.refs), language)
         if numbers and all(n.values & stating.keys() for n in numbers):
@@ -146,13 +101,11 @@ def _restating(flat: list[_Sentence], language: str) -> None:
             s.cited = tuple(dict.fromkeys(ids))
 
 
-# "Stand: 2026-01", "(Stand 2026-01)", "as of 2026-01": the date the answer rests on, as rule 6 asks.
-_STAND_NOTE = re.compile(r"^\W*(?:stand|as of|valid as of|gültig ab|based on the stand)\b", re.IGNORECASE)
-
-
-# A line that only names a Stand ("Stand: 2026-01"): the checks compare it with the blocks' headers;
-# it says nothing a judge could find in a block's text.
-_STAND_ONLY = re.compile(r"^\W*(?:stand|as of|valid as of|gültig ab|based on the stand)\W*[\d\-./ ]+\W*$", re.IGNORECASE)
+# "Stand: 2026-01", "(as of 2026-01)": the date the answer rests on, as the prompt's rules ask. A line
+# that only names one is compared with the blocks' headers: it says nothing a judge could find in a text.
+_STAND = r"^\W*(?:stand|as of|valid as of|gültig ab|based on the stand)"
+_STAND_NOTE = re.compile(_STAND + r"\b", re.IGNORECASE)
+_STAND_ONLY = re.compile(_STAND + r"\W*[\d\-./ ]+\W*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -162,13 +115,8 @@ class _Context:
     stands: frozenset[str]  # every reading of the Stand of every block of the prompt
 
 
-def _stands(evidence: list[Evidence]) -> frozenset[str]:
-    return frozenset(v for ev in evidence if ev.chunk.stand
-                     for n in find_numbers(ev.chunk.stand, ev.chunk.language, source=True) for v in n.values)
-
-
 def _uncited(s: _Sentence, body: str, quotes: list[str], unquoted: str, ctx: _Context) -> list[Violation]:
-    """A sentence nothing cites may say what has nothing to check (a heading, "Kurz gesagt:"),
+    """A sentence nothing cites may say what has nothing to check (a heading, "In short:"),
     repeat the question's numbers, or name the Stand; no more."""
     if quotes or find_links(body):
         return [finding("UNCITED_SENTENCE", f"no citation for: {s.text}", s.index)]
@@ -188,7 +136,7 @@ def _check_sentence(s: _Sentence, blocks: dict[str, list[str]], ctx: _Context, a
     unquoted = body
     for q in quotes:  # a quotation is checked verbatim as a whole: its numbers need no second check
         unquoted = unquoted.replace(q, " ")
-    if s.has_refs and not s.cited:
+    if s.refs and not s.cited:
         return []  # cites only unknown ids: already an UNKNOWN_ID, nothing to check against
     if not s.cited:
         return _uncited(s, body, quotes, unquoted, ctx)
@@ -196,14 +144,10 @@ def _check_sentence(s: _Sentence, blocks: dict[str, list[str]], ctx: _Context, a
     where = f"[{', '.join(s.cited)}]"
     violations = [finding("QUOTE_NOT_IN_SOURCE", f"quotation {q!r} is not verbatim in {where}", s.index)
                   for q in quotes if not any(quote_in(q, source) for source in sources)]
-    violations += [
-        finding("LINK_NOT_IN_SOURCE", f"{link!r} is not in {where}", s.index)
-        for link in missing_links(body, sources)
-        # a link of another block the answer cites is no made-up one, only cited a sentence too early or late
-        if link in missing_links(body, answer_sources)
-    ]
-    # The refusal sentence next to an answer ("... [id]. The KB does not cover the
-    # rest.") says what the KB lacks, which no block can state.
+    # A link of another block the answer cites is no made-up one, only cited a sentence too early or late.
+    violations += [finding("LINK_NOT_IN_SOURCE", f"{link!r} is not in {where}", s.index)
+                   for link in missing_links(body, sources) if link in missing_links(body, answer_sources)]
+    # The refusal sentence beside an answer says what the KB lacks, which no block can state.
     if is_refusal(unquoted):
         return violations
     violations += [finding("NUMBER_NOT_IN_SOURCE", f"{where}: {raw!r} is not stated in the cited blocks", s.index)
@@ -211,7 +155,7 @@ def _check_sentence(s: _Sentence, blocks: dict[str, list[str]], ctx: _Context, a
     return violations
 
 
-# "möglich [lb-atz-01]." without its reference: "möglich ." -> "möglich."
+# "possible [doc-01]." without its reference: "possible ." -> "possible."
 _SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])")
 
 
@@ -222,13 +166,11 @@ class CitedSentence:
     cited: tuple[str, ...]  # the KB-IDs it relies on (module docstring: its own, or its paragraph's)
 
 
-def cited_sentences(
-    draft_text: str, evidence: list[Evidence], language: str = "en", *, uncited: Collection[int] = ()
-) -> list[CitedSentence]:
-    """The sentences of a draft that rest on blocks, with the KB-IDs each rests on: what
-    the entailment judge is asked about. The refusal sentence beside an answer is left
-    out: it says what the KB lacks, which no block can state. A sentence of `uncited`
-    (held back by UNCITED_NUMBER) rests on every block the answer cites."""
+def cited_sentences(draft_text: str, evidence: list[Evidence], language: str = "en", *,
+                    uncited: Collection[int] = ()) -> list[CitedSentence]:
+    """The sentences of a draft that rest on blocks, with the KB-IDs each rests on: what the judge is
+    asked about (not the refusal sentence beside an answer, which no block can state). A sentence of
+    `uncited` (held back by UNCITED_NUMBER) rests on every block the answer cites."""
     known = IdSet([ev.entry_id for ev in evidence])
     groups = _assign_citations(_sentences(strip_think(draft_text), known, language), language)
     everything = tuple(dict.fromkeys(i for group in groups for s in group for i in s.cited))
@@ -246,17 +188,9 @@ def _unknown_id_violations(all_sentences: list[_Sentence]) -> list[Violation]:
     seen: set[str] = set()
     out = []
     for s in all_sentences:
-        for ref in s.refs:
-            for token in ref.unknown:
-                if token.casefold() not in seen:
-                    seen.add(token.casefold())
-                    out.append(
-                        Violation(
-                            kind="UNKNOWN_ID",
-                            detail=f"[{token}] is not the KB-ID of any context block",
-                            claim=s.index,
-                        )
-                    )
+        for token in (t for ref in s.refs for t in ref.unknown if t.casefold() not in seen):
+            seen.add(token.casefold())
+            out.append(finding("UNKNOWN_ID", f"[{token}] is not the KB-ID of any context block", s.index))
     return out
 
 
@@ -272,13 +206,17 @@ def verify_citations(draft_text: str, evidence: list[Evidence], language: str = 
         return Verdict(ok=True, refusal=True)
     violations = _unknown_id_violations(flat)
     gaps = [strip_refs(s.text, s.refs).strip() for s in flat if says_not_covered(strip_refs(s.text, s.refs))]
-    if not any(s.has_refs for s in flat):
+    if not any(s.refs for s in flat):
         if gaps and len(gaps) == len(flat):
             return Verdict(ok=True, refusal=True, not_covered=gaps)
         detail = "empty answer" if not text else "the answer cites no KB-ID"
         return Verdict(ok=False, violations=[finding("NO_CITATION", detail)])
-    blocks = block_texts(evidence)
-    ctx = _Context(language, question, _stands(evidence))
+    blocks: dict[str, list[str]] = {}
+    for ev in evidence:
+        blocks.setdefault(ev.entry_id, []).append(evidence_text(ev))
+    stands = frozenset(v for ev in evidence if ev.chunk.stand
+                       for n in find_numbers(ev.chunk.stand, ev.chunk.language, source=True) for v in n.values)
+    ctx = _Context(language, question, stands)
     _assign_citations(groups, language)
     answer_sources = [t for kb_id in dict.fromkeys(i for s in flat for i in s.cited) for t in blocks.get(kb_id, [])]
     for s in flat:
@@ -288,10 +226,8 @@ def verify_citations(draft_text: str, evidence: list[Evidence], language: str = 
 
 
 def _partial_refusal(s: _Sentence) -> bool:
-    """A sentence that says only what the KB does not cover, and gives no link. The numbers it names
-    are those of what is missing ("whether 25 December is one", "whether the 350 EUR difference is
-    yours to pay"): worked out from the asker's case, often, and stated by no block, rightly. They are
-    not checked, and the judge is not asked: it could only call what is missing not stated. A link is
-    something to follow, so a sentence with one is checked as any."""
+    """A sentence that says only what the KB does not cover, and gives no link. Its numbers are those
+    of what is missing, stated by no block, rightly: not checked, and the judge, who could only call
+    them not stated, is not asked. A link is something to follow: a sentence with one is checked."""
     body = strip_refs(s.text, s.refs)
     return says_not_covered(body) and not find_links(body)

@@ -1,34 +1,18 @@
 """Claim-lattice checks: an answer as JSON claims, each pointing at evidence.
 
-The model returns {"claims": [{"text": ..., "evidence_ids": ["E1", ...]}]}. Each
-claim is checked on its own by the sound checks; what each finding does is
-policy.py's table, and the verdict's audit mode then says what may be posted:
+The model returns {"claims": [{"text": ..., "evidence_ids": ["E1", ...]}]}. Each claim is checked
+on its own by the sound checks; what each finding does is policy.py's table, and the audit mode
+then says what may be posted: STRICT (no finding: all of it), HYBRID (some claims verified and
+every finding local to a claim: only those, marked partial), UNGROUNDED (any other finding, or
+nothing verified: handled like a failed verification). Whether a claim says what its evidence
+says is the entailment judge's to decide (bot.answer.judge).
 
-- STRICT: no finding at all; the whole answer is posted.
-- HYBRID: some claims verified and every finding is local to a claim
-  (UNKNOWN_EVIDENCE_ID, UNSUPPORTED_CLAIM: no evidence cited, LINK_NOT_IN_SOURCE:
-  a URL, e-mail address, phone number or Slack link the evidence does not state,
-  NUMBER_NOT_IN_SOURCE, TOO_MANY_CLAIMS, and the entailment judge's
-  JUDGE_CONTRADICTS and JUDGE_NOT_STATED); only the verified claims are posted,
-  marked partial.
-- UNGROUNDED: the output is not the schema (SCHEMA_INVALID), a claim quotes
-  (MANUAL_QUOTE_VIOLATION: quotations cannot be checked claim by claim, so none
-  are allowed), a claim relies on a blocked source role (SOURCE_ROLE_BLOCKED),
-  the judge could not judge (JUDGE_UNAVAILABLE), or nothing verified. Handled
-  like a failed verification.
+Evidence ids: the prompt's pointer ids (E1..En, any case), or a content-addressed evidence_id or
+a KB entry id (all of its blocks), which name blocks unambiguously too; resolved to pointer ids.
 
-Whether a claim says what its evidence says is the entailment judge's to decide
-(bot.answer.judge), claim by claim.
-
-Evidence ids: the prompt's pointer ids (E1..En, any case) are the normal way to
-cite. A content-addressed evidence_id or a KB entry id is accepted too, since both
-name context blocks unambiguously (an entry id stands for all of its blocks); the
-verdict's claims carry the resolved pointer ids.
-
-A refusal is a verified answer without claims: an empty claim list (the only way
-to refuse under schema-constrained decoding), claims that only say the refusal
-sentence, or the refusal sentence as plain text instead of JSON. A refusal that
-goes on to state something is not one (text.is_refusal): it is checked.
+A refusal is a verified answer without claims: an empty claim list (the only way to refuse under
+schema-constrained decoding), claims that only say the refusal sentence, or that sentence as
+plain text. A refusal that goes on to state something is checked (text.is_refusal).
 """
 
 from __future__ import annotations
@@ -42,21 +26,14 @@ from bot.answer.verify.links import missing_links
 from bot.answer.verify.not_covered import says_not_covered
 from bot.answer.verify.numbers import unstated
 from bot.answer.verify.policy import claim_local, finding
-from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, is_refusal, strip_think
+from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, evidence_text, is_refusal, strip_think
 from bot.models import AuditMode, Claim, Evidence, Verdict, Violation
 from citebot_core.errors import Permanent
 
 # Source roles a claim may rest on. Background material (noisy_background_source)
 # gives context to the model but is not what an employee should be told as fact.
-DEFAULT_ALLOWED_ROLES = frozenset(
-    {
-        "primary_answer_source",
-        "secondary_answer_source",
-        "supporting_source",
-        "definition_source",
-        "procedure_source",
-    }
-)
+DEFAULT_ALLOWED_ROLES = frozenset({"primary_answer_source", "secondary_answer_source", "supporting_source",
+                                   "definition_source", "procedure_source"})
 
 # More claims than this is a runaway answer (repetition, listing a whole block):
 # operators must see it, so it demotes to HYBRID; it never cuts claims off.
@@ -95,29 +72,19 @@ class EvidenceIndex:
     """Resolves what a claim cites to the context blocks."""
 
     def __init__(self, evidence: list[Evidence]):
-        self.evidence = evidence
         self._by_key: dict[str, list[Evidence]] = {}
         for ev in evidence:
             for key in (ev.pointer_id, ev.evidence_id):
                 self._by_key.setdefault(key.casefold(), []).append(ev)
-        for ev in evidence:
-            if ev.entry_id.casefold() not in self._by_key:
-                self._by_key[ev.entry_id.casefold()] = [e for e in evidence if e.entry_id == ev.entry_id]
+        for ev in evidence:  # an entry id: all of its blocks, unless it is some block's own id
+            self._by_key.setdefault(ev.entry_id.casefold(), [e for e in evidence if e.entry_id == ev.entry_id])
 
     def resolve(self, token: str) -> list[Evidence]:
         return self._by_key.get(token.casefold(), [])
 
 
-def evidence_text(ev: Evidence) -> str:
-    """A block as the model saw it: the header counts, a claim may repeat the Stand or a legal basis."""
-    c = ev.chunk
-    header = " ".join(filter(None, [c.title, c.section, c.stand or "", *c.legal_bases]))
-    return f"{header}\n{c.text}"
-
-
-def _check_claim(
-    i: int, claim: Claim, index: EvidenceIndex, allowed_roles: frozenset[str], language: str, question: str
-) -> tuple[Claim, list[Violation]]:
+def _check_claim(i: int, claim: Claim, index: EvidenceIndex, allowed_roles: frozenset[str], language: str,
+                 question: str) -> tuple[Claim, list[Violation]]:
     """The claim with resolved pointer ids and its `verified` flag, and its findings."""
     out: list[Violation] = []
 
@@ -166,15 +133,8 @@ def verified_citations(claims: list[Claim], index: EvidenceIndex) -> list[str]:
     return seen
 
 
-def verify_claims(
-    draft_text: str,
-    evidence: list[Evidence],
-    language: str = "en",
-    allowed_roles: frozenset[str] | set[str] = DEFAULT_ALLOWED_ROLES,
-    max_claims: int = MAX_CLAIMS,
-    *,
-    question: str = "",
-) -> Verdict:
+def verify_claims(draft_text: str, evidence: list[Evidence], language: str = "en",
+                  allowed_roles: frozenset[str] | set[str] = DEFAULT_ALLOWED_ROLES, *, question: str = "") -> Verdict:
     """The sound checks of a claims-mode draft against the context blocks it was written from.
     `question` is what was asked: its numbers may be repeated."""
     text = strip_think(draft_text)
@@ -182,9 +142,7 @@ def verify_claims(
         obj, fixups = parse_lenient_json(text)
         claims = _read_claims(obj)
     except json.JSONDecodeError as exc:
-        if is_refusal(text):
-            return _refusal([])
-        return _schema_invalid(f"not JSON: {exc.msg}", [])
+        return _refusal([]) if is_refusal(text) else _schema_invalid(f"not JSON: {exc.msg}", [])
     except _SchemaError as exc:
         return _schema_invalid(str(exc), fixups)
     if all(not c.evidence_ids and is_refusal(c.text) for c in claims):
@@ -195,31 +153,18 @@ def verify_claims(
     index = EvidenceIndex(evidence)
     checked, violations = [], []
     for i, claim in enumerate(claims):
-        if claim.text in gaps:
-            # A partial refusal: not posted as a fact, not checked (not_covered.py).
-            checked.append(Claim(text=claim.text, evidence_ids=claim.evidence_ids, verified=False))
-            continue
-        result, found = _check_claim(i, claim, index, frozenset(allowed_roles), language, question)
+        # A partial refusal (not_covered.py) is not posted as a fact, and not checked.
+        result, found = (claim, []) if claim.text in gaps else _check_claim(
+            i, claim, index, frozenset(allowed_roles), language, question)
         checked.append(result)
         violations += found
-    if len(claims) > max_claims:
-        violations.append(finding("TOO_MANY_CLAIMS", f"{len(claims)} claims; at most {max_claims}"))
+    if len(claims) > MAX_CLAIMS:
+        violations.append(finding("TOO_MANY_CLAIMS", f"{len(claims)} claims; at most {MAX_CLAIMS}"))
     mode = audit_mode(violations, sum(c.verified for c in checked))
-    return Verdict(
-        ok=mode is AuditMode.STRICT,
-        violations=violations,
-        citations=verified_citations(checked, index),
-        audit_mode=mode,
-        claims=checked,
-        json_fixups=fixups,
-        not_covered=gaps,
-    )
+    return Verdict(ok=mode is AuditMode.STRICT, violations=violations, citations=verified_citations(checked, index),
+                   audit_mode=mode, claims=checked, json_fixups=fixups, not_covered=gaps)
 
 
 def _schema_invalid(detail: str, fixups: list[str]) -> Verdict:
-    return Verdict(
-        ok=False,
-        violations=[finding("SCHEMA_INVALID", detail)],
-        audit_mode=AuditMode.UNGROUNDED,
-        json_fixups=fixups,
-    )
+    violations = [finding("SCHEMA_INVALID", detail)]
+    return Verdict(ok=False, violations=violations, audit_mode=AuditMode.UNGROUNDED, json_fixups=fixups)

@@ -1,28 +1,15 @@
 """The entailment judge's reply, read and checked against the blocks; its verdicts applied.
 
-Pure functions (the call itself is bot.answer.judge). For each statement (a
-sentence in citations mode, a claim in claims mode) the judge says whether the
-blocks it cites support it, contradict it, or do not state it, and quotes the
-words it relies on. Its word is not taken on trust:
+Pure functions (the call is bot.answer.judge). Per statement (a sentence, or a claim) the judge
+says whether the blocks it cites support it, contradict it, or do not state it, quoting the words
+it relies on. "supports" counts only with a quote found in those blocks (text.quote_in, double
+quotes and case normalised) holding a content word: a quote they do not hold is a support made up.
+No verdict, or a verdict word not known, counts as not stated. A reply that is not the judge's
+schema is JudgeReplyInvalid: the caller counts the judge as unavailable.
 
-- "supports" counts only with a quote found in one of the blocks the statement
-  cites, holding at least one content word. Found means verbatim up to what a
-  copy changes without changing the words: whitespace, typographic apostrophes,
-  dashes and double quotes, letter case; an ellipsis stands for an omission, as
-  for quotations in answers (text.quote_in). A quote the blocks do not hold is a
-  support the judge made up: the statement counts as not stated.
-- "contradicts" and "not_stated" count as said; failing needs no quote.
-- a statement the reply has no verdict for, or a verdict word it does not know,
-  counts as not stated: the judge did not vouch for it.
-- a reply that is not the judge's schema at all (no JSON, no "verdicts" list)
-  is no judgement: JudgeReplyInvalid, and the caller counts the judge as
-  unavailable.
-
-`apply_judgement` turns the statements that failed into violations
-(JUDGE_CONTRADICTS, JUDGE_NOT_STATED) of the deterministic verdict. In citations
-mode the draft then fails; in claims mode the claim is no longer verified and
-the audit mode is worked out again (the violations are claim-local: a STRICT
-answer with one unsupported claim becomes HYBRID).
+`apply_judgement` turns the failed statements into violations (JUDGE_CONTRADICTS,
+JUDGE_NOT_STATED): in citations mode the draft fails; in claims mode the claim is no longer
+verified and the audit mode is worked out again (STRICT with one unsupported claim is HYBRID).
 """
 
 from __future__ import annotations
@@ -33,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.answer.verify.citations import cited_sentences
-from bot.answer.verify.claims import EvidenceIndex, audit_mode, evidence_text, verified_citations
+from bot.answer.verify.claims import EvidenceIndex, audit_mode, verified_citations
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.answer.verify.policy import JUDGE_UNAVAILABLE, finding, held_for_judge
-from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, quote_in
+from bot.answer.verify.text import DOUBLE_QUOTE_CHARS, evidence_text, quote_in
 from bot.models import (
     JUDGE_CONTRADICTS,
     JUDGE_NOT_STATED,
@@ -54,25 +41,16 @@ from bot.models import (
 from citebot_core.errors import Permanent
 from kb_index.analysis import terms
 
-JUDGE_JSON_SCHEMA: dict[str, Any] = {
+_VERDICT_SCHEMA = {
     "type": "object",
-    "properties": {
-        "verdicts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "verdict": {"type": "string", "enum": [s.value for s in Support]},
-                    "quote": {"type": "string"},
-                },
-                "required": ["id", "verdict", "quote"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["verdicts"],
+    "properties": {"id": {"type": "string"}, "verdict": {"type": "string", "enum": [s.value for s in Support]},
+                   "quote": {"type": "string"}},
+    "required": ["id", "verdict", "quote"],
     "additionalProperties": False,
+}
+JUDGE_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"verdicts": {"type": "array", "items": _VERDICT_SCHEMA}},
+    "required": ["verdicts"], "additionalProperties": False,
 }
 
 
@@ -97,20 +75,17 @@ class Statement:
 def wants_judgement(verdict: Verdict) -> bool:
     """Does the verdict let something be posted, or could the judge clear what stops it?
     A draft with a regenerating finding is regenerated or refused anyway, and a refusal states nothing."""
-    if verdict.refusal:
-        return False
-    return verdict.ok or verdict.audit_mode is AuditMode.HYBRID or _only_held(verdict)
+    return not verdict.refusal and (verdict.ok or verdict.audit_mode is AuditMode.HYBRID
+                                    or _only_held(verdict.violations))
 
 
-def _only_held(verdict: Verdict) -> bool:
-    return bool(verdict.violations) and all(held_for_judge(v) for v in verdict.violations)
+def _only_held(violations: list[Violation]) -> bool:
+    return bool(violations) and all(held_for_judge(v) for v in violations)
 
 
 def _judgeable(i: int, claim: Claim, verdict: Verdict) -> bool:
     """A verified claim, or one that only findings held for the judge hold back."""
-    return claim.verified or (
-        any(v.claim == i for v in verdict.violations) and all(held_for_judge(v) for v in verdict.violations if v.claim == i)
-    )
+    return claim.verified or _only_held([v for v in verdict.violations if v.claim == i])
 
 
 def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str) -> list[Statement]:
@@ -131,8 +106,6 @@ def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: Ans
         for s in cited_sentences(draft, evidence, language, uncited=uncited)
     ]
 
-
-# ------------------------------------------------------------------ reading the reply
 
 _ITEM_ID = re.compile(r"^\s*[Ss]?\s*(\d+)\s*$")
 _WORDS = {s.value for s in Support}
@@ -166,22 +139,17 @@ def _plain(text: str) -> str:
 
 def quote_found(quote: str, blocks: tuple[Evidence, ...], language: str) -> bool:
     """Is the quote in one of the blocks, and does it say something (a content word)?"""
-    if not terms(quote, language):
-        return False
-    return any(quote_in(_plain(quote), _plain(evidence_text(ev))) for ev in blocks)
+    return bool(terms(quote, language)) and any(quote_in(_plain(quote), _plain(evidence_text(ev))) for ev in blocks)
 
 
 def _judged(statement: Statement, row: dict[str, Any] | None, language: str) -> JudgedStatement:
     said = str(row.get("verdict", "")).strip().lower() if row else ""
     quote = str(row.get("quote") or "").strip() if row else ""
     found = bool(quote) and quote_found(quote, statement.blocks, language)
-    support = Support(said) if said in _WORDS else Support.NOT_STATED
-    if support is Support.SUPPORTS and not found:
-        support = Support.NOT_STATED
-    return JudgedStatement(
-        item=statement.item, text=statement.text, cites=list(statement.cites), said=said, quote=quote,
-        quote_found=found, support=support,
-    )
+    # "supports" only with its quote found: a quote the blocks do not hold is a support made up
+    support = Support(said) if said in _WORDS and (found or said != Support.SUPPORTS) else Support.NOT_STATED
+    return JudgedStatement(item=statement.item, text=statement.text, cites=list(statement.cites), said=said,
+                           quote=quote, quote_found=found, support=support)
 
 
 def read_judgement(text: str, asked: list[Statement], language: str, model: str = "") -> Judgement:
@@ -198,15 +166,8 @@ def read_judgement(text: str, asked: list[Statement], language: str, model: str 
 
 def unavailable(asked: list[Statement], error: str, model: str = "") -> Judgement:
     """No judgement: the statements as asked, none judged, and why."""
-    return Judgement(
-        status=JudgeStatus.UNAVAILABLE,
-        model=model,
-        error=error,
-        statements=[JudgedStatement(item=s.item, text=s.text, cites=list(s.cites)) for s in asked],
-    )
-
-
-# ------------------------------------------------------------------ applying it
+    asked_as = [JudgedStatement(item=s.item, text=s.text, cites=list(s.cites)) for s in asked]
+    return Judgement(status=JudgeStatus.UNAVAILABLE, model=model, error=error, statements=asked_as)
 
 
 def _violation(judged: JudgedStatement) -> Violation | None:
@@ -215,8 +176,7 @@ def _violation(judged: JudgedStatement) -> Violation | None:
         return None
     if judged.support is Support.CONTRADICTS:
         said = f": {judged.quote!r}" if judged.quote else ""
-        return Violation(kind=JUDGE_CONTRADICTS, detail=f"{blocks} say otherwise{said}; the statement: {judged.text}",
-                         claim=judged.item)
+        return finding(JUDGE_CONTRADICTS, f"{blocks} say otherwise{said}; the statement: {judged.text}", judged.item)
     if judged.said == Support.SUPPORTS:
         quoted = f"the judge's quote {judged.quote!r} is not in" if judged.quote else "the judge quoted nothing from"
         detail = f"{quoted} {blocks}, so their support is not shown: {judged.text}"
@@ -224,7 +184,7 @@ def _violation(judged: JudgedStatement) -> Violation | None:
         detail = f"{blocks} do not state this: {judged.text}"
     else:
         detail = f"the judge gave no verdict on: {judged.text}"
-    return Violation(kind=JUDGE_NOT_STATED, detail=detail, claim=judged.item)
+    return finding(JUDGE_NOT_STATED, detail, judged.item)
 
 
 def apply_judgement(verdict: Verdict, judgement: Judgement, evidence: list[Evidence], mode: AnswerMode) -> Verdict:
@@ -253,13 +213,7 @@ def apply_judgement(verdict: Verdict, judgement: Judgement, evidence: list[Evide
     if verdict.not_covered:
         claims = [c.model_copy(update={"verified": False}) if c.text in verdict.not_covered else c for c in claims]
     mode_now = audit_mode(violations, sum(c.verified for c in claims))
-    return verdict.model_copy(
-        update={
-            "ok": mode_now is AuditMode.STRICT,
-            "audit_mode": mode_now,
-            "violations": violations,
-            "claims": claims,
-            "citations": verified_citations(claims, EvidenceIndex(evidence)),
-            "judgement": judgement,
-        }
-    )
+    return verdict.model_copy(update={
+        "ok": mode_now is AuditMode.STRICT, "audit_mode": mode_now, "violations": violations, "claims": claims,
+        "citations": verified_citations(claims, EvidenceIndex(evidence)), "judgement": judgement,
+    })

@@ -1,10 +1,8 @@
 """A JSON parser that survives what models wrap around JSON.
 
-Constrained decoding (vLLM guided_json, Ollama `format`) gives strict JSON, but
-not every backend has it, and unconstrained models add Markdown fences, a line
-of prose, typographic quotes or a trailing comma. Each repair is tried only if
-the text does not parse yet, and each one made is reported by name, so the
-audit shows how far the output was from strict JSON.
+Constrained decoding gives strict JSON, but not every backend has it, and unconstrained models
+add Markdown fences, a line of prose, typographic quotes or a trailing comma. Each repair is tried
+only if the text does not parse yet, and each one made is reported by name, for the audit.
 """
 
 from __future__ import annotations
@@ -12,11 +10,6 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
-
-FENCE = "fence"
-PROSE_TRIM = "prose_trim"
-CURLY_QUOTES = "curly_quotes"
-TRAILING_COMMA = "trailing_comma"
 
 _FENCED = re.compile(r"```[ \t]*[\w-]*[ \t]*\n?(.*?)(?:```|\Z)", re.S)
 _CURLY = str.maketrans({"“": '"', "”": '"', "„": '"', "‟": '"'})
@@ -45,12 +38,12 @@ def _trim_prose(text: str) -> str:
 
 
 _REPAIRS = (
-    (FENCE, _unfence),
-    (PROSE_TRIM, _trim_prose),
-    (TRAILING_COMMA, lambda t: _TRAILING.sub(r"\1", t)),
+    ("fence", _unfence),
+    ("prose_trim", _trim_prose),
+    ("trailing_comma", lambda t: _TRAILING.sub(r"\1", t)),
     # Last: it also turns typographic quotes inside string values into JSON
     # delimiters, so it is tried only when nothing gentler made the text parse.
-    (CURLY_QUOTES, lambda t: t.translate(_CURLY)),
+    ("curly_quotes", lambda t: t.translate(_CURLY)),
 )
 
 

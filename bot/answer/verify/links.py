@@ -1,22 +1,12 @@
-"""Links, e-mail addresses and phone numbers in an answer: each must be in a cited block.
+"""Links, e-mail addresses and phone numbers in an answer: each must be in a block it cites.
 
-A made-up link is worse than a made-up number: "Reset your password at
-https://evil.example/reset [hb-pto-01]" sends employees to a phishing page
-with the KB's authority. So every one of these in a sentence (or claim) must
-be stated by a block it cites:
-
-- URLs: with a scheme, "www." hosts, bare host names followed by a path
-  ("evil.example/reset"), Markdown link targets "[text](url)";
-- Slack's own syntax "<https://x|label>", "<mailto:...>", "<tel:...>",
-  "<!channel>", "<@U123>", "<#C123>": the renderer escapes it, but a verified
-  answer must not contain it to begin with;
-- e-mail addresses;
-- phone numbers: digits in groups (7 to 15 digits), compared as digits, so
-  "+49 30 1234567" matches "030 1234567" and "(030) 123 45 67".
-
-Comparison ignores case, the scheme and "www."; a URL may be shortened to a
-prefix that ends at a path boundary ("wiki.example.com" for
-"https://wiki.example.com/hr/form"), never lengthened or changed.
+A made-up link is worse than a made-up number: it may send employees to a phishing page with the
+KB's authority. Found: URLs (with a scheme, "www." hosts, bare host names followed by a path,
+Markdown link targets), Slack's own syntax ("<https://x|label>", "<mailto:...>", "<tel:...>",
+"<!channel>", "<@U123>", "<#C123>": the renderer escapes it, but a verified answer must not hold
+it), e-mail addresses, and phone numbers (7 to 15 digits in groups, compared as digits, with or
+without a country code). Comparison ignores case, the scheme and "www."; a URL may be shortened
+to a prefix that ends at a path boundary, never lengthened or changed.
 """
 
 from __future__ import annotations
@@ -41,9 +31,7 @@ _PHONE = re.compile(r"(?<![\w.,/+-])(?:\+|\(\+?)?\d[\d \t()./-]*\d\)?(?![\w,]|[.
 _TRAILING = ".,;:!?'\")]}>*_"
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 
-_DATE_OR_RANGE = re.compile(
-    r"^(?:\d{4}-\d{2}-\d{2}|\d{1,2}\.\d{1,2}\.\d{2,4}|\d{4}\s*[-/]\s*\d{4}|\d{1,2}:\d{2})$"
-)
+_DATE_OR_RANGE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}|\d{1,2}\.\d{1,2}\.\d{2,4}|\d{4}\s*[-/]\s*\d{4}|\d{1,2}:\d{2})$")
 _THOUSANDS = re.compile(r"^\d{1,3}(?:([. ])\d{3})(?:\1\d{3})*$")
 
 
@@ -61,10 +49,8 @@ def _mask(text: str, span: tuple[int, int]) -> str:
 
 
 def _url_key(url: str) -> str:
-    url = url.strip().rstrip(_TRAILING).casefold()
-    url = re.sub(r"^[a-z][a-z0-9+.-]*://", "", url)
-    url = url.removeprefix("www.")
-    return url.rstrip("/")
+    url = re.sub(r"^[a-z][a-z0-9+.-]*://", "", url.strip().rstrip(_TRAILING).casefold())
+    return url.removeprefix("www.").rstrip("/")
 
 
 def _phone(raw: str) -> Link | None:
@@ -106,10 +92,7 @@ def find_links(text: str, *, phones: bool = True) -> list[Link]:
     for pattern in (_SCHEME_URL, _WWW, _EMAIL, _HOST_WITH_PATH, _BARE_HOST):
         for m in pattern.finditer(text):
             raw = m.group(0).rstrip(_TRAILING)
-            if pattern is _EMAIL:
-                found.append(Link(raw, EMAIL, raw.casefold()))
-            else:
-                found.append(Link(raw, URL, _url_key(raw)))
+            found.append(Link(raw, EMAIL, raw.casefold()) if pattern is _EMAIL else Link(raw, URL, _url_key(raw)))
             text = _mask(text, m.span())
     if phones:
         found.extend(link for m in _PHONE.finditer(text) if (link := _phone(m.group(0))))
@@ -136,7 +119,7 @@ def _url_in(key: str, haystack: str) -> bool:
     for m in re.finditer(re.escape(key), haystack):
         before = haystack[m.start() - 1] if m.start() else " "
         after = haystack[m.end() : m.end() + 2]
-        # "wiki.example.com" may end before "/hr/form", not before "x" or ".evil.org".
+        # "wiki.example.com" may end before "/a/form", not before "x" or ".other.org".
         ends_word = not after or not (after[0].isalnum() or after[0] in "-_@" or re.match(r"\.\w", after))
         if not (before.isalnum() or before in ".-_@") and ends_word:
             return True

@@ -1,22 +1,14 @@
 """Sentences that say what the knowledge base does not cover: a partial refusal.
 
-Capable models answer what the blocks cover and then say, rightly, what they
-do not: "Zur Pfändung Ihres Kontos enthält die Wissensbasis keine Angaben.",
-"The knowledge base does not say whether the allowance applies abroad." Such a
-sentence states nothing about the world that a block could back: it needs no
-citation, is not checked like a claim, is never sent to the entailment judge,
-and is shown to the asker as what it is, while the question is counted in the
-gaps report (docs/DESIGN.md 3.6).
+Capable models answer what the blocks cover and then say, rightly, what they do not. Such a
+sentence states nothing a block could back: it needs no citation, is not checked nor judged, and
+is shown to the asker as what it is, the question counted in the gaps report (docs/DESIGN.md 3.6).
 
-Recognised by what it says, in its own words, in English and German: a subject
-that is the knowledge base or its blocks, sources, documents or information
-("the knowledge base", "the provided sources", "die Blöcke", "dazu"), a verb of
-saying or containing, and a negation ("does not say", "enthält keine
-Angaben", "lässt sich nicht entnehmen"), or "there is no information on ...",
-"keine Angaben zu ...". A clause that goes on to state something ("…, but you
-get 30 days") makes the sentence a statement to check; so does a link in it
-(bot.answer.verify.citations). The numbers it names are those of what is
-missing ("whether 25 December is one"): they are not checked.
+Recognised by its own words, in English and German: a subject that is the knowledge base or its
+blocks, sources, documents or information (or "dazu"), a verb of saying or containing, and a
+negation, or "there is no information on ...". A clause that goes on to state something ("…, but
+you get 30 days") or a link (bot.answer.verify.citations) makes it a statement to check. The
+numbers it names are those of what is missing: they are not checked.
 """
 
 from __future__ import annotations
@@ -103,7 +95,4 @@ def says_not_covered(text: str) -> bool:
 
 def _only_not_covered(sentence: str) -> bool:
     folded = fold(sentence)
-    found = [m for p in _COMPILED if (m := p.search(folded))]
-    if not found:
-        return False
-    return not _GOES_ON.search(sentence)
+    return any(p.search(folded) for p in _COMPILED) and not _GOES_ON.search(sentence)

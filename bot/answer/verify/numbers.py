@@ -1,12 +1,10 @@
 """Numbers, dates and amounts: find them, and compare them across spellings and languages.
 
-A number in an answer must be one a block it cites states, or one the asker gave in
-the question; any other is held for the entailment judge (policy.py: NUMBER_NOT_IN_SOURCE),
-which sees the question and may find it worked out from the asker's case, and fails
-where no judge runs. The comparison is on values, not strings: "1.538,50" (German)
-and "1538.50" are one amount, "13,90 €" and "13.90" too, "15.01.2026", "15. Januar
-2026" and "2026-01-15" one date, "vier", "four" and "4" one number. It is on whole
-tokens, never substrings, so "24" does not hide inside "2024".
+A number in an answer must be one a block it cites states, or one the asker gave in the question;
+any other is held for the entailment judge (NUMBER_NOT_IN_SOURCE), which sees the question and may
+find it worked out from the asker's case. The comparison is on values, not strings: "1.538,50" and
+"1538.50" are one amount, "15.01.2026", "15. Januar 2026" and "2026-01-15" one date, "vier", "four"
+and "4" one number; and on whole tokens, never substrings ("24" does not hide inside "2024").
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ _TOKEN = re.compile(
     r"(?P<iso>(?P<iy>\d{4})-(?P<im>\d{2})(?:-(?P<id>\d{2}))?)(?![\d-])"
     r"|(?P<dmy>(?P<dd>\d{1,2})\.(?P<dm>\d{1,2})\.(?P<dy>\d{4}))(?!\d)"
     rf"|(?P<dname>(?P<nd>\d{{1,2}})(?:\.|st|nd|rd|th)?\s+(?:of\s+)?(?P<nm>{_MONTH})(?:,?\s+(?P<ny>\d{{4}}))?)(?!\w)"
-    # ("im November 1.500 € Weihnachtsgeld" is no 1 November)
+    # ("im November 1.500 € Bonus" is no 1 November)
     rf"|(?P<mname>(?P<mm>{_MONTH})\s+(?P<md>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<my>\d{{4}}))?)(?!\w|[.,]\d)"
     r"|(?P<dm_only>(?P<od>\d{1,2})\.(?P<om>\d{1,2})\.)(?![\d\w])"
     r"|(?P<time>(?P<th>\d{1,2}):(?P<tm>\d{2}))(?!\d)"
@@ -74,26 +72,19 @@ _WORDS = {
 _ORDINALS = {"first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "twelfth",
              "ersten", "erste", "erster", "zweiten", "zweite", "dritten", "dritte", "vierten", "vierte", "fünften",
              "sechsten", "siebten", "achten", "zehnten", "zwölften"}
-
-
-
 # "several hundred hours" is no number either.
-_NOT_NUMBERS_IN_ANSWERS = _ORDINALS | {"hundred", "hundert"} | {
-    "one", "eins", "first", "second", "once", "half", "ersten", "erste", "erster", "einmal", "halbe", "hälfte",
-    "double", "doppelt", "doppelte", "doppelten",
-}
+_NOT_NUMBERS_IN_ANSWERS = _ORDINALS | {"hundred", "hundert", "one", "eins", "once", "half", "einmal", "halbe", "hälfte",
+                                       "double", "doppelt", "doppelte", "doppelten"}
 _WORD = re.compile(r"\b[^\W\d_]+\b")
 
-# Fractions as words: "ein Drittel" is no "Hälfte". Read as "1/3" on both sides; a source's also
-# offers its denominator, so an answer may divide by the 12 of "ein Zwölftel". (English singular
-# "third", "quarter" are ordinals and periods far more often; their plurals are fractions.)
+# Fractions as words: "ein Drittel" is no "Hälfte". "1/3" on both sides; a source's also offers its
+# denominator (an answer may divide by it). English "third", "quarter" are rarely fractions; plurals are.
 _FRACTIONS = {
     "en": {"thirds": 3, "fifths": 5, "sixths": 6, "eighths": 8, "tenths": 10, "twelfths": 12},
     "de": {"drittel": 3, "viertel": 4, "fünftel": 5, "sechstel": 6, "achtel": 8, "zehntel": 10, "zwölftel": 12},
 }
 # An English source's ordinal may be a fraction ("one third of the pay").
 _ORDINAL_FRACTIONS = {"third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "eighth": 8, "tenth": 10, "twelfth": 12}
-
 
 
 @dataclass(frozen=True)
@@ -146,8 +137,7 @@ def _date(year: str | None, month: int, day: int | None) -> str | None:
 
 
 def _date_readings(full: str | None, year: str | None, source: bool, *, day: int | None = None) -> set[str] | None:
-    """A date's readings; a source also offers its parts, so an answer may say "2026"
-    or "15.01." about a source's "2026-01-15", and "am 15." about its "15. Januar"."""
+    """A date's readings; a source's also its parts ("2026", "15.01." and "15." of "2026-01-15")."""
     if full is None:
         return None
     if not source:
@@ -188,19 +178,12 @@ def _match_readings(m: re.Match[str], source: bool) -> set[str]:
     return _number_readings(m["num"])
 
 
-
 # "twenty-four", "vierundzwanzig": tens and ones in one number.
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
-         "zwanzig": 20, "dreißig": 30, "vierzig": 40, "fünfzig": 50, "sechzig": 60, "siebzig": 70, "achtzig": 80,
-         "neunzig": 90}
-_ONES = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-         "ein": 1, "zwei": 2, "drei": 3, "vier": 4, "fünf": 5, "sechs": 6, "sieben": 7, "acht": 8, "neun": 9}
+_TENS_AND_ONES = {**_WORDS["en"], **_WORDS["de"], "ein": 1}
 _COMPOUND = re.compile(
     r"\b(?:(?P<tens>twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)[-\s](?P<ones>one|two|three|four|five|six|"
     r"seven|eight|nine)|(?P<de_ones>ein|zwei|drei|vier|fünf|sechs|sieben|acht|neun)und(?P<de_tens>zwanzig|dreißig|"
-    r"vierzig|fünfzig|sechzig|siebzig|achtzig|neunzig))\b",
-    re.IGNORECASE,
-)
+    r"vierzig|fünfzig|sechzig|siebzig|achtzig|neunzig))\b", re.IGNORECASE)
 
 
 def _word_numbers(text: str, language: str, source: bool) -> list[Number]:
@@ -208,7 +191,7 @@ def _word_numbers(text: str, language: str, source: bool) -> list[Number]:
     found, compounds = [], []
     for m in _COMPOUND.finditer(text):
         tens, ones = (m["tens"], m["ones"]) if m["tens"] else (m["de_tens"], m["de_ones"])
-        value = _TENS[tens.casefold()] + _ONES[ones.casefold()]
+        value = _TENS_AND_ONES[tens.casefold()] + _TENS_AND_ONES[ones.casefold()]
         compounds.append((m.start(), m.end()))
         found.append(Number(m.group(0), frozenset({str(value)}), m.start(), m.end()))
     for m in _WORD.finditer(text):
@@ -265,14 +248,6 @@ def source_values(texts: list[str], language: str = "en") -> set[str]:
         for number in find_numbers(text, language, source=True):
             values |= number.values
     return values
-
-
-def missing_numbers(text: str, sources: list[str], language: str = "en") -> list[str]:
-    """The numbers of `text` (as written) that none of `sources` states."""
-    values = source_values(sources, language)
-    return [n.raw for n in find_numbers(text, language) if not n.values & values]
-
-
 
 
 def unstated(text: str, sources: list[str], language: str = "en", *, question: str = "") -> list[str]:

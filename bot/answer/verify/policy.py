@@ -1,23 +1,17 @@
 """What each kind of finding does to a draft: the one table, read here and nowhere else.
 
-A finding is one of three things:
+- REGENERATE: the draft as written cannot be posted. It is regenerated once with the finding as
+  feedback; a second failure gives the asker "not sure" and the review card the draft. The sound
+  checks' findings are of this kind: never wrong about a right draft, so no judge may overrule them.
+- JUDGE: held for the entailment judge (a number no cited block and not the question states: the
+  answer may have worked it out from the asker's case). The judge clears it by supporting the
+  statement with a quote found in its blocks; where no judge runs it fails as REGENERATE.
+- FAIL: nothing can be posted and a regeneration would not help: the judge could not judge (down,
+  timed out, an unreadable reply, the question's time spent). A model outage: the job is retried
+  (bot.jobs.handlers), and the last try ends "not sure" with the draft on the review card.
 
-- REGENERATE: the draft as written cannot be posted. It is regenerated once with
-  the finding as feedback; a second failure gives the asker "not sure" and the
-  review card the draft. The sound checks' findings are of this kind: never
-  wrong about a right draft, so no judge may overrule them.
-- JUDGE: held for the entailment judge (a number no cited block and not the
-  question states: the answer may have worked it out from the asker's case).
-  The judge clears it by supporting the statement with a quote found in its
-  blocks; where no judge runs it fails as REGENERATE.
-- FAIL: nothing can be posted and a regeneration would not help: the judge could
-  not judge (down, timed out, an unreadable reply, the question's time spent).
-  That is a model outage: the job is retried (bot.jobs.handlers), and the last
-  try ends "not sure" with the draft on the review card.
-
-`claim_local`: in claims mode the finding concerns one claim, which is dropped,
-and the verified rest may be posted as a partial answer (AuditMode.HYBRID); any
-other finding makes the whole claims answer UNGROUNDED.
+`claim_local`: in claims mode the finding concerns one claim, which is dropped, and the verified
+rest may be posted as partial (AuditMode.HYBRID); any other finding makes it UNGROUNDED.
 """
 
 from __future__ import annotations

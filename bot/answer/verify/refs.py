@@ -1,11 +1,6 @@
-"""KB-ID references in an answer written in citations mode.
-
-The model cites with square brackets ("[lb-atz-01]", also "[lb-atz-01, lb-atz-02]"
-or "[Quelle: lb-atz-01]"); it also names an entry in running text ("siehe
-lb-min-02"), which counts as a citation too. The verifier reads references with
-`find_refs`; the renderer replaces the very same spans with footnote markers, so
-both agree on what was cited.
-"""
+"""KB-ID references in an answer written in citations mode: "[doc-01]", "[doc-01, doc-02]",
+"[Source: doc-01]", or an id named in running text ("see doc-02"). The verifier reads them with
+`find_refs`; the renderer replaces the very same spans with footnote markers, so both agree."""
 
 from __future__ import annotations
 
@@ -31,20 +26,15 @@ class Ref:
 
 
 class IdSet:
-    """The KB-IDs of the context blocks, matched without regard to case
-    (models like to upper-case ids)."""
+    """The KB-IDs of the context blocks, matched without regard to case (models upper-case ids)."""
 
     def __init__(self, ids: list[str]):
         self._canonical = {i.casefold(): i for i in ids}
-        # Shapes of the known ids ("lb", 3 parts): a bare token of the same shape
-        # that is not known is a made-up id, not an ordinary word.
+        # Shapes of the known ids ("doc", 2 parts): a bare token of one that is not known is a made-up id.
         self._shapes = {_shape(i) for i in ids if _shape(i)}
-        bare = sorted((i for i in ids if _bare_mentionable(i)), key=len, reverse=True)
-        self._bare = (
-            re.compile(r"(?<![\w\-/])(" + "|".join(re.escape(i) for i in bare) + r")(?![\w\-/])", re.I)
-            if bare
-            else None
-        )
+        bare = sorted(filter(_unmistakable, ids), key=len, reverse=True)
+        alternatives = "|".join(re.escape(i) for i in bare)
+        self._bare = re.compile(rf"(?<![\w\-/])({alternatives})(?![\w\-/])", re.I) if bare else None
 
     def get(self, token: str) -> str | None:
         return self._canonical.get(token.casefold())
@@ -63,14 +53,9 @@ def _shape(token: str) -> tuple[str, int] | None:
     return parts[0], len(parts)
 
 
-def _bare_mentionable(kb_id: str) -> bool:
-    # A one-word id ("faq") would match ordinary prose; only ids with a digit or a
-    # separator are unmistakable enough to count without brackets.
-    return any(ch.isdigit() or ch in "-_/." for ch in kb_id)
-
-
-def _looks_like_id(token: str) -> bool:
-    return bool(_ID_LIKE.match(token)) and any(ch.isdigit() or ch in "-_/." for ch in token)
+def _unmistakable(token: str) -> bool:
+    """With a digit or a separator: a one-word id ("faq") would match ordinary prose."""
+    return any(ch.isdigit() or ch in "-_/." for ch in token)
 
 
 def _bracket_ref(match: re.Match[str], known: IdSet) -> Ref | None:
@@ -82,7 +67,7 @@ def _bracket_ref(match: re.Match[str], known: IdSet) -> Ref | None:
         if canonical:
             if canonical not in ids:
                 ids.append(canonical)
-        elif _looks_like_id(token):
+        elif _ID_LIKE.match(token) and _unmistakable(token):
             unknown.append(token)
     if not ids and not unknown:
         return None  # "[sic]", "[Hinweis]", "[Stand 2026]": editorial brackets, not citations
@@ -108,7 +93,7 @@ def find_refs(text: str, known: IdSet) -> list[Ref]:
 
 
 def strip_refs(text: str, refs: list[Ref]) -> str:
-    """`text` without its references: ids must not count as numbers ("lb-atz-01" has a 1)."""
+    """`text` without its references: ids must not count as numbers ("doc-01" has a 1)."""
     out, position = [], 0
     for ref in refs:
         out.append(text[position : ref.start])

@@ -1,8 +1,5 @@
-"""Plain-text helpers the verifiers share: reasoning blocks, quotes, refusals.
-
-Pure functions over strings. Sentences come from kb_index.sentences, the one
-sentence splitter, which kb_index uses too.
-"""
+"""Plain-text helpers the verifiers share: reasoning blocks, quotes, refusals, a block's text.
+Sentences come from kb_index.sentences, the one splitter."""
 
 from __future__ import annotations
 
@@ -11,13 +8,11 @@ import string
 import unicodedata
 
 from bot.i18n import Key, all_translations
+from bot.models import Evidence
 from kb_index.sentences import QUOTED
 
-# --------------------------------------------------------------------- reasoning
-
-# Tags as models really write them: any case, spaces inside the brackets,
-# attributes ("<think effort='high'>"). The name must end there: "<thinker>"
-# is not a reasoning tag.
+# Tags as models really write them: any case, spaces inside the brackets, attributes
+# ("<think effort='high'>"). The name must end there: "<thinker>" is not a reasoning tag.
 _NAME = r"(think|thinking|reasoning)(?![\w-])"
 _OPEN_TAG = rf"<\s*{_NAME}[^<>]*?(?<!/)>"
 _THINK_EMPTY = re.compile(rf"<\s*{_NAME}[^<>]*/\s*>", re.I)
@@ -27,25 +22,24 @@ _THINK_OPEN = re.compile(_OPEN_TAG, re.I)
 
 
 def strip_think(text: str) -> str:
-    """Remove reasoning blocks before anything is checked or shown.
-
-    Three shapes occur: a closed block; a lone closing tag (chat templates that
-    put the opening tag into the prompt, so the output starts mid-reasoning);
-    and an opening tag that never closes (the model ran out of tokens while
-    reasoning: everything after it is reasoning, there is no answer).
-    """
+    """Remove reasoning blocks before anything is checked or shown. Besides a closed block: a lone
+    closing tag (a chat template put the opening one into the prompt) and an opening tag that never
+    closes (the model ran out of tokens while reasoning: there is no answer)."""
     text = _THINK_EMPTY.sub("", text)
     text = _THINK_CLOSED.sub("", text)
     close = _THINK_CLOSE.search(text)
     if close and not _THINK_OPEN.search(text, 0, close.start()):
         text = text[close.end() :]
-    opened = _THINK_OPEN.search(text)
-    if opened:
+    if opened := _THINK_OPEN.search(text):
         text = text[: opened.start()]
     return text.strip()
 
 
-# --------------------------------------------------------------------- quotes
+def evidence_text(ev: Evidence) -> str:
+    """A block as the model saw it: the header counts, an answer may repeat the Stand or a legal basis."""
+    c = ev.chunk
+    return " ".join(filter(None, [c.title, c.section, c.stand or "", *c.legal_bases])) + "\n" + c.text
+
 
 DOUBLE_QUOTE_CHARS = "\"“”„‟«»"
 
@@ -56,8 +50,8 @@ def quoted_passages(text: str) -> list[str]:
 
 
 def squash(text: str) -> str:
-    """Whitespace runs to one space, typographic apostrophes and dashes to plain ones:
-    a model that copies a passage "verbatim" still re-flows lines and types ' for ’."""
+    """Whitespace runs to one space, typographic apostrophes and dashes to plain ones: a model
+    that copies a passage "verbatim" still re-flows lines and types ' for ’."""
     text = text.replace("’", "'").replace("‘", "'").replace("–", "-").replace("—", "-")
     text = text.replace("\u00a0", " ").replace("\u202f", " ")
     return " ".join(text.split())
@@ -82,8 +76,6 @@ def quote_in(passage: str, source: str) -> bool:
     return True
 
 
-# --------------------------------------------------------------------- refusals
-
 _PUNCT = str.maketrans({ch: " " for ch in string.punctuation + "„“”‚‘’«»…–—"})
 
 
@@ -98,31 +90,18 @@ def fold(text: str) -> str:
 _REFUSAL_PHRASES = tuple(fold(p) for p in all_translations(Key.REFUSAL))
 
 
-def contains_refusal(text: str) -> bool:
-    """Does the text say the refusal sentence (any language, any punctuation or case),
-    alone or inside a longer reply ("Zu dieser Frage: Dazu enthält ...")?"""
-    folded = f" {fold(text)} "
-    return any(f" {phrase} " in folded for phrase in _REFUSAL_PHRASES)
-
-
-# Words a refusal may come with and still be nothing but a refusal: a lead-in
-# ("Zu dieser Frage:", "I'm sorry, but"). Anything longer says something else,
-# and that has to be checked like any answer.
+# Words a refusal may come with and still be nothing but a refusal: a lead-in ("I'm sorry, but").
+# Anything longer says something else, and that has to be checked like any answer.
 MAX_REFUSAL_LEAD_IN_WORDS = 5
 
 
 def is_refusal(text: str) -> bool:
-    """Is the text the refusal sentence and nothing else (a short lead-in aside)?
-
-    "The knowledge base does not cover this question. However, you get 30 days
-    [hb-pto-01]." contains the refusal but is an answer: its statement must be
-    verified, not waved through with the refusal.
-    """
+    """Is the text the refusal sentence (any language, punctuation or case) and nothing else, a short
+    lead-in aside? A refusal followed by a statement is an answer, whose statement must be checked."""
     folded = f" {fold(text)} "
     rest = folded
     for phrase in _REFUSAL_PHRASES:
         rest = rest.replace(f" {phrase} ", " ")
     if rest == folded:
         return False
-    words = rest.split()
-    return len(words) <= MAX_REFUSAL_LEAD_IN_WORDS and not any(ch.isdigit() for ch in rest)
+    return len(rest.split()) <= MAX_REFUSAL_LEAD_IN_WORDS and not any(ch.isdigit() for ch in rest)
