@@ -445,3 +445,24 @@ def test_a_link_in_a_paragraph_without_any_citation_is_uncited():
 def test_the_refusal_sentence_next_to_an_answer_is_no_made_up_negation():
     verdict = verify_en(f"You can carry over up to 5 unused vacation days [hb-pto-01]. {REFUSAL_EN}")
     assert verdict.ok and not verdict.refusal
+
+
+def test_an_uncited_heading_of_the_answers_layout_is_not_a_statement_to_judge():
+    from bot.answer.verify.citations import cited_sentences
+
+    draft = (
+        "**Altersteilzeit bei Zwillingen**\n"
+        "- Sie ist ab dem 55. Lebensjahr möglich [lb-atz-01].\n"
+        "**Urlaub [lb-url-02]**\n"
+        "- Der Urlaubsanspruch beträgt 30 Tage [lb-url-02].\n"
+        "**Zusammen 30 Tage**\n"
+        "- Im Kalenderjahr 2024 [lb-url-02].\n"
+        "**Ja, Sie bekommen den Aufstockungsbetrag auch als Werkstudent und Praktikant**\n"
+        "- Der Aufstockungsbetrag beträgt 1.538,50 € im Monat [lb-atz-01]."
+    )
+    asked = [s.text for s in cited_sentences(draft, EVIDENCE, "de")]
+    assert "**Altersteilzeit bei Zwillingen**" not in asked  # names a topic, cited by nobody
+    assert any(t.startswith("**Urlaub") for t in asked)  # its writer cited it
+    assert "**Zusammen 30 Tage**" in asked  # a number is a statement
+    assert any(t.startswith("**Ja, Sie bekommen") for t in asked)  # too long for a heading
+    assert "Sie ist ab dem 55. Lebensjahr möglich." in asked

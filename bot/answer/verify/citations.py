@@ -9,7 +9,8 @@ paragraph that has some (models often cite once at the end of a passage), else o
 before; a paragraph without any, right after a cited one, those of the paragraph before; a
 sentence still without any whose every number a cited sentence states, those of the sentences
 that state them. A sentence without numbers, quotations or links and without any citation (a
-heading, "In short:") has nothing in it to check.
+heading, "In short:") has nothing in it to check; an uncited heading of the answer's layout ("**Overtime**":
+up to six words, no number, no sentence end) only names what the cited lines under it say: no judge is asked.
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ def _restating(flat: list[_Sentence], language: str) -> None:
 _STAND = r"^\W*(?:stand|as of|valid as of|gültig ab|based on the stand)"
 _STAND_NOTE = re.compile(_STAND + r"\b", re.IGNORECASE)
 _STAND_ONLY = re.compile(_STAND + r"\W*[\d\-./ ]+\W*$", re.IGNORECASE)
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s+[^\d.!?]+|\*\*[^*\d.!?]+\*\*:?|__[^_\d.!?]+__:?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -176,12 +178,18 @@ def cited_sentences(draft_text: str, evidence: list[Evidence], language: str = "
     everything = tuple(dict.fromkeys(i for group in groups for s in group for i in s.cited))
     out = []
     for s in (s for group in groups for s in group):
+        if not s.refs and _is_heading(s.text):
+            continue
         cited = s.cited or (everything if s.index in uncited else ())
         body = _SPACE_BEFORE_STOP.sub(r"\1", " ".join(strip_refs(s.text, s.refs).split()))
         if cited and any(ch.isalnum() for ch in body) and not is_refusal(body) and not says_not_covered(body) \
                 and not _STAND_ONLY.match(body):
             out.append(CitedSentence(s.index, body, cited))
     return out
+
+
+def _is_heading(text: str) -> bool:
+    return bool(_HEADING.match(text)) and len(text.split()) <= 6  # longer: a statement set in bold
 
 
 def _unknown_id_violations(all_sentences: list[_Sentence]) -> list[Violation]:
