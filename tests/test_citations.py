@@ -451,6 +451,7 @@ def test_an_uncited_heading_of_the_answers_layout_is_not_a_statement_to_judge():
     from bot.answer.verify.citations import cited_sentences
 
     draft = (
+        "Zum Beginn:\n"
         "**Altersteilzeit bei Zwillingen**\n"
         "- Sie ist ab dem 55. Lebensjahr möglich [lb-atz-01].\n"
         "**Urlaub [lb-url-02]**\n"
@@ -462,6 +463,7 @@ def test_an_uncited_heading_of_the_answers_layout_is_not_a_statement_to_judge():
     )
     asked = [s.text for s in cited_sentences(draft, EVIDENCE, "de")]
     assert "**Altersteilzeit bei Zwillingen**" not in asked  # names a topic, cited by nobody
+    assert "Zum Beginn:" not in asked  # introduces the line after it
     assert any(t.startswith("**Urlaub") for t in asked)  # its writer cited it
     assert "**Zusammen 30 Tage**" in asked  # a number is a statement
     assert any(t.startswith("**Ja, Sie bekommen") for t in asked)  # too long for a heading

@@ -9,8 +9,8 @@ paragraph that has some (models often cite once at the end of a passage), else o
 before; a paragraph without any, right after a cited one, those of the paragraph before; a
 sentence still without any whose every number a cited sentence states, those of the sentences
 that state them. A sentence without numbers, quotations or links and without any citation (a
-heading, "In short:") has nothing in it to check; an uncited heading of the answer's layout ("**Overtime**":
-up to six words, no number, no sentence end) only names what the cited lines under it say: no judge is asked.
+heading, "In short:") has nothing in it to check; an uncited heading of the answer's layout ("**Overtime**",
+"Zum Wechsel:": up to six words, no number, no sentence end) only names what the cited lines under it say: no judge is asked.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def _restating(flat: list[_Sentence], language: str) -> None:
 _STAND = r"^\W*(?:stand|as of|valid as of|gültig ab|based on the stand)"
 _STAND_NOTE = re.compile(_STAND + r"\b", re.IGNORECASE)
 _STAND_ONLY = re.compile(_STAND + r"\W*[\d\-./ ]+\W*$", re.IGNORECASE)
-_HEADING = re.compile(r"^\s*(?:#{1,6}\s+[^\d.!?]+|\*\*[^*\d.!?]+\*\*:?|__[^_\d.!?]+__:?)\s*$")
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s+[^\d.!?]+|\*\*[^*\d.!?]+\*\*:?|__[^_\d.!?]+__:?|[^\d.!?:*_]+:)\s*$")
 
 
 @dataclass(frozen=True)
