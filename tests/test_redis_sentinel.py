@@ -256,3 +256,33 @@ async def _eventually(make: Any, timeout: float = 15.0) -> Any:
             if asyncio.get_running_loop().time() > deadline:
                 raise
             await asyncio.sleep(0.2)
+
+
+async def test_a_retried_post_whose_record_a_failover_lost_is_found_in_slack(sentinel_set: SentinelSet) -> None:
+    """A try posts, the master dies before the replica copied the claim and the record (here: both
+    deleted, as the promoted replica would lack them), and the job is tried again. The ledger grants
+    the claim as if nothing was posted; a retried try looks in Slack first and finds the message."""
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from bot.slack.posting import Poster
+    from bot.store.keys import post_claim_key, posted_key
+    from tests.fakes.slack_server import FakeSlackServer
+
+    with FakeSlackServer() as slack:
+        ledger = PostLedger(sentinel_set.url())
+        poster = Poster(AsyncWebClient(token="xoxb-test", base_url=slack.url, retry_handlers=[]), ledger)
+        try:
+            assert ledger.replicated
+            assert await poster.claim_unless_posted("q-lost", "C1", "1.1")
+            await poster.post_and_record("q-lost", "C1", "1.1", {"text": "the answer"}, what="answer")
+            client = connect(sentinel_set.url(), timeout=1.0)
+            await client.delete(posted_key("q-lost"), post_claim_key("q-lost"))
+            await client.aclose()
+
+            assert await poster.claim_unless_posted("q-lost", "C1", "1.1", retried=True) is False
+            assert len(slack.messages("C1")) == 1
+            # A first try looks nowhere; a retried one whose message is not there may post.
+            assert await poster.claim_unless_posted("q-new", "C1", "1.1")
+            assert await poster.claim_unless_posted("q-none", "C1", "1.1", retried=True)
+        finally:
+            await ledger.close()

@@ -283,7 +283,7 @@ class JobHandlers:
         payload = job.read(AnswerPayload)
         question, poster = payload.question, self._delivery(payload)
         channel, thread = question.channel, question.reply_thread_ts
-        if not await poster.claim_unless_posted(question.id, channel, thread):
+        if not await poster.claim_unless_posted(question.id, channel, thread, retried=job.attempt > 1):
             # A redelivery of a job that posted (or whose doubtful post was found):
             # the try that posted may not have lived to take its 👀 back.
             await self._unreact(question, poster)

@@ -78,12 +78,17 @@ class Poster(LedgerSteps):
     ledger: PostLedger
     window: float = IN_DOUBT_WINDOW_S
 
-    async def claim_unless_posted(self, key: str, channel: str, thread_ts: str | None) -> bool:
-        """Claims `key`; False when its message is in Slack already (recorded, or found)."""
+    async def claim_unless_posted(self, key: str, channel: str, thread_ts: str | None, *,
+                                  retried: bool = False) -> bool:
+        """Claims `key`; False when its message is in Slack already (recorded, or found).
+
+        `retried`: a try after another one of the same job. Its claim is looked up in Slack even
+        when the ledger grants it: a Redis failover can lose the claim and the record of a post
+        that no replica had copied yet, and only Slack still knows the message is there."""
         claim = await self.ledger.claim_post(key)
         if claim is PostClaim.POSTED:
             return False
-        if claim is PostClaim.IN_DOUBT:
+        if claim is PostClaim.IN_DOUBT or (retried and self.ledger.replicated):
             return not await self._find(key, channel, thread_ts)
         return True
 

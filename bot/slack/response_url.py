@@ -51,8 +51,9 @@ class ResponseUrlPoster(LedgerSteps):
     ledger: PostLedger
     response_url: str
 
-    async def claim_unless_posted(self, key: str, channel: str, thread_ts: str | None) -> bool:
-        return await claim_ephemeral(self.ledger, key)
+    async def claim_unless_posted(self, key: str, channel: str, thread_ts: str | None, *,
+                                  retried: bool = False) -> bool:
+        return await claim_ephemeral(self.ledger, key)  # an ephemeral message cannot be looked up
 
     async def post_and_record(
         self, key: str, channel: str, thread_ts: str | None, *forms: dict[str, Any], what: str

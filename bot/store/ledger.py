@@ -70,6 +70,12 @@ class PostLedger:
         self._replicated = has_replicas(redis_url)
         self._claimer = f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
 
+    @property
+    def replicated(self) -> bool:
+        """Is Redis replicated (Sentinel, a cluster with replicas)? Then a failover can lose what no replica
+        had copied yet."""
+        return self._replicated
+
     async def claim_post(self, key: str) -> PostClaim:
         keys = [posted_key(key), post_claim_key(key)]
         result = await self._call(self._claim(keys=keys, args=[self._ttl, self._claimer]))
