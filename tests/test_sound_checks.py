@@ -103,14 +103,16 @@ def test_a_stand_line_after_a_cited_paragraph_is_checked_but_not_judged():
 # ------------------------------------------------------------------ what the judge is asked
 
 
-def test_every_sentence_that_would_be_posted_is_asked_lead_ins_and_arithmetic_too():
+def test_every_sentence_that_would_be_posted_is_asked_short_answers_and_arithmetic_too():
+    # A lead-in that only introduces the next line ("Für dich heißt das:") states nothing a block could hold;
+    # one with a number of its own does.
     draft = ("Kurz gesagt: ja. Die Entgeltfortzahlung dauert bis zu sechs Wochen [lb-efz-01]. Für dich heißt das:\n\n"
-             "- 6 × 7 = 42 Tage\n")
+             "- 6 × 7 = 42 Tage\n\nFür 2026 heißt das:\n\n- 42 Tage [lb-efz-01]\n")
     evidence = build_evidence([EFZ])
     verdict = verify_citations(draft, evidence, "de")
     asked = [s.text for s in statements(draft, verdict, evidence, AnswerMode.CITATIONS, "de")]
-    assert asked == ["Kurz gesagt: ja.", "Die Entgeltfortzahlung dauert bis zu sechs Wochen.", "Für dich heißt das:",
-                     "6 × 7 = 42 Tage"]
+    assert asked == ["Kurz gesagt: ja.", "Die Entgeltfortzahlung dauert bis zu sechs Wochen.", "6 × 7 = 42 Tage",
+                     "Für 2026 heißt das:", "42 Tage"]
 
 
 # ------------------------------------------------------------------ what the KB does not cover
