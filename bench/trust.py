@@ -154,6 +154,10 @@ class RecordedJudge:
     # for it), or supported (--unmatched supports: what the recorded verdicts alone decide, as if the judge
     # agreed with every statement it was never asked about when the verdicts were recorded).
     unmatched_verdict: str = "not_stated"
+    # Per case, per judge call: the supplement each verdict other than "supports" came from (0: the first
+    # recording, N: judge_prompts_more.jsonl's supplement N, -1: no recorded verdict). Counts only, so that
+    # a sealed half can say what flagged its right answers without its drafts being read.
+    doubts: dict[str, list[list[int]]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, root: Path = HERE) -> RecordedJudge:
@@ -172,7 +176,7 @@ class RecordedJudge:
                 for v in row["verdicts"]:
                     text = texts.get((row["judge_id"], row.get("supplement", 0)), {}).get(str(v.get("id")))
                     if text is not None:
-                        table[statement_key(text)] = v
+                        table[statement_key(text)] = {**v, "supplement": row.get("supplement", 0)}
         return judge
 
     def minicheck_reply(self, case: Case, claim: str) -> str:
@@ -189,6 +193,8 @@ class RecordedJudge:
     def reply(self, case: Case, request: GenerationRequest) -> str:
         table = self.verdicts.get(judge_id(case.id), {})
         out = []
+        doubts = self.doubts.setdefault(case.id, [])
+        doubts.append([])
         for line in request.messages[-1]["content"].split("\n"):
             m = re.match(r"^(S\d+) \(([^)]*)\): (.*)$", line)
             if not m:
@@ -198,7 +204,9 @@ class RecordedJudge:
                 self.unmatched += 1
                 self.unmatched_texts.append(f"{case.id}: {m.group(3)}")
                 out.append(self._unmatched(m.group(1), m.group(2), request))
+                doubts[-1] += [-1] if out[-1]["verdict"] != "supports" else []
             else:
+                doubts[-1] += [found.get("supplement", 0)] if found["verdict"] != "supports" else []
                 out.append({"id": m.group(1), "verdict": found["verdict"], "quote": found.get("quote", "")})
         return json.dumps({"verdicts": out}, ensure_ascii=False)
 
@@ -460,6 +468,27 @@ def cost(results: list[Result]) -> list[str]:
     ]
 
 
+def why_flagged(results: list[Result], judge: RecordedJudge) -> list[str]:
+    """What flagged the right first drafts with the judge on, in counts: a sound check (the judge never
+    doubted the draft), or the judge's verdicts on statements first recorded when (supplement 0), or
+    only on statements recorded later (supplement N), when the checks came to ask about them."""
+    why: Counter = Counter()
+    for r in results:
+        if r.case.kind != "right" or not r.flagged:
+            continue
+        first = (judge.doubts.get(r.case.id) or [[]])[0]
+        if not first:
+            why["a sound check"] += 1
+        elif 0 in first:
+            why["the judge, on a statement of the first recording"] += 1
+        elif -1 in first:
+            why["a statement with no recorded verdict"] += 1
+        else:
+            why[f"the judge, only on statements recorded later (supplement {max(first)})"] += 1
+    return ["right answers flagged with the judge on, by what flagged them: "
+            + (", ".join(f"{n} by {what}" for what, n in sorted(why.items())) or "none")]
+
+
 def show_failures(results: list[Result], n: int) -> list[str]:
     lines = []
     for r in [r for r in results if r.failure][:n]:
@@ -621,6 +650,7 @@ def main() -> int:
     print(f"right answers that ended 'not sure' (checks only): {not_sure}")
     if on is not None:
         print("\n".join(cost(on)))
+        print("\n".join(why_flagged(on, judge)))
         if judge.unmatched:
             counted = "supported" if judge.unmatched_verdict == "supports" else "not stated"
             print(f"note: {judge.unmatched} statements had no recorded verdict (counted as {counted})")

@@ -342,6 +342,7 @@ Rules:
 - contradicts: the cited blocks state something else (the opposite, another number, date or condition). Copy the words that say so into "quote".
 - not_stated: the cited blocks do not say it, or only part of it. Leave "quote" empty.
 An answer may apply what its cited blocks state to the facts the asker gives in the question (their dates, amounts, hours, situation) and say what follows for them. Such a statement is supported when the rule it applies is stated in its cited blocks and what it works out is right: redo the arithmetic and the counting of days yourself, and quote the words of the rule. A result worked out wrongly contradicts. A rule, number, deadline, condition or exception the cited blocks do not state is not_stated, however plausible.
+A statement that says nothing the blocks could state (a greeting, sympathy, congratulations, a lead-in such as "Here is what applies:") is supported: quote the words of a cited block about what it refers to.
 Judge by the question and the blocks alone, never by your own knowledge.
 Reply with JSON only, one verdict for every statement, in this form: {example}""",
         Key.JUDGE_STATEMENTS: "Statements to check:",
@@ -556,6 +557,7 @@ Regeln:
 - contradicts: Die zitierten Blöcke sagen etwas anderes (das Gegenteil, eine andere Zahl, ein anderes Datum, eine andere Bedingung). Kopiere die Worte, die das sagen, in "quote".
 - not_stated: Die zitierten Blöcke sagen das nicht oder nur zum Teil. Lass "quote" leer.
 Eine Antwort darf das, was ihre zitierten Blöcke sagen, auf die Angaben der fragenden Person in der Frage anwenden (ihre Daten, Beträge, Stunden, ihre Lage) und sagen, was daraus für sie folgt. Eine solche Aussage ist gestützt, wenn die Regel, die sie anwendet, in ihren zitierten Blöcken steht und das Ergebnis stimmt: Rechne und zähle die Tage selbst nach, und zitiere die Worte der Regel. Ein falsch ausgerechnetes Ergebnis ist contradicts. Eine Regel, Zahl, Frist, Bedingung oder Ausnahme, die die zitierten Blöcke nicht nennen, ist not_stated, so plausibel sie klingt.
+Eine Aussage, die nichts sagt, was die Blöcke aussagen könnten (ein Gruß, Anteilnahme, ein Glückwunsch, eine Überleitung wie „Das gilt hier:“), ist supports: Zitiere die Worte eines zitierten Blocks zu dem, worauf sie sich bezieht.
 Urteile nur nach der Frage und den Blöcken, nie nach eigenem Wissen.
 Antworte nur mit JSON, mit einem Urteil für jede Aussage, in dieser Form: {example}""",
         Key.JUDGE_STATEMENTS: "Zu prüfende Aussagen:",

@@ -249,6 +249,25 @@ def test_an_uncited_sentence_with_numbers_is_asked_about_with_every_block_the_an
     assert not judged.ok and {v.kind for v in judged.violations} == {"UNCITED_NUMBER", JUDGE_NOT_STATED}
 
 
+def test_an_uncited_sentence_without_numbers_is_asked_about_too_so_a_flipped_yes_or_no_is_caught():
+    # The answer's verdict often stands alone ahead of the cited details: posted, so it is asked.
+    draft = "No, a doctor's note is never needed.\n\nTell your manager on the first day you are sick [hb-sick-01]."
+    verdict, asked_ = asked(draft)
+    assert [(s.item, s.text, s.cites) for s in asked_] == [
+        (0, "No, a doctor's note is never needed.", ("hb-sick-01",)),
+        (1, "Tell your manager on the first day you are sick.", ("hb-sick-01",)),
+    ]
+    judgement = read_judgement(reply(("S1", "contradicts", "from day 4 a doctor’s note is needed"),
+                                     ("S2", "supports", "Tell your manager before 10:00")), asked_, "en")
+    judged = apply_judgement(verdict, judgement, EVIDENCE, AnswerMode.CITATIONS)
+    assert not judged.ok and [v.kind for v in judged.violations] == [JUDGE_CONTRADICTS]
+
+
+def test_an_uncited_heading_of_the_answers_layout_is_not_asked_about():
+    _, asked_ = asked("**Sick leave**\n\nTell your manager on the first day you are sick [hb-sick-01].")
+    assert [s.text for s in asked_] == ["Tell your manager on the first day you are sick."]
+
+
 def test_an_uncited_quotation_or_link_is_no_judges_question():
     for draft in ('**In short:** "carry over up to 5 unused vacation days".\n\nYou get 28 days a year [hb-pto-01].',
                   "**In short:** see https://leave.example.com.\n\nYou get 28 days a year [hb-pto-01]."):

@@ -8,15 +8,14 @@ Which blocks a sentence cites: its own references; else those of the next senten
 paragraph that has some (models often cite once at the end of a passage), else of the one
 before; a paragraph without any, right after a cited one, those of the paragraph before; a
 sentence still without any whose every number a cited sentence states, those of the sentences
-that state them. A sentence without numbers, quotations or links and without any citation (a
-heading, "In short:") has nothing in it to check; an uncited heading of the answer's layout ("**Overtime**",
-"Zum Wechsel:": up to six words, no number, no sentence end) only names what the cited lines under it say: no judge is asked.
+that state them. The judge sees any other with every block the answer cites (a quotation or a link in it
+fails at once), but for an uncited heading of the answer's own layout ("**Overtime**", "Zum Wechsel:": up to
+six words, no number, no sentence end), which only names what the cited lines under it say.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
 from dataclasses import dataclass
 
 from bot.answer.verify.links import find_links, missing_links
@@ -168,11 +167,11 @@ class CitedSentence:
     cited: tuple[str, ...]  # the KB-IDs it relies on (module docstring: its own, or its paragraph's)
 
 
-def cited_sentences(draft_text: str, evidence: list[Evidence], language: str = "en", *,
-                    uncited: Collection[int] = ()) -> list[CitedSentence]:
-    """The sentences of a draft that rest on blocks, with the KB-IDs each rests on: what the judge is
-    asked about (not the refusal sentence beside an answer, which no block can state). A sentence of
-    `uncited` (held back by UNCITED_NUMBER) rests on every block the answer cites."""
+def cited_sentences(draft_text: str, evidence: list[Evidence], language: str = "en") -> list[CitedSentence]:
+    """The sentences of a draft that would be posted, with the KB-IDs each rests on: what the judge is
+    asked about (not the refusal sentence beside an answer, which no block can state). A sentence that
+    still cites nothing ("No, never.", a summary ahead of the cited details) rests on every block the
+    answer cites: nothing posted goes unasked."""
     known = IdSet([ev.entry_id for ev in evidence])
     groups = _assign_citations(_sentences(strip_think(draft_text), known, language), language)
     everything = tuple(dict.fromkeys(i for group in groups for s in group for i in s.cited))
@@ -180,7 +179,7 @@ def cited_sentences(draft_text: str, evidence: list[Evidence], language: str = "
     for s in (s for group in groups for s in group):
         if not s.refs and _is_heading(s.text):
             continue
-        cited = s.cited or (everything if s.index in uncited else ())
+        cited = s.cited or everything
         body = _SPACE_BEFORE_STOP.sub(r"\1", " ".join(strip_refs(s.text, s.refs).split()))
         if cited and any(ch.isalnum() for ch in body) and not is_refusal(body) and not says_not_covered(body) \
                 and not _STAND_ONLY.match(body):

@@ -90,8 +90,7 @@ def _judgeable(i: int, claim: Claim, verdict: Verdict) -> bool:
 
 def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: AnswerMode, language: str) -> list[Statement]:
     """Every statement that would be posted, or that only findings held for the judge hold back, each with
-    its blocks. A sentence held back for a number nothing cites (UNCITED_NUMBER) is shown every block the
-    answer cites."""
+    its blocks. A sentence nothing cites is shown every block the answer cites."""
     if mode is AnswerMode.CLAIMS:
         by_pointer = {ev.pointer_id: ev for ev in evidence}
         return [
@@ -100,10 +99,9 @@ def statements(draft: str, verdict: Verdict, evidence: list[Evidence], mode: Ans
             # judgeable claims cite resolved pointer ids only: an unknown id is a regenerating finding
             if _judgeable(i, claim, verdict) and all(p in by_pointer for p in claim.evidence_ids)
         ]
-    uncited = {v.claim for v in verdict.violations if v.kind == "UNCITED_NUMBER" and v.claim is not None}
     return [
         Statement(s.index, s.text, s.cited, tuple(ev for ev in evidence if ev.entry_id in s.cited))
-        for s in cited_sentences(draft, evidence, language, uncited=uncited)
+        for s in cited_sentences(draft, evidence, language)
     ]
 
 

@@ -209,14 +209,9 @@ def _word_numbers(text: str, language: str, source: bool) -> list[Number]:
     return found
 
 
-def find_numbers(text: str, language: str = "en", *, source: bool = False) -> list[Number]:
+@lru_cache(maxsize=16_384)  # the verifiers read the same block sentences for every statement of an answer
+def find_numbers(text: str, language: str = "en", *, source: bool = False) -> tuple[Number, ...]:
     """Numbers, dates, times and spelled-out numbers in `text`, in order of position."""
-    return list(_find_numbers(text, language, source))
-
-
-@lru_cache(maxsize=16_384)
-def _find_numbers(text: str, language: str, source: bool) -> tuple[Number, ...]:
-    # Cached: the verifiers read the same block sentences for every statement of an answer.
     found = [
         Number(m.group(0), frozenset(_match_readings(m, source)), m.start(), m.end())
         for m in _TOKEN.finditer(text)
