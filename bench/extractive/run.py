@@ -2,11 +2,11 @@
 
     python bench/extractive/run.py [--split test|tune|all] [--set first|second|third|fourth] [--kb NAME] [--misses] [--json PATH]
 
-Five knowledge bases of other companies (bench/extractive/kbs/; the first set: a German
-works council and personnel handbook, an English IT security handbook, an English
-facilities guide with German travel rules; the second set, written later with more
-near-topic questions: an English lab safety handbook, German employee benefits with an
-English relocation entry) and Slack-style questions about them, labelled with the entry
+Knowledge bases of other companies (bench/extractive/kbs/, four sets, README.md there;
+the first: a German works council and personnel handbook, an English IT security
+handbook, an English facilities guide with German travel rules; the second, written
+later with more near-topic questions; the third and fourth written sealed) and
+Slack-style questions about them, labelled with the entry
 that answers each, or near-topic (the KB covers something nearby, not what was asked),
 or off-topic. Each question goes through the whole pipeline as `citebot ask` runs it
 with no settings: retrieval and its answerability decision, the extractive backend,
