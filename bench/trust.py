@@ -469,9 +469,9 @@ def cost(results: list[Result]) -> list[str]:
 
 
 def why_flagged(results: list[Result], judge: RecordedJudge) -> list[str]:
-    """What flagged the right first drafts with the judge on, in counts: a sound check (the judge never
-    doubted the draft), or the judge's verdicts on statements first recorded when (supplement 0), or
-    only on statements recorded later (supplement N), when the checks came to ask about them."""
+    """What flagged the right first drafts with the judge on, in counts: a sound check (the judge doubted
+    nothing), the judge on a statement of the first recording (supplement 0), a statement with no recorded
+    verdict, or the judge only on statements recorded later (supplement N), when the checks came to ask them."""
     why: Counter = Counter()
     for r in results:
         if r.case.kind != "right" or not r.flagged:
