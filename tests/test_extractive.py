@@ -11,6 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bot.answer.extractive import (
@@ -503,6 +504,39 @@ async def test_a_near_topic_question_across_languages_is_marked_by_meaning(pipel
     assert answer.answerability["answerable"] and "tf-canteen-01" in answer.citations
     assert answer.answer.startswith(message(Key.EXTRACTIVE_NEAR, "de") + "\n\n- ")
     assert answer.not_covered == [question]
+
+
+@pytest.mark.parametrize("question, language", [
+    # The special-leave entry grants leave for one's own wedding, not for a silver wedding anniversary; the
+    # canteen entry says nothing of dogs. No word of either question is close enough to the entry's title for
+    # the word rule (MIN_SIBLING); the model, reading question and passage together, marks them.
+    ("Gibt es Sonderurlaub für meine Silberhochzeit?", "de"),
+    ("Can I bring my dog to the canteen?", "en"),
+])
+async def test_the_near_topic_model_marks_what_the_word_rule_lets_through(pipeline, question, language):
+    from bot.answer.extractive import Vectors
+    from bot.answer.pipeline import Pipeline
+    from bot.answer.vector_cache import VectorCache
+
+    marked = await ask_pipeline(pipeline, question)
+    assert marked.answerability["answerable"]
+    assert marked.answer.startswith(message(Key.EXTRACTIVE_NEAR, language) + "\n\n- ")
+    assert marked.not_covered == [question]
+    # With vectors that do not name their embedder, the model is not used and the word rule alone decides.
+    embedder = pipeline.retriever.embedder
+    unnamed = Vectors(VectorCache(embedder.embed_queries).vectors, VectorCache(embedder.embed_passages).vectors)
+    by_rule = await ask_pipeline(Pipeline(pipeline.retriever, ExtractiveBackend(unnamed)), question)
+    assert by_rule.answer.startswith(message(Key.EXTRACTIVE_LEAD, language) + "\n\n- ")
+
+
+def test_the_near_topic_model_reads_only_the_embedder_it_was_fitted_on():
+    from bot.answer import near_topic
+    from kb_index.embedding import LOCAL_E5_NAME, LocalE5Embedder
+
+    model = near_topic.for_embedder(LOCAL_E5_NAME)
+    assert model is not None and model.weights.shape == (3 * LocalE5Embedder().dim + 2,)
+    assert model.mean.shape == model.scale.shape == model.weights.shape and np.isfinite(model.threshold)
+    assert near_topic.for_embedder("another-embedder") is None and near_topic.for_embedder("") is None
 
 
 async def test_a_question_retrieval_refuses_as_near_gets_the_nearest_passages_marked(pipeline):

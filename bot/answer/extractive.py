@@ -17,7 +17,8 @@ words alone.
 When the best passage is not close enough to the question, or the question
 names a thing of its own that the best passage's entry does not mention while
 sharing its topic (a missing word close in meaning to the entry's title:
-`sibling_word`), the knowledge base covers something nearby, not what was
+`sibling_word`; or the near-topic model, which reads question and passage
+together: bot/answer/near_topic.py), the knowledge base covers something nearby, not what was
 asked: the nearest passages come with a line that the knowledge base does not
 answer the question as asked, and the question counts as not covered
 (`Draft.not_covered`), never as an answer.
@@ -46,6 +47,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from bot.answer import near_topic
 from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES
 from bot.answer.verify.text import DOUBLE_QUOTE_CHARS
 from bot.i18n import Key, message
@@ -241,6 +243,7 @@ class Vectors:
 
     queries: Embed
     passages: Embed
+    name: str = ""  # the embedder's: the near-topic model reads only the vectors it was fitted on
 
 
 def score(question: str, pool: list[Candidate], language: str, vectors: Vectors | None) -> list[Candidate]:
@@ -373,8 +376,8 @@ def choose(question: str, evidence: list[Evidence], language: str, vectors: Vect
     parts = split_question(plain) or [plain]
     selections = [select(score(part, pool, language, vectors), language) for part in parts]
     if vectors is not None:
-        selections = [_sibling_checked(s, part, evidence, language, vectors) for s, part in zip(selections, parts,
-                                                                                                 strict=True)]
+        selections = [_near_checked(s, part, evidence, language, vectors) for s, part in zip(selections, parts,
+                                                                                              strict=True)]
     chosen: dict[str, Candidate] = {}
     for s in selections:
         for c in s.passages:
@@ -384,13 +387,28 @@ def choose(question: str, evidence: list[Evidence], language: str, vectors: Vect
     return Selection(passages, any(s.answers for s in selections), top.best, top.confidence)
 
 
-def _sibling_checked(s: Selection, part: str, evidence: Sequence[Evidence], language: str,
-                     vectors: Vectors) -> Selection:
-    """A selection that answers by meaning, unless the question names a thing of its own near the entry's topic."""
+def near_row(s: Selection, part: str, evidence: Sequence[Evidence], language: str,
+             vectors: Vectors) -> tuple[np.ndarray, str, float]:
+    """The near-topic model's input for a selection that answers by meaning (near_topic.features), with
+    the question's word the best entry lacks and its closeness (`sibling_word`)."""
+    assert s.best is not None and s.confidence is not None
+    word, closeness = sibling_word(part, s.best, evidence, language, vectors)
+    row = near_topic.features(vectors.queries([part])[0], vectors.passages([s.best.meaning_text or s.best.text])[0],
+                              vectors.queries([s.best.evidence.chunk.title])[0], s.confidence, closeness)
+    return row, word, closeness
+
+
+def _near_checked(s: Selection, part: str, evidence: Sequence[Evidence], language: str,
+                  vectors: Vectors) -> Selection:
+    """A selection that answers by meaning, unless the question names a thing of its own near the entry's
+    topic: the word rule says so, or the near-topic model where it was fitted on this embedder (each
+    catches near-topic questions the other misses)."""
     if not s.answers or s.best is None:
         return s
-    word, closeness = sibling_word(part, s.best, evidence, language, vectors)
-    return replace(s, answers=False, sibling=word) if closeness >= MIN_SIBLING else s
+    row, word, closeness = near_row(s, part, evidence, language, vectors)
+    model = near_topic.for_embedder(vectors.name)
+    near = closeness >= MIN_SIBLING or (model is not None and model.near(row))
+    return replace(s, answers=False, sibling=word) if near else s
 
 
 def best_sentences(question: str, evidence: list[Evidence], language: str, *, quotes: bool = True,

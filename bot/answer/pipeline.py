@@ -101,7 +101,7 @@ class Pipeline:
         embedder = getattr(retriever, "embedder", None)
         if isinstance(backend, ExtractiveBackend) and backend.vectors is None and embedder is not None:
             backend.vectors = Vectors(VectorCache(embedder.embed_queries).vectors,
-                                      VectorCache(embedder.embed_passages).vectors)
+                                      VectorCache(embedder.embed_passages).vectors, getattr(embedder, "name", ""))
 
     async def answer(self, question: Question, *, mode: AnswerMode | None = None,
                      progress: Progress = _no_progress) -> Answer:
