@@ -8,7 +8,9 @@ blocks, without the verifiers (bench/extractive/run.py runs the whole pipeline).
 Printed per setting: answerable questions whose best passage is from a right entry
 and said to answer the question, answerable ones marked near-topic, and near- and
 off-topic questions that passed retrieval but were not marked. `--cases` prints each
-tune question's features under the current constants.
+tune question's features under the current constants. The near-topic model
+(bot/answer/near_topic.py, fitted by near_model.py) is left out here: the vectors
+name no embedder, so the word rule alone marks what meaning lets through.
 """
 
 from __future__ import annotations
