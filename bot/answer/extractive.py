@@ -17,9 +17,9 @@ words alone.
 When the best passage is not close enough to the question, or the question
 names a thing of its own that the best passage's entry does not mention while
 sharing its topic (a missing word close in meaning to the entry's title:
-`sibling_word`; or the near-topic model, which reads question and passage
-together: bot/answer/near_topic.py), the knowledge base covers something nearby, not what was
-asked: the nearest passages come with a line that the knowledge base does not
+`sibling_word`; or the near-topic model says so, which reads question and
+passage together: bot/answer/near_topic.py), the knowledge base covers
+something nearby, not what was asked: the nearest passages come with a line that the knowledge base does not
 answer the question as asked, and the question counts as not covered
 (`Draft.not_covered`), never as an answer.
 
@@ -30,10 +30,11 @@ In claims mode passages with a quotation are left out, because the claims rules
 reject quoting claims. No usable block: the refusal sentence. Deterministic: the
 same request gives the same draft.
 
-The weights and thresholds were chosen on the tune half of bench/extractive/
-(five knowledge bases of other companies, Slack-style questions in both
-languages and across them) and are reported on its test halves by
-bench/extractive/run.py.
+The weights and thresholds were chosen on the tune halves of bench/extractive/
+(knowledge bases of other companies, Slack-style questions in both languages
+and across them; tune.py), the near-topic model fitted on its spent sets
+(near_model.py), and bench/extractive/run.py reports them on sets sealed until
+measured.
 """
 
 from __future__ import annotations
