@@ -19,6 +19,7 @@ word rule decides alone.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 MODEL_PATH = Path(__file__).with_name("near_topic.npz")
+log = logging.getLogger(__name__)
 
 
 def features(question: np.ndarray, passage: np.ndarray, title: np.ndarray, confidence: float,
@@ -56,8 +58,9 @@ class NearTopicModel:
 
 @cache
 def load(path: Path = MODEL_PATH) -> NearTopicModel | None:
-    """The fitted model, or None where it was not shipped."""
+    """The fitted model, or None where it was not shipped (said once: the word rule then decides alone)."""
     if not path.exists():
+        log.warning("near-topic model %s missing: near-topic questions are marked by the word rule alone", path)
         return None
     with np.load(path) as f:
         return NearTopicModel(str(f["embedder"]), f["mean"], f["scale"], f["weights"], float(f["bias"]),
