@@ -58,7 +58,8 @@ def rows(items, vectors: extractive.Vectors) -> tuple[np.ndarray, np.ndarray, li
         for part in split_question(plain) or [plain]:
             s = extractive.select(extractive.score(part, pool, it.language, vectors), it.language)
             if s.answers and s.best is not None:
-                out.append(extractive.near_row(s, part, it.evidence, it.language, vectors)[0])
+                _, closeness = extractive.sibling_word(part, s.best, it.evidence, it.language, vectors)
+                out.append(extractive.near_row(s, part, vectors, closeness))
                 labels.append(it.kind != "answerable")
                 kbs.append(it.kb)
     return np.array(out), np.array(labels), kbs

@@ -388,27 +388,24 @@ def choose(question: str, evidence: list[Evidence], language: str, vectors: Vect
     return Selection(passages, any(s.answers for s in selections), top.best, top.confidence)
 
 
-def near_row(s: Selection, part: str, evidence: Sequence[Evidence], language: str,
-             vectors: Vectors) -> tuple[np.ndarray, str, float]:
-    """The near-topic model's input for a selection that answers by meaning (near_topic.features), with
-    the question's word the best entry lacks and its closeness (`sibling_word`)."""
+def near_row(s: Selection, part: str, vectors: Vectors, closeness: float) -> np.ndarray:
+    """The near-topic model's input (near_topic.features) for a selection that answers by meaning, with
+    the closeness of the question's word its best entry lacks (`sibling_word`)."""
     assert s.best is not None and s.confidence is not None
-    word, closeness = sibling_word(part, s.best, evidence, language, vectors)
-    row = near_topic.features(vectors.queries([part])[0], vectors.passages([s.best.meaning_text or s.best.text])[0],
-                              vectors.queries([s.best.evidence.chunk.title])[0], s.confidence, closeness)
-    return row, word, closeness
+    return near_topic.features(vectors.queries([part])[0], vectors.passages([s.best.meaning_text or s.best.text])[0],
+                               vectors.queries([s.best.evidence.chunk.title])[0], s.confidence, closeness)
 
 
 def _near_checked(s: Selection, part: str, evidence: Sequence[Evidence], language: str,
                   vectors: Vectors) -> Selection:
     """A selection that answers by meaning, unless the question names a thing of its own near the entry's
     topic: the word rule says so, or the near-topic model where it was fitted on this embedder (each
-    catches near-topic questions the other misses)."""
+    catches near-topic questions the other misses). The model is asked only where the rule lets it pass."""
     if not s.answers or s.best is None:
         return s
-    row, word, closeness = near_row(s, part, evidence, language, vectors)
+    word, closeness = sibling_word(part, s.best, evidence, language, vectors)
     model = near_topic.for_embedder(vectors.name)
-    near = closeness >= MIN_SIBLING or (model is not None and model.near(row))
+    near = closeness >= MIN_SIBLING or (model is not None and model.near(near_row(s, part, vectors, closeness)))
     return replace(s, answers=False, sibling=word) if near else s
 
 
