@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import redis.asyncio as aioredis
 
+from bot.access.cache import forget
 from bot.access.policy import Directory, Kind, Person, may_read, readable_by, readable_by_all
-from bot.access.resolver import AccessResolver, AccessUnavailable, forget
+from bot.access.resolver import AccessResolver, AccessUnavailable
 from bot.access.scope import conversation_scope, private_scope
 from bot.slack.calls import make_client
 from bot.store.keys import ACCESS_PREFIX

@@ -1,7 +1,7 @@
-"""Slack's events that change who may read what: the cached answer is dropped at once (bot.access.resolver).
+"""Slack's events that change who may read what: the cached answer is dropped at once (bot.access.cache).
 
 Without them someone removed from a group would keep reading its collections until the cache's lifetime
-ran out; with them the next question sees the change. Only a Redis DELETE happens here: the ack stays fast.
+ran out; with them the next question sees the change. Only a Redis script that bumps versions and deletes runs here: the ack stays fast.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import logging
 import redis.asyncio as aioredis
 from slack_bolt.async_app import AsyncApp
 
-from bot.access.resolver import forget
+from bot.access.cache import forget
 
 log = logging.getLogger(__name__)
 

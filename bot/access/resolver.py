@@ -6,6 +6,8 @@ conversations.info (shared with another organization). Each answer is cached
 under bot.store.keys ACCESS_PREFIX for ACCESS_TTL_S, and dropped earlier on
 Slack's event that it changed (`forget`, called by the web process's
 listeners), so a question costs no Slack call once its people are known.
+A reply that was in flight when its event came is not cached at all
+(bot.access.cache: every cached thing has a version the event bumps).
 
 A Slack error (past slack_sdk's own retries) is `AccessUnavailable`, a
 Retryable: the job is tried again, and after its last try the asker hears
@@ -26,9 +28,10 @@ from typing import Any
 import redis.asyncio as aioredis
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.access.cache import USERS_EPOCH, AccessCache, key, version_key
 from bot.access.policy import Directory, Kind, Person, audience_names
 from bot.slack.calls import SlackError, SlackFailed, call
-from bot.store.keys import ACCESS_PREFIX, ACCESS_TTL_S
+from bot.store.keys import ACCESS_TTL_S
 from citebot_core.errors import Retryable
 from kb_index.collection import CollectionAccess
 
@@ -66,6 +69,7 @@ class AccessResolver:
 
     def __init__(self, slack: AsyncWebClient, redis: aioredis.Redis, *, ttl_s: int = ACCESS_TTL_S):
         self.slack, self.redis, self.ttl_s = slack, redis, ttl_s
+        self.cache = AccessCache(redis, ttl_s)
         self._org: tuple[str, str | None] | None = None  # (team id, enterprise id) of this workspace
 
     # ---------------------------------------------------------------- people
@@ -78,7 +82,7 @@ class AccessResolver:
         ids = list(dict.fromkeys(users))
         if not ids:
             return []
-        cached = await self.redis.mget([_key("user", u) for u in ids])
+        cached = await self.redis.mget([key("user", u) for u in ids])
         known = {u: _person(u, json.loads(raw)) for u, raw in zip(ids, cached, strict=True) if raw is not None}
         missing = [u for u in ids if u not in known]
         if len(missing) >= BULK_FROM:
@@ -100,7 +104,7 @@ class AccessResolver:
         read, not one per member. The list holds the users' epoch (bumped on every user_change) it was made
         in, so a changed person is seen at once; a member joining or leaving drops it with the members."""
         ids = sorted(set(members))
-        epoch, raw = await self.redis.mget([_key("epoch"), _key("people", channel)])
+        epoch, raw = await self.redis.mget([version_key(USERS_EPOCH), key("people", channel)])
         now = (epoch or b"0").decode() if isinstance(epoch, bytes) else str(epoch or "0")
         if raw is not None:
             cached = json.loads(raw)
@@ -108,7 +112,7 @@ class AccessResolver:
                 return [Person(id=u, kind=Kind(k)) for u, k in zip(ids, cached["kinds"], strict=True)]
         people = await self.people(ids)
         data = {"epoch": now, "ids": ids, "kinds": [p.kind.value for p in people]}
-        await self.redis.set(_key("people", channel), json.dumps(data), ex=self.ttl_s)
+        await self.cache.store_if_current(version_key(USERS_EPOCH), now, {key("people", channel): data})
         return people
 
     async def _warm_in_bulk(self, wanted: set[str]) -> dict[str, Person]:
@@ -117,26 +121,28 @@ class AccessResolver:
         team, enterprise = await self._organization()
         found: dict[str, Person] = {}
         cursor: str | None = None
+        # A page's people are not known before it arrives: it is stored under everyone's version, the epoch.
+        epoch = await self.cache.version(version_key(USERS_EPOCH))
         for _ in range(max(1, len(wanted) // BULK_PAGE_COST)):
             page = await self._ask("users.list", self.slack.users_list(limit=USERS_PAGE, cursor=cursor))
-            pipe = self.redis.pipeline(transaction=False)
+            entries: dict[str, Any] = {}
             for user in page.get("members") or []:
                 if not isinstance(user, dict) or not user.get("id"):
                     continue
-                data = {"kind": _kind(user, team, enterprise)}
-                pipe.set(_key("user", str(user["id"])), json.dumps(data), ex=self.ttl_s)
+                data = entries[key("user", str(user["id"]))] = {"kind": _kind(user, team, enterprise)}
                 if user["id"] in wanted:
                     found[str(user["id"])] = _person(str(user["id"]), data)
-            await pipe.execute()
+            await self.cache.store_if_current(version_key(USERS_EPOCH), epoch, entries)
             cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
             if not cursor or len(found) == len(wanted):
                 break
         return found
 
     async def _fetch_person(self, user: str, team: str, enterprise: str | None) -> Person:
+        seen = await self.cache.version(version_key("user", user))
         info = await self._ask("users.info", self.slack.users_info(user=user), not_found={})
         data = {"kind": _kind(info.get("user") or {}, team, enterprise)} if info else {"kind": Kind.UNKNOWN}
-        await self.redis.set(_key("user", user), json.dumps(data), ex=self.ttl_s)
+        await self.cache.store_if_current(version_key("user", user), seen, {key("user", user): data})
         return _person(user, data)
 
     async def _organization(self) -> tuple[str, str | None]:
@@ -160,29 +166,29 @@ class AccessResolver:
         if group_id is None:
             log.warning("the user group %r an audience names is unknown to Slack: it grants nobody access", group)
             return frozenset()
-        key = _key("group", group_id)
-        if (raw := await self.redis.get(key)) is not None:
-            return frozenset(json.loads(raw))
+        if (cached := await self.cache.get(key("group", group_id))) is not None:
+            return frozenset(cached)
+        seen = await self.cache.version(version_key("group", group_id))
         answer = await self._ask("usergroups.users.list", self.slack.usergroups_users_list(usergroup=group_id),
                                  not_found={})
         members = sorted(answer.get("users") or [])
-        await self.redis.set(key, json.dumps(members), ex=self.ttl_s)
+        await self.cache.store_if_current(version_key("group", group_id), seen, {key("group", group_id): members})
         return frozenset(members)
 
     async def _group_ids(self) -> dict[str, str]:
-        key = _key("groups")
-        if (raw := await self.redis.get(key)) is not None:
-            return dict(json.loads(raw))
+        if (cached := await self.cache.get(key("groups"))) is not None:
+            return dict(cached)
+        seen = await self.cache.version(version_key("groups"))
         answer = await self._ask("usergroups.list", self.slack.usergroups_list(include_disabled=False))
         ids = {g["handle"]: g["id"] for g in answer.get("usergroups") or [] if g.get("handle") and g.get("id")}
-        await self.redis.set(key, json.dumps(ids), ex=self.ttl_s)
+        await self.cache.store_if_current(version_key("groups"), seen, {key("groups"): ids})
         return ids
 
     async def channel_members(self, channel: str) -> frozenset[str]:
         """Every member of a channel, all pages; an unknown channel has none."""
-        key = _key("members", channel)
-        if (raw := await self.redis.get(key)) is not None:
-            return frozenset(json.loads(raw))
+        if (cached := await self.cache.get(key("members", channel))) is not None:
+            return frozenset(cached)
+        seen = await self.cache.version(version_key("members", channel))
         members: list[str] = []
         cursor: str | None = None
         while True:
@@ -192,14 +198,15 @@ class AccessResolver:
             cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
             if not cursor:
                 break
-        await self.redis.set(key, json.dumps(sorted(set(members))), ex=self.ttl_s)
+        await self.cache.store_if_current(version_key("members", channel), seen,
+                                          {key("members", channel): sorted(set(members))})
         return frozenset(members)
 
     async def channel(self, channel: str) -> ChannelKind:
         """What kind of conversation a channel is; an unknown one counts as shared with another organization."""
-        key = _key("channel", channel)
-        if (raw := await self.redis.get(key)) is not None:
-            return ChannelKind(id=channel, **json.loads(raw))
+        if (cached := await self.cache.get(key("channel", channel))) is not None:
+            return ChannelKind(id=channel, **cached)
+        seen = await self.cache.version(version_key("channel", channel))
         answer = await self._ask("conversations.info", self.slack.conversations_info(channel=channel), not_found={})
         info: dict[str, Any] = answer.get("channel") or {}
         data = {
@@ -209,7 +216,7 @@ class AccessResolver:
             "shared_externally": not info or bool(info.get("is_ext_shared") or info.get("is_pending_ext_shared")
                                                   or (info.get("is_shared") and not info.get("is_org_shared"))),
         }
-        await self.redis.set(key, json.dumps(data), ex=self.ttl_s)
+        await self.cache.store_if_current(version_key("channel", channel), seen, {key("channel", channel): data})
         return ChannelKind(id=channel, **data)
 
     # ---------------------------------------------------------------- Slack
@@ -224,32 +231,6 @@ class AccessResolver:
         except SlackError as exc:
             raise AccessUnavailable(f"{method}: {exc}", retry_after=exc.retry_after) from exc
         return dict(response.data) if hasattr(response, "data") and isinstance(response.data, dict) else dict(response)
-
-
-async def forget(redis: aioredis.Redis, event: Mapping[str, Any]) -> int:
-    """Drops what a Slack event says has changed; the number of keys dropped."""
-    kind = event.get("type")
-    keys: list[str] = []
-    if kind == "subteam_members_changed" and event.get("subteam_id"):
-        keys.append(_key("group", str(event["subteam_id"])))
-    elif kind in ("member_joined_channel", "member_left_channel") and event.get("channel"):
-        keys += [_key("members", str(event["channel"])), _key("people", str(event["channel"]))]
-    elif kind == "user_change" and isinstance(event.get("user"), dict) and event["user"].get("id"):
-        keys.append(_key("user", str(event["user"]["id"])))
-        # Every channel's cached list of people may hold this one: a new epoch makes them all stale.
-        await redis.incr(_key("epoch"))
-    elif kind in ("channel_shared", "channel_unshared") and event.get("channel"):
-        keys += [_key("channel", str(event["channel"])), _key("members", str(event["channel"])),
-                 _key("people", str(event["channel"]))]
-    elif kind in ("subteam_created", "subteam_updated"):
-        keys.append(_key("groups"))
-        if isinstance(event.get("subteam"), dict) and event["subteam"].get("id"):
-            keys.append(_key("group", str(event["subteam"]["id"])))
-    return int(await redis.delete(*keys)) if keys else 0
-
-
-def _key(kind: str, name: str = "") -> str:
-    return f"{ACCESS_PREFIX}{kind}:{name}" if name else f"{ACCESS_PREFIX}{kind}"
 
 
 def _is_group_id(name: str) -> bool:

@@ -164,6 +164,29 @@ class Scripting:
         self.script(Failure(429, "ratelimited", retry_after, method, times))
 
 
+class Hold:
+    """One answer of a method made and then held in flight: `made` is set once Slack's answer is computed
+    (from the state at that moment), and it is sent only after `release()`. A race between a slow reply and an
+    event, forced in that order and not left to timing."""
+
+    def __init__(self, method: str):
+        self.method = method
+        self.made = threading.Event()
+        self.released = threading.Event()
+
+    def release(self) -> None:
+        self.released.set()
+
+    def in_flight(self, stopping: threading.Event) -> None:
+        self.made.set()
+        while not self.released.wait(0.05) and not stopping.is_set():
+            pass
+
+    def wait_made(self, timeout: float = 10.0) -> None:
+        if not self.made.wait(timeout):
+            raise TimeoutError(f"no {self.method} call came in {timeout} s")
+
+
 class FakeSlackServer(Scripting, ThreadedFake):
     thread_name = "fake-slack"
 
@@ -193,6 +216,7 @@ class FakeSlackServer(Scripting, ThreadedFake):
         self._response_uses: dict[str, int] = {}  # path of each URL handed out -> messages sent to it
         self._calls: list[Call] = []
         self._failures: list[Failure] = []
+        self._holds: list[Hold] = []
         self._messages: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) -> message
         self._threads: dict[tuple[str, str], list[dict[str, Any]]] = {}  # scripted conversations.replies
         self._reactions: set[tuple[str, str, str]] = set()  # (channel, ts, name)
@@ -273,18 +297,32 @@ class FakeSlackServer(Scripting, ThreadedFake):
 
     # -- handling a call (called from the HTTP handler threads)
 
+    def hold(self, method: str) -> Hold:
+        """The next call of `method` is answered at once and the answer held until `Hold.release()`."""
+        held = Hold(method)
+        with self._lock:
+            self._holds.append(held)
+        return held
+
     def _handle(self, method: str, body: dict[str, Any], call: Call) -> tuple[int, dict[str, Any], dict[str, str]]:
         with self._lock:
-            failure = self._take_failure(method)
-        if failure is not None and failure.delay:
+            held = next((h for h in self._holds if h.method == method), None)
+            if held is not None:
+                self._holds.remove(held)
+                answer = self._answer(method, body, call)  # made now, from the state of now
+            failure = None if held is not None else self._take_failure(method)
+        if held is not None:
+            held.in_flight(self._stopping)
+        elif failure is not None and failure.delay:
             self._stopping.wait(failure.delay)
         if failure is not None and (failure.status != 200 or failure.error):
             status, payload, headers = _failure_answer(failure)
         else:
-            with self._lock:
-                status, payload = self._answer(method, body, call)
+            if held is None:
+                with self._lock:
+                    answer = self._answer(method, body, call)
             # As Slack does: the token's scopes on every answer (read from auth.test's).
-            headers = {"X-OAuth-Scopes": ",".join(self.scopes)}
+            (status, payload), headers = answer, {"X-OAuth-Scopes": ",".join(self.scopes)}
         with self._lock:
             self._calls.append(_replace(call, status=status, error=None if payload.get("ok") else payload.get("error")))
             self._lock.notify_all()
