@@ -16,17 +16,25 @@ folder, for `default`) says it once for all of its files:
 
 It is validated with pydantic and unknown keys are refused: a typo such as
 `base-url` would otherwise leave every footnote of the collection without its
-link and nobody would notice.
+link and nobody would notice. Whatever could read two ways is refused too, as
+it would open a restricted collection to everyone if read the wrong way: a key
+given twice (YAML keeps the last one silently), `audience:` without a value
+(its lines commented out), an `audience:` line commented out altogether,
+anchors and aliases, and nesting deeper than any collection file needs. A
+refused file closes its collection (NOBODY) when the index is built anyway.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from pathlib import PurePosixPath
+from typing import Any
 from urllib.parse import quote
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent
 
 from citebot_core.errors import Permanent
 from citebot_core.languages import LANGUAGES
@@ -126,6 +134,16 @@ class Collection(BaseModel):
     guests: bool = False
     external: bool = False
 
+    @field_validator("audience", mode="before")
+    @classmethod
+    def _audience_given(cls, value: object) -> object:
+        # `audience:` with nothing after it: the lines under it were commented out or lost. Read as "every full
+        # member", a collection meant for a few would be open to all.
+        if value is None:
+            raise ValueError("has no value (were the lines under it commented out?): name groups, channels or "
+                             "users, or delete the line for every full member")
+        return value
+
     @field_validator("guests", "external", mode="before")
     @classmethod
     def _strict_bool(cls, value: object) -> object:
@@ -167,27 +185,87 @@ class Collection(BaseModel):
 NO_COLLECTION_FILE = Collection()
 
 
+# A collection file is at most three levels deep (audience: groups: [..]); so much deeper is a broken or hostile
+# file, refused before PyYAML's recursive composer could overflow the stack on it.
+MAX_DEPTH = 8
+_COMMENTED_AUDIENCE = re.compile(r"^\s*#+\s*audience\s*:", re.IGNORECASE)
+
+
 def parse_collection(data: bytes) -> Collection:
     """The collection file's settings; CollectionError with the line of the problem."""
     try:
-        raw = yaml.safe_load(data.decode("utf-8-sig"))
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CollectionError(1, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    try:
+        _check_shape(text)
+        raw = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader that also refuses duplicate keys
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise CollectionError(mark.line + 1 if mark else 1, f"invalid YAML: {getattr(exc, 'problem', None) or exc}") from exc
+    except RecursionError:  # not reached after _check_shape; a traceback is never the answer to a bad file
+        raise CollectionError(1, f"nested deeper than {MAX_DEPTH} levels") from None
+    if raw is not None and not isinstance(raw, dict):
+        raise CollectionError(1, "must be a mapping of 'key: value' lines")
+    _check_audience_not_commented_out(text, raw or {})
     if raw is None:
         return NO_COLLECTION_FILE
-    if not isinstance(raw, dict):
-        raise CollectionError(1, "must be a mapping of 'key: value' lines")
     try:
         return Collection.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"]) or "?"
         known = "audience: groups, channels, users" if len(first["loc"]) > 1 else f"known: {', '.join(Collection.model_fields)}"
-        message = f"unknown key ({known})" if first["type"] == "extra_forbidden" else first["msg"]
+        message = f"unknown key ({known})" if first["type"] == "extra_forbidden" else first["msg"].removeprefix("Value error, ")
         return _raise_at(data, str(first["loc"][0]) if first["loc"] else key, f"'{key}': {message}")
+
+
+def _check_shape(text: str) -> None:
+    """Nesting depth and aliases, from PyYAML's event stream (made without recursion, unlike its documents)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, AliasEvent):
+            raise CollectionError(event.start_mark.line + 1,
+                                  f"an alias (*{event.anchor}): write the value out, a collection file names "
+                                  "its audience plainly")
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise CollectionError(event.start_mark.line + 1, f"nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
+
+
+def _check_audience_not_commented_out(text: str, raw: dict[Any, Any]) -> None:
+    """`# audience:` with no audience key: the restriction was switched off by a comment, perhaps for a test,
+    perhaps by mistake. Either way the file no longer says what it seems to, so it is refused."""
+    if "audience" in raw:
+        return
+    for number, line in enumerate(text.splitlines(), start=1):
+        if _COMMENTED_AUDIENCE.match(line):
+            raise CollectionError(number, "'audience' is commented out: remove the '#' to keep the collection "
+                                          "restricted, or delete the line to open it to every full member")
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error, not the last one silently."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: dict[Hashable, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if not isinstance(key, Hashable):
+            raise CollectionError(line, "a key must be a plain word")
+        if key in seen:
+            raise CollectionError(line, f"'{key}' is given twice (first on line {seen[key]}): "
+                                        "YAML would keep only the last one; keep one")
+        seen[key] = line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def _raise_at(data: bytes, key: str, message: str) -> Collection:

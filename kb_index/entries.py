@@ -20,7 +20,9 @@ links, FIFOs or devices, none over the size cap) is files.py's job.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import hashlib
+import os
 import json
 import re
 from collections.abc import Mapping
@@ -34,7 +36,7 @@ from kb_index import markdown
 from kb_index.chunking import MAX_CHUNK_CHARS, split_long
 from kb_index.collection import COLLECTION_FILE, NO_COLLECTION_FILE, Collection, CollectionError, parse_collection
 from kb_index.documents import FileContext, document_sections, document_text
-from kb_index.files import Read, Skipped, read_collection_files, read_kb_files
+from kb_index.files import DRAFTS_FOLDER, Read, Skipped, read_collection_files, read_kb_files
 from kb_index.results import EntryMetadata
 
 __all__ = ["MAX_CHUNK_CHARS", "Entry", "LoadError", "LoadResult", "Section", "load_kb", "parse_entry"]
@@ -137,10 +139,11 @@ def load_kb(
             continue  # read first, by _collection_files
         result.files += 1
         try:
+            if (mistake := collection_file_mistake(rel)) is not None:
+                result.unreadable_collections.add(_collection_of(rel))
+                raise EntryError(1, mistake)
             if isinstance(found, Skipped) and not found.error:
                 result.not_indexed.append(LoadError(rel, 1, found.reason))
-            elif PurePosixPath(rel).name == COLLECTION_FILE:
-                result.not_indexed.append(LoadError(rel, 1, _NESTED_COLLECTION_FILE))
             elif isinstance(found, Skipped):
                 raise EntryError(1, found.reason)
             else:
@@ -156,9 +159,44 @@ def load_kb(
     return result
 
 
-_NESTED_COLLECTION_FILE = (
-    f"not read: a {COLLECTION_FILE} counts only at the top of a collection folder or of the knowledge base"
-)
+# A name this close to "collection" (after the leading underscores) with a YAML suffix was meant as the collection
+# file: `_colection.yml` is, `selection.yml` (0.74) and `connection.yml` (0.80) are not.
+_LIKE_COLLECTION = 0.85
+
+
+def collection_file_mistake(rel: str) -> str | None:
+    """Why a file that was meant to say who may read a collection does not: a collection file below the top of
+    its collection folder, or one whose name is not exactly COLLECTION_FILE (`_collection.yaml`,
+    `_Collection.yml`, `collection.yml`). Its collection is closed until it is fixed, since whoever wrote it
+    believes the collection restricted. None for any other file."""
+    name = PurePosixPath(rel).name
+    if name == COLLECTION_FILE:
+        where = f"the top of the collection folder ({_collection_of(rel)}/)" if "/" in rel else "the top"
+        return (f"a {COLLECTION_FILE} counts only at the top of a collection folder or of the knowledge base: "
+                f"move it to {where} or delete it; until then nobody may read the collection")
+    stem, _, suffix = name.casefold().lstrip("_-. ").partition(".")
+    if suffix not in ("yml", "yaml"):
+        return None
+    if stem not in ("collection", "collections") and \
+            difflib.SequenceMatcher(None, stem, "collection").ratio() < _LIKE_COLLECTION:
+        return None
+    return (f"looks like a collection file, but only one named exactly {COLLECTION_FILE} is read: rename it; "
+            "until then nobody may read the collection")
+
+
+def collection_file_problems(kb_dir: str | Path) -> list[LoadError]:
+    """Every collection file that is invalid or misnamed, each with its line, without reading any entry:
+    what `citebot doctor` says before a build would."""
+    result = LoadResult()
+    _collection_files(Path(kb_dir), result)
+    for folder, subfolders, files in os.walk(kb_dir):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d != DRAFTS_FOLDER)
+        base = Path(folder).relative_to(kb_dir).as_posix()
+        for name in sorted(f for f in files if not f.startswith(".")):
+            rel = name if base == "." else f"{base}/{name}"
+            if not _is_collection_file(rel) and (mistake := collection_file_mistake(rel)) is not None:
+                result.errors.append(LoadError(rel, 1, mistake))
+    return result.errors
 
 
 def _context(rel: str, found: Read, collections: dict[str, Collection], language: str) -> FileContext:

@@ -69,3 +69,117 @@ def test_the_manifest_keeps_each_collections_access_and_an_invalid_file_closes_i
     assert access["public"] == EVERY_MEMBER
     assert access["guests"] == CollectionAccess(guests=True, external=True)
     assert access["broken"] == NOBODY
+
+
+# ---------------------------------------------------------------- mistakes that close a collection
+
+DEEP_FLOW = ("audience: " + "[" * 20_000 + "]" * 20_000 + "\n").encode()
+DEEP_BLOCK = ("audience:\n" + "".join("  " * i + "k:\n" for i in range(1, 150))).encode()  # 22 kB
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "needle"),
+    [
+        # The groups line commented out: `audience:` is left with no value, which YAML reads as "no audience".
+        (b"language: de\naudience:\n#  groups: [payroll-team]\n", 2, "'audience': has no value"),
+        (b"audience:\n", 1, "'audience': has no value"),
+        (b"audience: ~\n", 1, "'audience': has no value"),
+        # The whole audience commented out: the collection would open to every full member without a word.
+        (b"language: de\n# audience:\n#   groups: [payroll-team]\n", 2, "'audience' is commented out"),
+        (b"#audience: {groups: [payroll-team]}\n", 1, "'audience' is commented out"),
+        # A second audience key: YAML keeps the last one silently.
+        (b"audience:\n  groups: [payroll-team]\nguests: false\naudience:\n  groups: [everyone]\n", 4,
+         "'audience' is given twice (first on line 1)"),
+        (b"audience:\n  groups: [payroll-team]\n  groups: [everyone]\n", 3, "'groups' is given twice (first on line 2)"),
+        (b"guests: false\nguests: true\n", 2, "'guests' is given twice"),
+        (b"audience: &hr {groups: [payroll-team]}\nguests: *hr\n", 2, "an alias (*hr)"),
+        (DEEP_FLOW, 1, "nested deeper than 8 levels"),
+        (DEEP_BLOCK, 9, "nested deeper than 8 levels"),
+    ],
+)
+def test_a_file_that_could_read_two_ways_is_an_error_with_its_line(text, line, needle):
+    with pytest.raises(CollectionError) as caught:
+        parse_collection(text)
+    assert needle in caught.value.message and caught.value.line == line
+
+
+# (file, its text): each mistake leaves payroll open to every full member unless it closes the collection.
+MISTAKES = {
+    "commented out": ("payroll/_collection.yml", "audience:\n#  groups: [payroll-team]\n"),
+    "given twice": ("payroll/_collection.yml", "audience:\n  groups: [payroll-team]\naudience:\n  users: [U0ANYONE]\n"),
+    "too deep": ("payroll/_collection.yml", DEEP_FLOW.decode()),
+    "too large": ("payroll/_collection.yml", "audience:\n  groups: [payroll-team]\n" + "#" * 70_000 + "\n"),
+    ".yaml": ("payroll/_collection.yaml", "audience:\n  groups: [payroll-team]\n"),
+    "capital C": ("payroll/_Collection.yml", "audience:\n  groups: [payroll-team]\n"),
+    "no underscore": ("payroll/collection.yml", "audience:\n  groups: [payroll-team]\n"),
+    "a letter missing": ("payroll/_colection.yml", "audience:\n  groups: [payroll-team]\n"),
+    "a subfolder": ("payroll/slips/_collection.yml", "audience:\n  groups: [payroll-team]\n"),
+}
+
+
+def _payroll_kb(root):
+    kb = root / "kb"
+    write_entry(kb, "payroll/a.md", {"id": "pay-01", "title": "Pay"}, {"S": "Salaries are paid on the 25th."})
+    write_entry(kb, "payroll/slips/b.md", {"id": "pay-02", "title": "Slips"}, {"S": "Payslips come by mail."})
+    write_entry(kb, "public/c.md", {"id": "pub-01", "title": "Pub"}, {"S": "The canteen opens at noon."})
+    (kb / "payroll" / "_collection.yml").write_text("audience:\n  groups: [payroll-team]\n")
+    return kb
+
+
+@pytest.mark.parametrize("mistake", list(MISTAKES))
+def test_a_collection_file_mistake_keeps_the_live_index_or_closes_the_collection(tmp_path, mistake):
+    kb = _payroll_kb(tmp_path)
+    assert build_index(kb, tmp_path / "index").switched
+    live = current_generation(tmp_path / "index")
+    rel, text = MISTAKES[mistake]
+    if rel != "payroll/_collection.yml" and "slips" not in rel:
+        (kb / "payroll" / "_collection.yml").unlink()  # renamed, not copied
+    (kb / rel).write_text(text)
+    refused = build_index(kb, tmp_path / "index")
+    assert not refused.switched and current_generation(tmp_path / "index") == live
+    assert [e.path for e in refused.errors] == [rel]
+    assert read_access(live)["payroll"].audience == Audience(groups=("payroll-team",))
+    kept_going = build_index(kb, tmp_path / "index", keep_going=True)
+    assert kept_going.switched
+    access = read_access(current_generation(tmp_path / "index"))
+    assert access["payroll"] == NOBODY and access["public"] == EVERY_MEMBER
+
+
+def test_index_and_doctor_name_each_mistaken_file_and_its_line_and_print_no_traceback(tmp_path, monkeypatch, capsys):
+    from bot.cli import main
+
+    kb = _payroll_kb(tmp_path)
+    (kb / "payroll" / "_collection.yml").write_bytes(DEEP_FLOW)
+    (kb / "public" / "collection.yaml").write_text("audience:\n  groups: [staff]\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CITEBOT_KB_DIR", str(kb))
+    monkeypatch.setenv("CITEBOT_INDEX_DIR", str(tmp_path / "index"))
+    monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    assert main(["index", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert f"{kb / 'payroll' / '_collection.yml'}:1: invalid collection file: nested deeper than 8 levels" in err
+    assert f"{kb / 'public' / 'collection.yaml'}:1: looks like a collection file" in err
+    assert "Traceback" not in err
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert f"fail  access  {kb / 'payroll' / '_collection.yml'}:1: invalid collection file: nested deeper" in out
+    assert f"fail  access  {kb / 'public' / 'collection.yaml'}:1: looks like a collection file" in out
+
+
+def test_loading_a_deep_collection_file_without_slack_is_an_error_not_a_traceback(tmp_path):
+    from kb_index.entries import load_kb
+
+    kb = _payroll_kb(tmp_path)
+    (kb / "payroll" / "_collection.yml").write_bytes(DEEP_BLOCK)
+    result = load_kb(kb)
+    assert [str(e) for e in result.errors] == ["payroll/_collection.yml:9: invalid collection file: nested deeper "
+                                               "than 8 levels"]
+    assert result.unreadable_collections == {"payroll"}
+
+
+def test_names_that_are_not_collection_files_are_left_alone():
+    from kb_index.entries import collection_file_mistake
+
+    for rel in ("hr/selection.yml", "hr/connection.yml", "hr/collection-notes.md", "hr/_collection.yml.bak",
+                "hr/recollections.txt", "ops/docker-compose.yaml"):
+        assert collection_file_mistake(rel) is None, rel

@@ -219,14 +219,28 @@ async def check_access(settings: Settings) -> list[Finding]:
         accesses = {}
     findings = [Finding("access", FAIL if a.closed else OK, f"{name}: {_audience_line(a)}", {"collection": name})
                 for name, a in sorted(accesses.items())]
+    findings += _collection_file_problems(settings)
     if settings.slack_bot_token:
         findings += await _check_access_in_slack(settings, accesses)
     return findings
 
 
+def _collection_file_problems(settings: Settings) -> list[Finding]:
+    """The knowledge base's collection files as they are now, not as the live index was built: a file broken
+    since is said before the next build closes its collection."""
+    from kb_index.entries import collection_file_problems
+
+    try:
+        problems = collection_file_problems(settings.kb_dir)
+    except OSError as exc:
+        return [Finding("access", FAIL, f"cannot read the collection files of {settings.kb_dir}: {exc}")]
+    return [Finding("access", FAIL, f"{settings.kb_dir / p.path}:{p.line}: {p.message}",
+                    {"path": p.path, "line": p.line}) for p in problems]
+
+
 def _audience_line(access: Any) -> str:
     if access.closed:
-        return "read by nobody: its _collection.yml is invalid (`citebot index` says why)"
+        return "read by nobody: its collection file is invalid or misplaced (`citebot index` says why)"
     audience = access.audience
     who = "every full member" if audience is None else "; ".join(
         f"{kind} {', '.join(names)}" for kind, names in
