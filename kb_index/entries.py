@@ -22,8 +22,8 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import hashlib
-import os
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
