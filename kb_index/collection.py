@@ -225,15 +225,19 @@ def _check_shape(text: str) -> None:
     depth = 0
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, AliasEvent):
-            raise CollectionError(event.start_mark.line + 1,
+            raise CollectionError(_line(event),
                                   f"an alias (*{event.anchor}): write the value out, a collection file names "
                                   "its audience plainly")
         if isinstance(event, CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
-                raise CollectionError(event.start_mark.line + 1, f"nested deeper than {MAX_DEPTH} levels")
+                raise CollectionError(_line(event), f"nested deeper than {MAX_DEPTH} levels")
         elif isinstance(event, CollectionEndEvent):
             depth -= 1
+
+
+def _line(event: yaml.Event) -> int:
+    return event.start_mark.line + 1 if event.start_mark is not None else 1
 
 
 def _check_audience_not_commented_out(text: str, raw: dict[Any, Any]) -> None:
