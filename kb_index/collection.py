@@ -202,7 +202,9 @@ def parse_collection(data: bytes) -> Collection:
         raw = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader that also refuses duplicate keys
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise CollectionError(mark.line + 1 if mark else 1, f"invalid YAML: {getattr(exc, 'problem', None) or exc}") from exc
+        problem = str(getattr(exc, "problem", None) or exc)
+        hint = " (a handle with @ is written in quotes: '@payroll')" if "'@'" in problem else ""
+        raise CollectionError(mark.line + 1 if mark else 1, f"invalid YAML: {problem}{hint}") from exc
     except RecursionError:  # not reached after _check_shape; a traceback is never the answer to a bad file
         raise CollectionError(1, f"nested deeper than {MAX_DEPTH} levels") from None
     if raw is not None and not isinstance(raw, dict):
