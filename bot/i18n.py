@@ -72,6 +72,9 @@ class Key(StrEnum):
     POSTED_IN_CHANNEL = "posted_in_channel"  # the asker's copy, once Post in channel has posted it
     OPEN_POST = "open_post"
     NOT_POSTED_IN_CHANNEL = "not_posted_in_channel"
+    SHARE_REFUSED = "share_refused"  # "Post in channel" refused: to the clicker alone, with the reason
+    NOT_YOURS_TO_POST = "not_yours_to_post"  # a reason: the clicker did not ask the question
+    ANSWER_NOT_SHAREABLE = "answer_not_shareable"  # a reason: no such answer kept, or one given in a DM
     NOT_HELPFUL = "not_helpful"
     CLOSE = "close"
     CANCEL = "cancel"
@@ -239,6 +242,9 @@ _TEXT: dict[str, dict[Key, str]] = {
         Key.POSTED_IN_CHANNEL: "📣 Posted in {channel} for everyone.",
         Key.OPEN_POST: "open the post",
         Key.NOT_POSTED_IN_CHANNEL: "This was not posted in {channel}: Slack said {reason}. Invite @citebot there (`/invite @citebot`), then ask again.",
+        Key.SHARE_REFUSED: "Only you see this: the answer was not posted in {channel} — {reason}.",
+        Key.NOT_YOURS_TO_POST: "only the person who asked the question can post its answer",
+        Key.ANSWER_NOT_SHAREABLE: "this answer is no longer kept or was given privately",
         Key.SOURCES: "Sources",
         Key.REVIEW_DISMISSED: "A reviewer looked at your question: the knowledge base has no answer to it yet.",
         Key.SOURCE_CHANGED: "⚠️ Source [{n}] has changed since this answer — ask again.",
@@ -451,6 +457,9 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
         Key.POSTED_IN_CHANNEL: "📣 Für alle in {channel} gepostet.",
         Key.OPEN_POST: "zum Beitrag",
         Key.NOT_POSTED_IN_CHANNEL: "Das wurde nicht in {channel} gepostet: Slack meldet {reason}. Lade @citebot dort ein (`/invite @citebot`) und frag dann noch einmal.",
+        Key.SHARE_REFUSED: "Nur du siehst das: Die Antwort wurde nicht in {channel} gepostet — {reason}.",
+        Key.NOT_YOURS_TO_POST: "nur wer die Frage gestellt hat, kann ihre Antwort posten",
+        Key.ANSWER_NOT_SHAREABLE: "diese Antwort ist nicht mehr gespeichert oder wurde privat gegeben",
         Key.SOURCES: "Quellen",
         Key.REVIEW_DISMISSED: "Deine Frage wurde geprüft: Die Wissensbasis enthält dazu noch keine Antwort.",
         Key.SOURCE_CHANGED: "⚠️ Quelle [{n}] hat sich seit dieser Antwort geändert – bitte frag noch einmal.",

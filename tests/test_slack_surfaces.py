@@ -10,6 +10,7 @@ import time
 import pytest
 from slack_sdk.models.blocks import Block
 
+from bot.jobs.job import share_dedupe_id
 from bot.store.keys import asked_key, dedupe_key
 from tests.citebot_fixtures import answers_in, button_value
 from tests.harness import REVIEW_CHANNEL, block_action, message_shortcut, slash_command
@@ -198,12 +199,36 @@ def test_after_post_in_channel_the_askers_copy_says_so_and_a_later_click_posts_n
     settle(bot)
     # A click on the copy as it was (a client that had not redrawn it), after the queue's dedupe has
     # long forgotten the first one: the ledger still has the post, so nothing is posted again.
-    bot.redis().delete(dedupe_key(f"share:{answer_id}"))
+    bot.redis().delete(dedupe_key(share_dedupe_id(answer_id, "UASKER")))
     again, again_url = click()
     bot.send_action(again)
     responses(bot, again_url)
     settle(bot)
     assert len(bot.replies("CGENERAL", None)) == 1 and post["text"] == reply["text"]
+
+
+def test_a_click_by_someone_who_did_not_ask_is_refused_privately_and_never_blocks_the_askers_own(citebot):
+    bot = citebot()
+    bot.llm.script(GOOD)
+    url = bot.slack.response_url()
+    bot.send_command(slash_command(PTO_QUESTION, response_url=url))
+    [reply] = responses(bot, url)
+    answer_id = button_value(reply, "citebot_post_in_channel")
+    # The answer's id in a click forged by someone else, twice: refused, and they alone hear why, once a click.
+    forged = block_action("citebot_post_in_channel", answer_id, channel="CGENERAL", user="UCOLLEAGUE")
+    forged["response_url"] = forged_url = bot.slack.response_url("actions")
+    bot.send_action(forged)
+    [told] = responses(bot, forged_url)
+    assert told["response_type"] == "ephemeral" and told["replace_original"] is False
+    assert "only the person who asked the question can post its answer" in told["text"]
+    assert "28 days" not in json.dumps(told)
+    settle(bot)
+    assert bot.replies("CGENERAL", None) == []
+    # The asker's own click is a job of its own: posted.
+    mine = block_action("citebot_post_in_channel", answer_id, channel="CGENERAL", user="UASKER")
+    bot.send_action(mine)
+    [post] = answers_in(bot, "CGENERAL", None)
+    assert post["text"] == reply["text"]
 
 
 def test_post_in_channel_that_slack_refuses_tells_the_asker_why_and_leaves_their_copy(citebot):

@@ -80,7 +80,8 @@ from bot.config import Settings
 from bot.helpdesk.handover import Handover, with_handover
 from bot.helpdesk.learning import Learning
 from bot.i18n import Key, message
-from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind, ShareAnswerPayload
+from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind, ShareAnswerPayload, share_dedupe_id
+from bot.jobs.queue import shard_count
 from bot.jobs.source_changes import note_source_changes
 from bot.logs import about_question
 from bot.models import Answer, JudgeStatus, Outcome, Question, SlackQuestion
@@ -91,11 +92,17 @@ from bot.slack.calls import SlackError, SlackFailed, best_effort
 from bot.slack.event_text import question_text
 from bot.slack.posting import Poster
 from bot.slack.response_url import ResponseUrlPoster
-from bot.slack.shared_copy import mark_posted, tell_not_posted
+from bot.slack.shared_copy import mark_posted, tell_not_posted, tell_refused
 from bot.store.audit import AuditTrail, audit_entry
 from bot.store.errors import StoreUnavailable
 from bot.store.escalations import Escalations
-from bot.store.keys import ACCESS_TOLD_PREFIX, ACCESS_TOLD_TTL_S, PRIVATE_OFFER_PREFIX, PRIVATE_OFFER_TTL_S
+from bot.store.keys import (
+    ACCESS_TOLD_PREFIX,
+    ACCESS_TOLD_TTL_S,
+    PRIVATE_OFFER_PREFIX,
+    PRIVATE_OFFER_TTL_S,
+    dedupe_key,
+)
 from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, Records
 from citebot_core.errors import Permanent, Retryable
@@ -525,6 +532,8 @@ class JobHandlers:
         # that is gone, private, or someone else's is not ours to post.
         if record is None or record.message is None or record.is_dm or record.asker != payload.user:
             log.warning("post in channel of answer %s ignored: no such shareable answer of %s", payload.answer_id, payload.user)
+            gone = record is None or record.message is None or record.is_dm
+            await self._refuse_share(payload, record, Key.ANSWER_NOT_SHAREABLE if gone else Key.NOT_YOURS_TO_POST)
             return
         key = share_key(record.answer_id)
         cited = {s.collection for s in record.sources}
@@ -533,8 +542,7 @@ class JobHandlers:
             # Answered from what the asker alone may read: the channel gets it only if everyone in it may.
             log.warning("post in channel of answer %s refused: not everyone in %s may read %s",
                         record.answer_id, record.channel, ", ".join(sorted(cited)))
-            if payload.response_url:
-                await tell_not_posted(payload.response_url, record, message(Key.NOT_OPEN_TO_CHANNEL, record.language))
+            await self._refuse_share(payload, record, Key.NOT_OPEN_TO_CHANNEL)
             return
         if await self.poster.claim_unless_posted(key, record.channel, None):
             msg = replies.shared_message(record.message, asker=record.asker, language=record.language)
@@ -547,6 +555,15 @@ class JobHandlers:
         # Also when posted by an earlier try: that try may have died before the copy was replaced.
         if payload.response_url and (posted := await self.poster.where_posted(key)) is not None:
             await mark_posted(payload.response_url, record, posted, self.reviews.workspace)
+
+    async def _refuse_share(self, payload: ShareAnswerPayload, record: AnswerRecord | None, reason: Key) -> None:
+        """The clicker hears why, privately; their click is forgotten, so that a later one (once the channel's
+        members changed, or the asker's own after someone else's) is a job of its own again."""
+        language = record.language if record is not None else self.settings.language
+        if payload.response_url and record is not None and not record.is_dm:
+            await tell_refused(payload.response_url, record.channel, message(reason, language), language)
+        dedupe = dedupe_key(share_dedupe_id(payload.answer_id, payload.user), shard_count(self.settings.redis))
+        await self.records.redis.delete(dedupe)
 
     # ---------------------------------------------------------------- thread history
 

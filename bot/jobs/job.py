@@ -182,6 +182,12 @@ class ShareAnswerPayload(JobPayload):
         return self.answer_id
 
 
+def share_dedupe_id(answer_id: str, user: str) -> str:
+    """A "Post in channel" click's dedupe id: one job per clicker and answer, so that nobody's click, refused or
+    not, keeps the asker's own from being taken."""
+    return f"share:{answer_id}:{user}"
+
+
 class HandoverPayload(JobPayload):
     KIND: ClassVar[JobKind] = JobKind.HANDOVER
 

@@ -42,6 +42,17 @@ async def mark_posted(response_url: str, record: AnswerRecord, posted: PostRecor
                     record.answer_id, exc)
 
 
+async def tell_refused(response_url: str, channel: str, reason: str, language: str) -> None:
+    """citebot would not post it (the clicker did not ask, or not everyone in the channel may read its sources):
+    the clicker alone hears why, under their copy, which stays as it is. Best effort, like tell_not_posted."""
+    text = message(Key.SHARE_REFUSED, language, channel=channel_link(channel), reason=reason)
+    try:
+        await send(response_url, {"response_type": "ephemeral", "replace_original": False, "text": text},
+                   "tell the clicker why the answer was not posted")
+    except SlackError as exc:
+        log.warning("could not tell the clicker why an answer was not posted in %s: %s", channel, exc)
+
+
 async def tell_not_posted(response_url: str, record: AnswerRecord, reason: str) -> None:
     """Slack refused the post (the bot is not in the channel): the asker hears why, under
     their copy, which stays as it is. Best effort: the job's failure is logged anyway."""

@@ -31,7 +31,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from bot import metrics
-from bot.jobs.job import AnswerPayload, Ephemeral, HelpPayload, Job, ShareAnswerPayload, stable_id
+from bot.jobs.job import AnswerPayload, Ephemeral, HelpPayload, Job, ShareAnswerPayload, share_dedupe_id, stable_id
 from bot.logs import about_question
 from bot.models import SlackQuestion
 from bot.slack import replies
@@ -167,6 +167,6 @@ def register_surfaces(app: AsyncApp, deps: AppDeps) -> None:
         if answer_id and user:
             # The click's response_url replaces the asker's copy once the answer is posted.
             job = Job.of(ShareAnswerPayload(answer_id=answer_id, user=user, response_url=_text(body.get("response_url"))))
-            # One job per answer, however often it is clicked; the worker's post ledger does the rest.
-            await deps.queue.enqueue(job, dedupe_id=f"share:{answer_id}")
+            # One job per clicker and answer, however often they click; the worker's post ledger does the rest.
+            await deps.queue.enqueue(job, dedupe_id=share_dedupe_id(answer_id, user))
         await ack()
