@@ -15,6 +15,7 @@ from bot.commands.access import cmd_access
 from bot.commands.doctor import cmd_doctor
 from bot.commands.kb import cmd_ask, cmd_index, cmd_search
 from bot.commands.ops import (
+    cmd_audit_shared,
     cmd_audit_show,
     cmd_review_escalations,
     cmd_review_gaps,
@@ -121,6 +122,10 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true", help="print the audit entry as JSON")
     q.add_argument("--index", type=Path, help="index to compare the cited chunks with (default: CITEBOT_INDEX_DIR)")
     q.set_defaults(func=cmd_audit_show)
+    q = audit.add_parser("shared", help="answers from restricted collections already in channels now shared with "
+                                        "another organization")
+    q.add_argument("--json", action="store_true", help="print one JSON object per shared channel, in a list")
+    q.set_defaults(func=cmd_audit_shared)
     return parser
 
 

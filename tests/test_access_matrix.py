@@ -574,3 +574,42 @@ def test_approve_and_dismiss_on_a_restricted_review_check_whoever_clicks(bot):
     bot.send_action(home_action(view, "citebot_review_dismiss", review_id, user="UPAYROLL"))
     wait_until(lambda: [c for c in bot.slack.calls("chat.update")[updates:] if c.body.get("ts") == card["ts"]],
                20, "the restricted card marked decided")
+
+
+def test_a_channel_shared_with_another_organization_lists_the_restricted_answers_already_in_it(bot, monkeypatch,
+                                                                                               capsys):
+    from bot.cli import main
+
+    soon = "CSOONSHARED"
+    bot.slack.channels[soon] = {"id": soon, "name": "payroll-projects", "is_member": True,
+                                "members": [BOT_USER_ID, "UPAYROLL"]}
+    for name in ("payroll", "partners"):  # payroll is restricted, partners is external: true
+        event = mention_event(KB[name][0], channel=soon, user="UPAYROLL")
+        bot.send_event(event)
+        [reply] = collect(lambda e=event: bot.replies(soon, e["event"]["ts"]), 1, f"the {name} answer")
+        assert facts_in(reply) == {name}
+    settle(bot)
+    [payroll_ts] = [m["ts"] for m in bot.slack.messages(soon) if facts_in(m) == {"payroll"}]
+    bot.slack.channels[soon].update(is_ext_shared=True, is_shared=True)
+    send_access_event(bot, {"type": "channel_shared", "channel": soon, "connected_team_id": "T0OTHER1",
+                            "event_ts": f"{time.time():.6f}"})
+    for name, value in bot.env.items():
+        if name.startswith(("CITEBOT_", "SLACK_")):
+            monkeypatch.setenv(name, value)
+
+    def listed() -> list | None:
+        assert main(["audit", "shared", "--json"]) == 0
+        found = [c for c in json.loads(capsys.readouterr().out) if c["channel"] == soon]
+        return found or None
+
+    [shared] = wait_until(listed, 20, "the shared channel in `citebot audit shared`")
+    # The payroll answer, and only it, is listed: the partners one may be read there.
+    assert [(a["ts"], a["collections"]) for a in shared["answers"]] == [(payroll_ts, ["payroll"])]
+    assert main(["doctor", "--json"]) in (0, 1)
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    [warned] = [f for f in findings if f.get("channel") == soon]
+    assert warned["status"] == "warn" and "1 answer(s)" in warned["detail"] and "delete them" in warned["detail"]
+    # Unshared again: its history is nobody else's, and the list forgets it.
+    send_access_event(bot, {"type": "channel_unshared", "channel": soon, "previously_connected_team_id": "T0OTHER1",
+                            "event_ts": f"{time.time():.6f}"})
+    wait_until(lambda: listed() is None, 20, "the channel gone from `citebot audit shared`")

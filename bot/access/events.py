@@ -12,6 +12,7 @@ import redis.asyncio as aioredis
 from slack_bolt.async_app import AsyncApp
 
 from bot.access.cache import forget
+from bot.store.shared_history import note_shared, note_unshared
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,15 @@ def register_access_events(app: AsyncApp, redis: aioredis.Redis) -> None:
     async def on_access_change(event):
         dropped = await forget(redis, event)
         log.info("access cache: %s dropped %d entr%s", event.get("type"), dropped, "y" if dropped == 1 else "ies")
+        channel = str(event.get("channel") or "")
+        if event.get("type") == "channel_shared" and channel:
+            # What citebot posted there while it was internal is still in its history: an admin decides.
+            await note_shared(redis, channel)
+            log.warning("channel %s is now shared with another organization: answers from collections without "
+                        "external: true posted there before stay in its history; `citebot audit shared` lists them",
+                        channel)
+        elif event.get("type") == "channel_unshared" and channel:
+            await note_unshared(redis, channel)
 
     for name in ACCESS_EVENTS:
         app.event(name)(on_access_change)

@@ -222,7 +222,29 @@ async def check_access(settings: Settings) -> list[Finding]:
     findings += _collection_file_problems(settings)
     if settings.slack_bot_token:
         findings += await _check_access_in_slack(settings, accesses)
+        findings += await _shared_channel_history(settings, accesses)
     return findings
+
+
+async def _shared_channel_history(settings: Settings, accesses: dict[str, Any]) -> list[Finding]:
+    """A warn per channel shared with another organization whose history holds answers from collections without
+    external: true (posted while it was internal). Redis out of reach is the redis check's finding, not this one's."""
+    from redis.exceptions import RedisError
+
+    from bot.commands.ops import shared_history_lines
+    from bot.store.shared_history import restricted_in_shared_channels
+    from citebot_core.connection import connect
+
+    redis = connect(settings.redis, timeout=REDIS_TIMEOUT_S)
+    try:
+        found = [c for c in await restricted_in_shared_channels(redis, accesses) if c.answers]
+    except (OSError, RedisError):
+        return []
+    finally:
+        await redis.aclose()
+    return [Finding("access", WARN, f"{line}: delete them in Slack or keep them (`citebot audit shared`)",
+                    {"channel": shared.channel, "answers": [a.question_id for a in shared.answers]})
+            for shared in found for line in shared_history_lines([shared])[:1]]
 
 
 def _collection_file_problems(settings: Settings) -> list[Finding]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from bot.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, snippet
 from bot.commands.kb import ensure_index
 from bot.config import ConfigError, Settings
@@ -163,6 +165,41 @@ def cmd_review_escalations(args, settings: Settings) -> int:
         echo(report.line(e), newlines=False)
     echo(report.gaps_line(escalated, args.days), newlines=False)
     return EXIT_OK
+
+
+def cmd_audit_shared(args, settings: Settings) -> int:
+    """Each channel Slack said is shared with another organization, and the answers posted there (while it was
+    internal) that cite a collection it may not read now: for an admin to delete or keep."""
+    from dataclasses import asdict
+
+    from bot.access.scope import Accesses
+    from bot.store.shared_history import restricted_in_shared_channels
+    from kb_index.index import IndexNotFound
+
+    try:
+        accesses = Accesses(settings.index_dir).current()
+    except IndexNotFound:
+        accesses = {}  # no index says any collection is external: every answer's collections count as restricted
+    found = _with_redis(settings, lambda redis: restricted_in_shared_channels(redis, accesses))
+    if args.json:
+        print(json_text([asdict(c) for c in found], indent=1))
+        return EXIT_OK
+    if not found:
+        echo("no channel citebot answers in has been shared with another organization", newlines=False)
+    for line in shared_history_lines(found):
+        echo(line, newlines=False)
+    return EXIT_OK
+
+
+def shared_history_lines(found) -> list[str]:
+    """One line per shared channel, then one per answer still in its history (`citebot audit shared`, doctor)."""
+    lines = []
+    for shared in found:
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(shared.shared_at))
+        lines.append(f"{shared.channel} shared with another organization since {when} UTC: "
+                     f"{len(shared.answers)} answer(s) in its history cite collections without external: true")
+        lines += [f"  {a.question_id}  ts {a.ts}  cites {', '.join(a.collections)}" for a in shared.answers]
+    return lines
 
 
 def cmd_audit_show(args, settings: Settings) -> int:

@@ -38,11 +38,11 @@ from bot.slack.home_tab import publish_home
 from bot.slack.mrkdwn import escape
 from bot.slack.posting import IN_DOUBT_WINDOW_S, Poster
 from bot.slack.replies import answer_message
-from bot.slack.response_url import EPHEMERAL_TS, claim_ephemeral
+from bot.slack.response_url import claim_ephemeral
 from bot.slack.review_card import review_card, review_card_decided
 from bot.slack.workspace import Workspace
 from bot.store.ledger import PostLedger
-from bot.store.records import AnswerRecord, Records, ReviewRecord, ReviewStatus, shown_collections
+from bot.store.records import EPHEMERAL_TS, AnswerRecord, Records, ReviewRecord, ReviewStatus, shown_collections
 from kb_index import ChunkResult
 
 log = logging.getLogger(__name__)

@@ -26,11 +26,9 @@ from bot import metrics
 from bot.slack.calls import SLACK_TIMEOUT_S, SlackError, SlackFailed, SlackUnavailable
 from bot.slack.posting import IN_DOUBT_WINDOW_S, LedgerSteps
 from bot.store.ledger import PostClaim, PostLedger
+from bot.store.records import EPHEMERAL_TS
 
 log = logging.getLogger(__name__)
-
-# What the ledger records as the ts of a message that has none anyone can see.
-EPHEMERAL_TS = "ephemeral"
 
 
 async def claim_ephemeral(ledger: PostLedger, key: str) -> bool:

@@ -191,6 +191,10 @@ FEEDBACK_MAXLEN = 100_000
 AUDIT_STREAM = PREFIX + "{audit}"
 AUDIT_MAXLEN = 200_000
 AUDIT_HORIZON_S = 90 * 24 * 3600
+# Channels Slack said were shared with another organization (channel_shared), channel -> when (a sorted set):
+# `citebot audit shared` and `citebot doctor` list the restricted answers already posted in each (bot.store.
+# shared_history). A channel leaves it on channel_unshared; the key lives as long as the entries it points at.
+SHARED_CHANNELS = PREFIX + "{audit}:shared-channels"
 # Question id -> its entry's stream id, for `citebot audit show` in O(1).
 # Lives as long as the stream keeps entries (AUDIT_HORIZON_S).
 AUDIT_QUESTION_PREFIX = PREFIX + "{audit}:q:"  # + question id

@@ -31,6 +31,9 @@ from redis.typing import EncodableT, FieldT
 from bot.models import Answer, Source, Violation
 from bot.store import keys
 
+# What the ledger records as the ts of a message that has none anyone can see (one sent to a response_url).
+EPHEMERAL_TS = "ephemeral"
+
 
 class PostRecord(BaseModel):
     question_id: str  # the post's key: a question id, or a review card's or decision's key
