@@ -184,6 +184,37 @@ class GenerationRequest(BaseModel):
     nearest_only: bool = False
 
 
+class ModelCall(BaseModel):
+    """One call to a model (or the extractive backend) for an attempt, and how long it took."""
+
+    what: str  # "generate" or "judge"
+    model: str
+    ms: float
+
+
+class Attempt(BaseModel):
+    """One try at the answer: the draft, what the sound checks and the judge found, and the calls it cost.
+    `citebot ask --json` and the audit trail keep every try, so the finding that cost a regeneration is
+    never lost behind the regeneration's own."""
+
+    n: int  # 1: the first draft; 2: the regeneration
+    draft: str
+    truncated: bool = False  # stopped at the output cap
+    ok: bool  # passed every check (a refusal counts as passing)
+    kept: bool = False  # the try the answer was made from
+    violations: list[Violation] = Field(default_factory=list)
+    judgement: Judgement | None = None  # the judge's verdicts with their quotes, when it ran on this try
+    calls: list[ModelCall] = Field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line for people: "try 1: NUMBER_NOT_IN_SOURCE: '42' is not in … (+1 more)", or "try 2: passed"."""
+        if not self.violations:
+            return f"try {self.n}: passed"
+        first = self.violations[0]
+        more = f" (+{len(self.violations) - 1} more)" if len(self.violations) > 1 else ""
+        return f"try {self.n}: {first.kind}: {first.detail}{more}"
+
+
 class Draft(BaseModel):
     text: str  # reasoning blocks already stripped
     model: str
@@ -227,6 +258,8 @@ class Answer(BaseModel):
     audit_mode: AuditMode | None = None
     violations: list[Violation] = Field(default_factory=list)
     regenerations: int = 0
+    # Every try at this answer, in order (none for a question refused before a model was asked).
+    attempts: list[Attempt] = Field(default_factory=list)
     n_context: int = 0
     draft: str | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)

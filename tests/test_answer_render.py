@@ -235,7 +235,7 @@ def test_answer_json_has_the_documented_keys_only():
     dumped = answer.model_dump(mode="json")
     assert set(dumped) == {
         "question", "answer", "verified", "refused", "citations", "sources", "mode", "audit_mode",
-        "violations", "regenerations", "n_context", "draft", "timings_ms", "answerability", "not_covered",
+        "violations", "regenerations", "attempts", "n_context", "draft", "timings_ms", "answerability", "not_covered",
         "unverified_reason",
     }
     assert dumped["sources"][0] == {

@@ -16,10 +16,12 @@ from bot.jobs.queue import Job
 from bot.models import (
     Answer,
     AnswerMode,
+    Attempt,
     AuditMode,
     JudgedStatement,
     Judgement,
     JudgeStatus,
+    ModelCall,
     Outcome,
     Question,
     SlackQuestion,
@@ -78,6 +80,23 @@ async def trail(redis_url):
     redis = connect(redis_url, timeout=5)
     yield AuditTrail(redis)
     await redis.aclose()
+
+
+async def test_every_try_is_kept_in_the_trail_and_shown_by_audit_show(trail):
+    q = question()
+    first = Attempt(n=1, draft="Up to 7 days [hb-pto-99].", ok=False,
+                    violations=[Violation(kind="UNKNOWN_ID", detail="hb-pto-99 is not among the blocks")],
+                    calls=[ModelCall(what="generate", model="m", ms=812.0)])
+    second = Attempt(n=2, draft="Up to 5 days [hb-pto-01].", ok=True, kept=True,
+                     calls=[ModelCall(what="generate", model="m", ms=640.0), ModelCall(what="judge", model="j", ms=90.0)])
+    answer = answered(q).model_copy(update={"attempts": [first, second]})
+    await trail.record(audit_entry(q, answer))
+    entry = await trail.get(q.id)
+    assert entry is not None and entry.attempts == [first, second]
+    shown = format_entry(entry, {}).splitlines()
+    at = shown.index("try 1  1 finding(s) · generate m 812 ms")
+    assert shown[at + 1:at + 3] == ["  UNKNOWN_ID: hb-pto-99 is not among the blocks",
+                                    "try 2 (kept)  passed · generate m 640 ms · judge j 90 ms"]
 
 
 async def test_an_answer_is_recorded_with_what_it_cited_and_read_back_by_question_id(trail, redis_url):

@@ -16,7 +16,7 @@ from tests.fakes import FakeLLMServer, Reply
 
 CONTRACT_KEYS = {
     "question", "answer", "verified", "refused", "citations", "sources", "mode", "audit_mode",
-    "violations", "regenerations", "n_context", "draft", "timings_ms", "answerability", "not_covered",
+    "violations", "regenerations", "attempts", "n_context", "draft", "timings_ms", "answerability", "not_covered",
         "unverified_reason",
 }
 

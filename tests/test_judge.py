@@ -177,6 +177,24 @@ def test_ask_refuses_to_post_what_the_judge_contradicts(ask, llm, capsys):
     assert [v["kind"] for v in answer["violations"]] == [JUDGE_CONTRADICTS] and answer["regenerations"] == 1
 
 
+def test_ask_json_shows_every_try_with_its_findings_verdicts_and_model_calls(ask, llm, capsys):
+    # The first draft cites an entry that does not exist: held back, then the regeneration passes.
+    first = PTO_DRAFT.replace("hb-pto-01", "hb-pto-99")
+    llm.script(first, PTO_DRAFT, verdicts(("supports", PTO_QUOTE)))
+    code, answer = ask(capsys)
+    assert code == 0 and answer["verified"] and answer["violations"] == [] and answer["regenerations"] == 1
+    one, two = answer["attempts"]
+    # The finding that cost the regeneration is kept in the output, not only the kept try's.
+    assert (one["n"], one["draft"], one["ok"], one["kept"]) == (1, first, False, False)
+    assert [v["kind"] for v in one["violations"]] == ["UNKNOWN_ID"] and "hb-pto-99" in one["violations"][0]["detail"]
+    assert [c["what"] for c in one["calls"]] == ["generate"] and one["judgement"] is None
+    assert (two["n"], two["draft"], two["ok"], two["kept"], two["violations"]) == (2, PTO_DRAFT, True, True, [])
+    assert [c["what"] for c in two["calls"]] == ["generate", "judge"]
+    assert all(c["model"] == "m" and c["ms"] >= 0 for c in two["calls"])
+    [statement] = two["judgement"]["statements"]
+    assert statement["support"] == "supports" and statement["quote"] == PTO_QUOTE and statement["quote_found"]
+
+
 def test_ask_claims_mode_with_a_claim_the_blocks_omit(ask, llm, capsys):
     draft = json.dumps({"claims": [{"text": "You can carry over up to 5 unused days of annual leave",
                                     "evidence_ids": ["E1"]}]})

@@ -385,6 +385,16 @@ def test_review_card_shows_question_draft_violations_sources_and_asker():
     assert "[1] <https://wiki.example.com/kb-01|Titel 1> · Details · Stand 2026-01" in texts
 
 
+def test_review_card_names_the_finding_of_each_try_in_one_line():
+    tries = ["try 1: LINK_NOT_IN_SOURCE: '+49 421 555' is not in <kb-01>", "try 2: NUMBER_NOT_IN_SOURCE: 45 (+1 more)"]
+    card = review_card(review(tries=tries))
+    assert_within_slack_limits(card["blocks"], 50)
+    [why] = [t for t in mrkdwn_texts(card["blocks"]) if t.startswith("*Why it was rejected*")]
+    assert why.splitlines()[1:4] == ["• try 1: LINK_NOT_IN_SOURCE: '+49 421 555' is not in &lt;kb-01&gt;",
+                                     "• try 2: NUMBER_NOT_IN_SOURCE: 45 (+1 more)",
+                                     "• *NUMBER_NOT_IN_SOURCE*: 45 not in &lt;kb-01&gt;"]
+
+
 def test_review_card_buttons_carry_only_the_review_id():
     card = review_card(review())
     found = {b["action_id"]: b["value"] for b in buttons(card["blocks"])}

@@ -52,10 +52,12 @@ from bot.i18n import Key, message
 from bot.models import (
     Answer,
     AnswerMode,
+    Attempt,
     AuditMode,
     Draft,
     Evidence,
     GenerationRequest,
+    ModelCall,
     Outcome,
     Question,
     Verdict,
@@ -122,7 +124,10 @@ class Pipeline:
         question = question.model_copy(update={"history": clip_history(question.history, self.budget_chars)})
         evidence = build_evidence(trim_to_budget(retrieval.hits, self._block_budget(question)))
         request = build_request(question, evidence, mode).model_copy(update={"nearest_only": nearest_only})
-        draft, verdict = await self._generate_and_verify(request, evidence, question.language, timings, progress)
+        attempts: list[Attempt] = []
+        draft, verdict = await self._generate_and_verify(request, evidence, question.language, timings, progress,
+                                                         attempts)
+        kept = attempts[-1]
         drafts_cut = int(draft.truncated)
         regenerations = 0
         if not (verdict.ok or verdict.refusal or outage(verdict)):
@@ -132,14 +137,15 @@ class Pipeline:
             )
             # The question's time may run out first: then the first draft is answered with.
             regenerated = await before_reserve(
-                lambda: self._generate_and_verify(retry, evidence, question.language, timings, progress))
+                lambda: self._generate_and_verify(retry, evidence, question.language, timings, progress, attempts))
             if regenerated is None:
                 log.warning("no time left of the question's budget to regenerate: the first draft is kept")
             else:
                 second_draft, second = regenerated
                 drafts_cut += second_draft.truncated
                 if _rank(second) >= _rank(verdict):
-                    draft, verdict = second_draft, second
+                    draft, verdict, kept = second_draft, second, attempts[-1]
+        kept.kept = True
 
         answer = build_answer(question, draft.text, verdict, evidence, mode, question.language)
         _with_lead(answer, draft)
@@ -152,6 +158,7 @@ class Pipeline:
         answer.drafts_cut = drafts_cut
         answer.context = [make_source(ev.block, ev) for ev in evidence]
         answer.regenerations = regenerations
+        answer.attempts = attempts
         answer.answerability = retrieval.answerability.to_dict()
         answer.model = self.backend.name
         answer.judgement = verdict.judgement
@@ -190,11 +197,14 @@ class Pipeline:
 
     async def _generate_and_verify(
         self, request: GenerationRequest, evidence: list[Evidence], language: str, timings: dict[str, float],
-        progress: Progress = _no_progress,
+        progress: Progress = _no_progress, attempts: list[Attempt] | None = None,
     ) -> tuple[Draft, Verdict]:
+        """One try: a draft, its sound checks, the judge where they let it through; appended to `attempts`."""
+        calls: list[ModelCall] = []
         await progress("generate")
-        with _timed(timings, "generate"):
+        with _timed(timings, "generate") as took:
             draft = await self.backend.generate(request)
+        calls.append(ModelCall(what="generate", model=self.backend.name, ms=took()))
         await progress("verify")
         with _timed(timings, "verify"):
             verdict = self.verify(draft.text, evidence, request.mode, language, request.question)
@@ -202,9 +212,15 @@ class Pipeline:
             verdict = _cut_short(verdict, request.mode)
         if self.judge is not None and wants_judgement(verdict):
             await progress("judge")
-            with _timed(timings, "judge"):
+            with _timed(timings, "judge") as took:
                 verdict = await self.judge.review(draft.text, verdict, evidence, request.mode, language,
                                                   request.question)
+            judge_model = verdict.judgement.model if verdict.judgement else ""
+            calls.append(ModelCall(what="judge", model=judge_model, ms=took()))
+        if attempts is not None:
+            attempts.append(Attempt(n=len(attempts) + 1, draft=draft.text, truncated=draft.truncated,
+                                    ok=verdict.ok or verdict.refusal, violations=verdict.violations,
+                                    judgement=verdict.judgement, calls=calls))
         return draft, verdict
 
     def verify(
@@ -277,8 +293,11 @@ def _rank(verdict: Verdict) -> int:
 
 @contextmanager
 def _timed(timings: dict[str, float], stage: str, clock: Callable[[], float] = time.perf_counter):
+    """Adds the block's time to `timings[stage]`; yields what tells this block's own time (ms) once it is over."""
     start = clock()
+    spent: list[float] = []
     try:
-        yield
+        yield lambda: spent[0]
     finally:
-        timings[stage] = round(timings.get(stage, 0.0) + (clock() - start) * 1000, 3)
+        spent.append(round((clock() - start) * 1000, 3))
+        timings[stage] = round(timings.get(stage, 0.0) + spent[0], 3)

@@ -88,6 +88,7 @@ class ReviewDesk:
             reader=question.user if question.is_dm or private_to is not None else None,
             draft=answer.draft or "",
             violations=answer.violations,
+            tries=[a.summary() for a in answer.attempts],
             sources=answer.context,
         )
         record.restricted = await self._restricted(record)

@@ -64,6 +64,8 @@ DRAFT_CHARS_DECIDED = 2000  # a decided card also shows the posted answer
 POSTED_ANSWER_CHARS = 2000
 MAX_VIOLATIONS = 10
 VIOLATION_DETAIL_CHARS = 200
+# Tries named one line each (a first draft and its regeneration: two).
+MAX_TRIES = 3
 VIOLATION_KIND_CHARS = 40  # the verifier's names are short; a record is not trusted to keep them so
 SOURCES_CHARS = 1500
 MAX_SOURCE_BLOCKS = 2
@@ -158,7 +160,9 @@ def _why_section(review: ReviewRecord, feedback: bool) -> Block:
         reason = (review.feedback_reason or "").strip()
         text = clip_escaped(reason, VIOLATION_DETAIL_CHARS * MAX_VIOLATIONS) if reason else None
         return headed_section(message(Key.FEEDBACK_REASON, language), text or escape(message(Key.NO_REASON, language)))
-    return headed_section(message(Key.VIOLATIONS, language), _violation_lines(review.violations, language))
+    tries = [f"• {clip_escaped(t, VIOLATION_DETAIL_CHARS)}" for t in review.tries[:MAX_TRIES]]
+    return headed_section(message(Key.VIOLATIONS, language),
+                          "\n".join([*tries, _violation_lines(review.violations, language)]))
 
 
 def _sources_blocks(sources: list[Source], language: str) -> Sequence[Block]:

@@ -32,7 +32,17 @@ import redis.asyncio as aioredis
 from pydantic import BaseModel, Field
 from redis.typing import EncodableT
 
-from bot.models import Answer, JudgedStatement, Judgement, JudgeStatus, Outcome, SlackQuestion, Support, Violation
+from bot.models import (
+    Answer,
+    Attempt,
+    JudgedStatement,
+    Judgement,
+    JudgeStatus,
+    Outcome,
+    SlackQuestion,
+    Support,
+    Violation,
+)
 from bot.store import keys
 from bot.store.records import PostRecord
 from bot.terminal import clean
@@ -95,6 +105,9 @@ class AuditEntry(BaseModel):
     # run (and in entries written before it existed).
     judgement: Judgement | None = None
     regenerations: int = 0
+    # Every try: each draft, its findings, the judge's verdicts and quotes, the model calls and their time
+    # (Answer.attempts; empty in entries written before they were kept).
+    attempts: list[Attempt] = Field(default_factory=list)
     drafts_cut: int = 0  # drafts that stopped at the output cap (CITEBOT_LLM_MAX_TOKENS)
     n_context: int = 0
     cited: list[CitedChunk] = Field(default_factory=list)
@@ -168,6 +181,7 @@ def audit_entry(
             "json_fixups": list(answer.json_fixups),
             "judgement": answer.judgement,
             "regenerations": answer.regenerations,
+            "attempts": list(answer.attempts),
             "drafts_cut": answer.drafts_cut,
             "n_context": answer.n_context,
             "cited": cited,
@@ -300,6 +314,20 @@ def judgement_lines(judgement: Judgement | None) -> list[str]:
     return lines
 
 
+def attempt_lines(attempts: list[Attempt]) -> list[str]:
+    """Every try of `citebot audit show`: what it found, which one was kept, its model calls; the kept try's
+    findings and verdicts are the ones above, an earlier try's are here in full."""
+    lines: list[str] = []
+    for a in attempts:
+        calls = " · ".join(f"{c.what} {c.model or '-'} {c.ms:.0f} ms" for c in a.calls)
+        kept = " (kept)" if a.kept else ""
+        lines.append(f"try {a.n}{kept}  {'passed' if a.ok else f'{len(a.violations)} finding(s)'} · {calls}")
+        lines += [f"  {v.kind}: {v.detail}" for v in a.violations]
+        if not a.kept:
+            lines += [f"  {line}" for line in judgement_lines(a.judgement)]
+    return lines
+
+
 def _overruled(statement: JudgedStatement) -> str:
     """Why what counts differs from what the judge said, if it does."""
     if statement.said == statement.support:
@@ -333,6 +361,7 @@ def format_entry(entry: AuditEntry, status: dict[int, str]) -> str:
         lines += [f"  {v.kind}: {v.detail}" for v in entry.violations]
         lines.append("fix-ups     " + (", ".join(entry.json_fixups) or "none"))
         lines += judgement_lines(entry.judgement)
+        lines += attempt_lines(entry.attempts)
     if entry.answerability:
         a = entry.answerability
         verdict = "answerable" if a.get("answerable") else "refused before the model"

@@ -110,6 +110,9 @@ class ReviewRecord(BaseModel):
     flagged_by: str | None = None  # feedback: who gave the 👎 (None for DMs, as the asker)
     draft: str = ""
     violations: list[Violation] = Field(default_factory=list)
+    # One line per try, what held it back (Attempt.summary): the first draft's finding that cost the
+    # regeneration is on the card too, not only the last try's.
+    tries: list[str] = Field(default_factory=list)
     sources: list[Source] = Field(default_factory=list)
     kind: str = "uncertain"  # "uncertain" (rejected draft) or "feedback" (a 👎 with a reason)
     feedback_reason: str | None = None
