@@ -31,7 +31,7 @@ reply size in tokens at 4 characters each, time in citebot).
 
 SciFact (bench/verifier_scifact.py) is printed beside it with --scifact.
 
-    python bench/trust.py [--set holdout|main|fresh|fresh2] [--half test|tune|all] [--by kind|pair|mode] [--show N] [--minicheck] [--checks] [--live-retrieval]
+    python bench/trust.py [--set holdout|main|fresh|fresh2] [--half test|tune|all] [--by kind|pair|mode] [--show N] [--minicheck] [--checks] [--held-back] [--live-retrieval]
 
 Goals on held-out drafts: judge on, wrong posted <= 3 % and right flagged <= 3 %.
 The sound checks alone cannot tell a wrong sentence whose words all stand in its
@@ -555,6 +555,27 @@ def checks_report(results: list[Result]) -> list[str]:
     return lines
 
 
+def held_back(results: list[Result]) -> list[tuple[str, int, int, int]]:
+    """Per finding kind: the right answers whose first try it held back (a second model call), those where it was
+    the only finding of that try, and those that ended "not sure". From each answer's `attempts`, so a first
+    draft's finding counts even when the regeneration passed."""
+    first = [(frozenset(v.kind for v in r.answer.attempts[0].violations), r.not_sure)
+             for r in results if r.case.kind == "right" and r.answer.attempts and not r.answer.attempts[0].ok]
+    rows = [(kind, sum(kind in kinds for kinds, _ in first), sum(kinds == {kind} for kinds, _ in first),
+             sum(kind in kinds and sure for kinds, sure in first)) for kind in {k for kinds, _ in first for k in kinds}]
+    return sorted(rows, key=lambda row: (-row[1], row[0]))
+
+
+def held_back_report(results: list[Result], label: str) -> list[str]:
+    right = sum(r.case.kind == "right" for r in results)
+    total = sum(r.case.kind == "right" and bool(r.answer.attempts) and not r.answer.attempts[0].ok for r in results)
+    lines = ["", f"right answers held back by each finding kind ({label}): {total} of {right} right answers' first "
+                 "tries held back",
+             f"  {'finding':26} {'held back':>9} {'only':>5} {'not sure':>9}"]
+    lines += [f"  {kind:26} {n:>9} {only:>5} {sure:>9}" for kind, n, only, sure in held_back(results)]
+    return lines
+
+
 def markdown_kb(tmp: Path) -> Path:
     """The sample KB's Markdown entries, the ones the sets were recorded on: documents in
     other formats added to the sample later must not change the prompts."""
@@ -613,6 +634,9 @@ def main() -> int:
     parser.add_argument("--checks", action="store_true",
                         help="judge off: what each check costs in right drafts and catches in wrong ones, and the "
                              "trade between the two that subsets of the checks allow")
+    parser.add_argument("--held-back", action="store_true",
+                        help="per finding kind, how many right answers' first tries it held back (checks only, and "
+                             "judge on), from each answer's attempts")
     parser.add_argument("--scifact", action="store_true", help="also run bench/verifier_scifact.py's numbers")
     parser.add_argument("--judge-v1", action="store_true",
                         help="the verdicts the capable judge gave to the judge's first prompt (no question shown; "
@@ -658,6 +682,11 @@ def main() -> int:
                 print(f"    {text}")
     if args.checks:
         print("\n".join(checks_report(off)))
+    if args.held_back:
+        if off:
+            print("\n".join(held_back_report(off, "checks only")))
+        if on is not None:
+            print("\n".join(held_back_report(on, "judge on")))
     if args.show:
         print("\n".join(show_failures(on if args.show_judged and on is not None else off, args.show)))
     if args.scifact:
