@@ -5,7 +5,7 @@
 The 40 labelled messages of bench/help_channel_messages.py (questions, thanks,
 chatter, statements and announcements, English and German) go, as the
 `message` events Slack sends for a channel with `answer: questions`, signed,
-through the web process's Bolt app in this process (bot.slack.listeners
+through the web process's Bolt app in this process (bot.inbound.listeners
 create_app) against real Redis and a fake Slack Web API. Printed:
 
 - answered, left alone and wrongly treated (a non-question answered, a
@@ -45,8 +45,9 @@ from slack_bolt.request.async_request import AsyncBoltRequest  # noqa: E402
 from bot.channels import ChannelPolicy, ChannelsConfig  # noqa: E402
 from bot.config import load_settings  # noqa: E402
 from bot.helpdesk.asks import asks  # noqa: E402
+from bot.inbound.intake import AppDeps  # noqa: E402
+from bot.inbound.listeners import create_app  # noqa: E402
 from bot.jobs.queue import JobQueue  # noqa: E402
-from bot.slack.listeners import AppDeps, create_app  # noqa: E402
 from bot.store.keys import JOBS_STREAM  # noqa: E402
 from bot.store.records import Records  # noqa: E402
 from citebot_core.connection import connect  # noqa: E402

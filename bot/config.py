@@ -39,7 +39,7 @@ EMBEDDERS = ("auto", "local", "openai", "ollama", "none")
 # model, Bespoke-MiniCheck, one sentence at a time: bot.answer.minicheck).
 JUDGES = ("auto", "off", "llm", "minicheck")
 JUDGE_SERVERS = ("ollama", "openai")
-# Where the assistant panel's suggested prompts come from (bot.slack.assistant), in order: the
+# Where the assistant panel's suggested prompts come from (bot.inbound.assistant), in order: the
 # user's own most asked questions, then the collections the thread may search. "off": none.
 ASSISTANT_PROMPT_SOURCES = ("asked", "collections")
 MINICHECK_DEFAULT_MODEL = "bespoke-minicheck"

@@ -119,7 +119,7 @@ class Key(StrEnum):
     FEEDBACK_SUBMIT = "feedback_submit"
     FEEDBACK_LABEL = "feedback_label"
     FEEDBACK_PLACEHOLDER = "feedback_placeholder"
-    # -- the Home tab (bot.slack.home)
+    # -- the Home tab (bot.home.view)
     HOME_HOW_TO_ASK = "home_how_to_ask"
     HOME_WHERE = "home_where"
     HOME_MY_QUESTIONS = "home_my_questions"
@@ -143,7 +143,7 @@ class Key(StrEnum):
     HOME_REFUSED = "home_refused"
     HOME_FAILED = "home_failed"
     HOME_PENDING = "home_pending"
-    # -- the assistant panel (bot.slack.assistant); statuses follow the app's name in Slack
+    # -- the assistant panel (bot.inbound.assistant); statuses follow the app's name in Slack
     ASSISTANT_GREETING = "assistant_greeting"
     ASSISTANT_PROMPTS_TITLE = "assistant_prompts_title"
     ASSISTANT_PROMPT_COLLECTION = "assistant_prompt_collection"  # {collection}

@@ -25,16 +25,17 @@ from bot.answer.probe import probe_model
 from bot.channels import load_channels
 from bot.config import Settings
 from bot.embedder import make_embedder
+from bot.inbound.intake import AppDeps
+from bot.inbound.listeners import create_app
+from bot.inbound.socket_mode import SocketModeWatch
+from bot.inbound.web import EVENTS_PATH, SLACK_REDIS_BUDGET_S, create_metrics_app, create_web_app
 from bot.jobs.consumer import Consumer
 from bot.jobs.handlers import JobHandlers
 from bot.jobs.queue import JobQueue
 from bot.review.desk import ReviewDesk
+from bot.review.reviewers import missing_reviewers
 from bot.slack.calls import make_client
-from bot.slack.listeners import AppDeps, create_app
-from bot.slack.reviewers import missing_reviewers
-from bot.slack.socket_mode import SocketModeWatch
 from bot.slack.startup import check_app_token, check_bot_token, resolve_review_channel
-from bot.slack.web import EVENTS_PATH, SLACK_REDIS_BUDGET_S, create_metrics_app, create_web_app
 from bot.store.audit import AuditTrail
 from bot.store.ledger import PostLedger
 from bot.store.records import Records
@@ -141,7 +142,7 @@ async def _connect_socket_mode(stack: AsyncExitStack, bolt: AsyncApp, settings: 
 
     class Handler(AsyncSocketModeHandler):
         async def handle(self, client, req) -> None:
-            # Slack wants these acks within 3 s too: the same deadline as an HTTP request's (bot.slack.web).
+            # Slack wants these acks within 3 s too: the same deadline as an HTTP request's (bot.inbound.web).
             with deadline_in(SLACK_REDIS_BUDGET_S):
                 await super().handle(client, req)
 

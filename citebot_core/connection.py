@@ -22,7 +22,7 @@ master now read-only) is tried again, after a short backoff and with the
 topology found anew (the slot map read again, the Sentinels asked again), until
 it succeeds or `failover_wait` seconds have passed since it was first sent.
 Never past the current deadline (citebot_core.deadline): the web process gives
-each Slack request one (bot.slack.web), so every Redis command of the request,
+each Slack request one (bot.inbound.web), so every Redis command of the request,
 retries included, ends in time for Slack's ack; each try is cut off at the
 deadline too. `through_failover` runs a step of several commands (a pipeline)
 the same way; commands inside a step that is being retried are tried once, so

@@ -12,7 +12,7 @@ import pytest
 
 from bot.channels import ChannelsConfig
 from bot.i18n import Key, message
-from bot.slack.assistant import panel_policy
+from bot.inbound.assistant import panel_policy
 from bot.store.assistant_threads import AssistantThreads
 from citebot_core.connection import connect
 from tests.citebot_fixtures import answers_in

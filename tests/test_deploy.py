@@ -626,9 +626,9 @@ METHOD_SCOPES: dict[str, set[str]] = {
 # (the Home tab) and assistant_thread_* (the assistant panel) need no scope.
 EVENT_SCOPES = {"app_mentions:read", "im:history", "channels:history", "groups:history"}
 # Calls Bolt makes for the code, out of the pattern's sight: the assistant panel's suggested
-# prompts (bot/slack/assistant.py, through Bolt's set_suggested_prompts).
+# prompts (bot/inbound/assistant.py, through Bolt's set_suggested_prompts).
 BOLT_SCOPES = METHOD_SCOPES["assistant_threads_setSuggestedPrompts"]
-# The slash command and the message shortcut the code listens for (bot/slack/surfaces.py).
+# The slash command and the message shortcut the code listens for (bot/inbound/surfaces.py).
 SURFACE_SCOPES = {"commands"}
 # Start-up will resolve CITEBOT_REVIEW_CHANNEL and check the bot's membership with
 # conversations.info; the scopes are in the manifest ahead of that call.
@@ -664,7 +664,7 @@ def test_manifest_asks_for_exactly_the_scopes_the_code_uses():
 
 
 def test_the_manifests_command_and_shortcut_are_the_ones_the_code_handles():
-    from bot.slack.surfaces import COMMAND, SHORTCUT_ASK
+    from bot.inbound.surfaces import COMMAND, SHORTCUT_ASK
 
     manifest, _ = load_manifest()
     [command] = manifest["features"]["slash_commands"]
@@ -687,7 +687,7 @@ def test_manifest_pastes_without_a_reachable_url():
     commented = [line[4:] for line in after if line.startswith("  # ")]
     block = yaml.safe_load("\n".join(line for line in commented if line.startswith(("event_subscriptions:", "interactivity:", " "))))
     events = block["event_subscriptions"]
-    from bot.access.events import ACCESS_EVENTS
+    from bot.inbound.access_events import ACCESS_EVENTS
 
     assert events["bot_events"] == ["app_mention", "message.im", "app_home_opened", "assistant_thread_started",
                                     "assistant_thread_context_changed", "message.channels", "message.groups",

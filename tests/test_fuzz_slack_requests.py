@@ -6,7 +6,7 @@ it is, the app answers without a server error: a 500 makes Slack retry the
 same payload again and again, and a listener that crashes on one field Slack
 leaves out is a question that never gets an answer.
 
-In-process signed AsyncBoltRequests against the app of bot/slack/listeners.py's
+In-process signed AsyncBoltRequests against the app of bot/inbound/listeners.py's
 factory, with real Redis and a fake Slack API. Bounded like the other fuzz
 modules.
 """
@@ -24,10 +24,11 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.channels import ChannelsConfig
 from bot.config import load_settings
+from bot.inbound.intake import AppDeps
+from bot.inbound.listeners import create_app
+from bot.inbound.web import _well_formed
 from bot.jobs.queue import JobQueue
 from bot.slack import replies, review_card
-from bot.slack.listeners import AppDeps, create_app
-from bot.slack.web import _well_formed
 from bot.store.records import Records
 from citebot_core.connection import connect
 from tests.fakes.slack_server import FakeSlackServer
@@ -169,7 +170,7 @@ def form_body(payload) -> tuple[str, str]:
 
 
 def status_of(settings_, body: str, content_type: str) -> int:
-    """The status the web process answers with: its front (bot/slack/web.py) turns
+    """The status the web process answers with: its front (bot/inbound/web.py) turns
     a body that is not a JSON object, or a form without one, away with 400 before
     Bolt sees it; the rest goes to the app."""
     if not _well_formed(body, content_type):

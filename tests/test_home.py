@@ -13,12 +13,13 @@ from slack_sdk.models.views import View
 
 from bot.channels import ChannelsConfig
 from bot.config import load_settings
+from bot.home.data import HomeData, kb_state
+from bot.home.view import home_view
+from bot.inbound.intake import AppDeps
+from bot.inbound.listeners import create_app
+from bot.inbound.web import create_web_app
 from bot.jobs.queue import JobQueue
 from bot.models import Outcome
-from bot.slack.home import home_view
-from bot.slack.home_data import HomeData, kb_state
-from bot.slack.listeners import AppDeps, create_app
-from bot.slack.web import create_web_app
 from bot.store.audit import AuditEntry, AuditTrail
 from bot.store.records import Records, ReviewRecord
 from citebot_core.connection import connect
@@ -237,9 +238,9 @@ def test_the_kb_state_says_why_there_is_nothing_to_answer_from(tmp_path):
 def test_the_home_tab_speaks_the_workspaces_language():
     import json as _json
 
+    from bot.home.data import HomeData, KbState, MyQuestion
+    from bot.home.view import home_view
     from bot.models import Outcome
-    from bot.slack.home import home_view
-    from bot.slack.home_data import HomeData, KbState, MyQuestion
 
     data = HomeData(user="U1", now=1_800_000_000.0, is_reviewer=True,
                     questions=[MyQuestion("Wie viele Urlaubstage?", 1_799_999_000.0, str(Outcome.ANSWERED))],

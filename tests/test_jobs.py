@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bot.inbound.intake import feedback_dedupe_id
 from bot.jobs.consumer import Consumer
 from bot.jobs.job import (
     PAYLOADS,
@@ -26,13 +27,12 @@ from bot.jobs.job import (
 )
 from bot.jobs.queue import JobQueue
 from bot.models import SlackQuestion
-from bot.slack.listeners import feedback_dedupe_id
 from bot.store.keys import JOBS_STREAM
 from citebot_core.connection import connect
 from tests.harness import ROOT
 from tests.polling import wait_until_async
 
-# A SlackQuestion as bot.slack.listeners serialised it into every answer job.
+# A SlackQuestion as bot.inbound.listeners serialised it into every answer job.
 QUESTION = {
     "text": "How many vacation days?", "language": "en", "collections": None, "history": [],
     "id": "C1:1700000000.000100", "truncated": False, "channel": "C1", "ts": "1700000000.000100", "user": "U1",
@@ -45,7 +45,7 @@ def todays_form(kind: str, payload: dict[str, Any], job_id: str) -> str:
     return json.dumps({"kind": kind, "payload": payload, "id": job_id, "attempt": 1, "enqueued_at": 1700000000.5})
 
 
-# Each kind's payload exactly as bot.slack.listeners and bot.jobs.source_changes built it.
+# Each kind's payload exactly as bot.inbound.listeners and bot.jobs.source_changes built it.
 TODAYS_JOBS = {
     "answer": {"question": QUESTION, "bot_user_id": "UBOT"},
     "help": {"question": {**QUESTION, "text": ""}, "bot_user_id": None},
@@ -130,7 +130,7 @@ async def test_a_typed_job_survives_the_queue_unchanged(redis_url: str) -> None:
 def test_the_feedback_dedupe_id_is_the_same_in_every_process() -> None:
     # str hashes are salted per process (PYTHONHASHSEED): two web processes seeing the same
     # click must still compute one id, or the reviewers get two cards for it.
-    code = "from bot.slack.listeners import feedback_dedupe_id; print(feedback_dedupe_id('C1:1.2', 'U3', 'outdated'))"
+    code = "from bot.inbound.intake import feedback_dedupe_id; print(feedback_dedupe_id('C1:1.2', 'U3', 'outdated'))"
     ids = {
         subprocess.run(
             [sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": seed},

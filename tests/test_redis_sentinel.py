@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from redis.exceptions import RedisError
 
+from bot.inbound.web import SLACK_REDIS_BUDGET_S
 from bot.jobs.consumer import Consumer
 from bot.jobs.queue import Job, JobQueue, QueueUnavailable
-from bot.slack.web import SLACK_REDIS_BUDGET_S
 from bot.store.asked import AskedIndex
 from bot.store.ledger import PostClaim, PostLedger
 from citebot_core.connection import connect

@@ -12,10 +12,11 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.channels import ChannelsConfig
 from bot.config import load_settings
+from bot.inbound.intake import AppDeps
+from bot.inbound.listeners import create_app
+from bot.inbound.web import create_web_app
 from bot.jobs.queue import JobQueue
 from bot.models import SlackQuestion
-from bot.slack.listeners import AppDeps, create_app
-from bot.slack.web import create_web_app
 from bot.store.keys import JOBS_STREAM
 from bot.store.records import Records
 from citebot_core.connection import connect

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack.socket_mode import SocketModeWatch
+from bot.inbound.socket_mode import SocketModeWatch
 from bot.slack.startup import BotIdentity, StartupError, check_bot_token, resolve_review_channel
 from tests.fakes.slack_server import FakeSlackServer
 from tests.fakes.socket_mode import FakeSocketMode

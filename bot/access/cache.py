@@ -101,7 +101,7 @@ async def forget(redis: aioredis.Redis, event: Mapping[str, Any]) -> int:
 
 
 def _changed_by(event: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """(versions to bump, entries to drop) for one of bot.access.events' ACCESS_EVENTS."""
+    """(versions to bump, entries to drop) for one of bot.inbound.access_events' ACCESS_EVENTS."""
     kind = event.get("type")
     user = _mapping(event.get("user"))
     subteam = _mapping(event.get("subteam"))

@@ -167,8 +167,8 @@ def _context_fits(settings: Settings, context: int) -> list[Finding]:
 
 
 async def check_slack(settings: Settings) -> list[Finding]:
+    from bot.review.reviewers import missing_reviewers
     from bot.slack.calls import make_client
-    from bot.slack.reviewers import missing_reviewers
     from bot.slack.startup import StartupError, check_app_token, check_bot_token, resolve_review_channel
 
     if not settings.slack_bot_token:

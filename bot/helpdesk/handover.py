@@ -27,7 +27,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from slack_bolt.async_app import AsyncApp
 from slack_sdk.models.blocks import ActionsBlock
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -159,13 +158,3 @@ class Handover:
         if await self.poster.claim_unless_posted(key, escalation.channel, escalation.thread_ts):
             await self.poster.post_and_record(key, escalation.channel, escalation.thread_ts, dm_note(escalation),
                                               what="tell the asker who was asked")
-
-
-def register_handover(app: AsyncApp, deps: Any) -> None:
-    """The button's listener (web process). `deps`: bot.slack.listeners AppDeps."""
-    from bot.helpdesk.listener import on_handover_click
-
-    @app.action(ACTION_HANDOVER)
-    async def on_handover(ack, body):
-        await ack()
-        await on_handover_click(body, deps)

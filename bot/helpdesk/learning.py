@@ -6,7 +6,7 @@ review channel), the reply is kept on the hand-over's record and a review of
 kind ESCALATION_KIND is opened once per question, its card in the review
 channel: the question, the person's answer (later replies are added to it),
 and the review card's own buttons, taken by the same listeners and the same
-claim-once decision as every review (bot.slack.listeners, bot.review.desk).
+claim-once decision as every review (bot.inbound.listeners, bot.review.desk).
 Only what they do differs, because the asker has the person's answer already:
 nothing is posted into the asker's thread. Approve saves the person's answer
 as a draft KB entry (bot.review.drafts `save_draft`, as a written review answer

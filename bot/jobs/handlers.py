@@ -390,7 +390,7 @@ class JobHandlers:
 
     async def _offer_private(self, question: SlackQuestion, own: list[str], more: frozenset[str] | set[str]) -> None:
         """The channel's answer was a good one, but the best passage for the asker's own access lies in a
-        collection the channel may not read: a note only they see, with "Answer privately" (bot.slack.listeners
+        collection the channel may not read: a note only they see, with "Answer privately" (bot.inbound.listeners
         asks the same question again from their own access, answered to them alone). Best effort, once."""
         if not question.user:
             return

@@ -1,7 +1,7 @@
 """Redis job queue, the web process's side: jobs, enqueue with dedupe, stats, dead letters.
 
 The web process calls `JobQueue.enqueue` and acks Slack only once the job is
-in Redis (bot.slack.listeners): when Redis is down the enqueue raises, Slack
+in Redis (bot.inbound.listeners): when Redis is down the enqueue raises, Slack
 gets an error and delivers the event again later, so no question is lost.
 Workers run a `Consumer` (bot.jobs.consumer) that takes each `Job` from the
 stream and hands it to its handler (bot.jobs.handlers); the handlers post
@@ -109,7 +109,7 @@ DEDUPE_TTL_S = 24 * 3600
 # Slack wants the ack within 3 s; the enqueue must leave room for signature
 # checking and the HTTP response, so each try gives up after one second, and
 # the whole enqueue too unless a deadline allows more: a Slack request's
-# (bot.slack.web) lets it wait out a failover.
+# (bot.inbound.web) lets it wait out a failover.
 ENQUEUE_TIMEOUT_S = 1.0
 
 

@@ -2,7 +2,7 @@
 
 A review record lives in Redis (bot.store.records); the card in the review channel
 carries only its id. The web process checks who clicked (CITEBOT_REVIEWERS, and
-where: bot.slack.reviewers) and that the click is the first; the worker
+where: bot.review.reviewers) and that the click is the first; the worker
 then carries the decision out here: the answer into the asker's original
 thread, marked as reviewed, and the card updated with who decided and when.
 
@@ -29,12 +29,12 @@ from bot.answer.assemble import render_citations_text, render_claims_text, trunc
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.config import Settings
 from bot.helpdesk.learning import ESCALATION_KIND, decide_handover
+from bot.home.publish import publish_home
 from bot.i18n import Key, message
 from bot.jobs.job import FeedbackPayload, Job, ReviewDecisionPayload
 from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
 from bot.review.drafts import save_draft
 from bot.slack.calls import SlackError, SlackFailed, SlackRateLimited, call
-from bot.slack.home_tab import publish_home
 from bot.slack.mrkdwn import escape
 from bot.slack.posting import IN_DOUBT_WINDOW_S, Poster
 from bot.slack.replies import answer_message

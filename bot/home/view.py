@@ -1,6 +1,6 @@
 """The Home tab: one view per user, published with views.publish on app_home_opened.
 
-Pure functions, no I/O: `home_view(data)` turns what bot.slack.home_data read
+Pure functions, no I/O: `home_view(data)` turns what bot.home.data read
 into a `home` view dict. What one user's tab may show another user is the
 rule here: the asker's own questions only, and on a reviewer's tab no text
 of a direct message (its review says only that it came from one; the card
@@ -20,11 +20,11 @@ from typing import Any
 from slack_sdk.models.blocks import Block, DividerBlock
 from slack_sdk.models.views import View
 
+from bot.home.data import GAP_DAYS, PENDING, HomeData, KbState, MyQuestion
 from bot.i18n import Key, message
 from bot.models import Outcome
 from bot.review.gaps import Gap
 from bot.slack.blockkit import MAX_MODAL_BLOCKS, MAX_SECTION_CHARS, context, header, section
-from bot.slack.home_data import GAP_DAYS, PENDING, HomeData, KbState, MyQuestion
 from bot.slack.mrkdwn import channel_link, clip, clip_escaped, escape, heading, link, slack_date
 from bot.slack.review_card import review_buttons
 from bot.slack.workspace import message_link

@@ -13,10 +13,10 @@ import redis.asyncio as aioredis
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Settings
-from bot.slack import home
+from bot.home import view as home
+from bot.home.data import read_home
+from bot.review.reviewers import is_reviewer
 from bot.slack.calls import call
-from bot.slack.home_data import read_home
-from bot.slack.reviewers import is_reviewer
 from bot.slack.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The web process's listeners for /citebot, the "Ask citebot" message shortcut and "Post in channel".
 
-Like the event listeners (bot.slack.listeners), each one only turns Slack's
+Like the event listeners (bot.inbound.listeners), each one only turns Slack's
 payload into a job and acks once the job is in Redis; the worker answers.
 
 - `/citebot <question>`: answered to the asker alone, through the command's
@@ -31,12 +31,12 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from bot import metrics
+from bot.inbound.intake import AppDeps, bot_user_id_of, make_question, remember_asked
 from bot.jobs.job import AnswerPayload, Ephemeral, HelpPayload, Job, ShareAnswerPayload, share_dedupe_id, stable_id
 from bot.logs import about_question
 from bot.models import SlackQuestion
 from bot.slack import replies
 from bot.slack.event_text import scrubbed
-from bot.slack.listeners import AppDeps, bot_user_id_of, make_question, remember_asked
 from bot.store.keys import PRIVATE_OFFER_PREFIX
 
 log = logging.getLogger(__name__)

@@ -2,14 +2,14 @@
 
 - `assistant_thread_started`: the thread's context (the channel the panel was
   opened beside) is stored (bot.store.assistant_threads), and the user is
-  greeted in their language with suggested prompts (bot.slack.assistant_prompts).
+  greeted in their language with suggested prompts (bot.inbound.assistant_prompts).
   A retry of the event greets once: the greeting is claimed per thread first,
   and released if it fails, so that the retry greets instead.
 - `assistant_thread_context_changed`: the user moved to another channel with
   the panel open; the newer context replaces the stored one, and the prompts
   are those of the new channel.
 - A message in a panel thread is a question asked in a DM, built and queued by
-  the DM's own functions (bot.slack.listeners), deduplicated by Slack's event id
+  the DM's own functions (bot.inbound.listeners), deduplicated by Slack's event id
   like every event: the same worker job, checks and footnotes, the answer in the
   thread and nowhere else. Only its collections and language come from the channel
   the panel is beside (the DM's without one), and its job is marked `assistant`,
@@ -30,9 +30,9 @@ from slack_bolt.async_app import AsyncApp, AsyncAssistant
 
 from bot.channels import ChannelPolicy, ChannelsConfig
 from bot.i18n import Key, message
-from bot.slack.assistant_prompts import greeting_language, suggested_prompts
+from bot.inbound.assistant_prompts import greeting_language, suggested_prompts
+from bot.inbound.intake import AppDeps, bot_user_id_of, enqueue_question, is_question_in_dm, make_question
 from bot.slack.event_text import scrubbed
-from bot.slack.listeners import AppDeps, bot_user_id_of, enqueue_question, is_question_in_dm, make_question
 from bot.store.assistant_threads import AssistantThreads
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """What the assistant panel opens with: the language to greet in, and the suggested prompts.
 
-Read in the web process, like the Home tab (bot.slack.home_data): a few Redis
+Read in the web process, like the Home tab (bot.home.data): a few Redis
 reads and the index manifest, well inside Slack's 3 seconds.
 
 The prompts come from the sources CITEBOT_ASSISTANT_PROMPTS names, in its order,

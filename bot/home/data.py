@@ -21,7 +21,7 @@ import redis.asyncio as aioredis
 from bot.config import Settings
 from bot.models import Outcome
 from bot.review.gaps import Gap, GapQuestion, gap_outcome, group_questions
-from bot.slack.reviewers import is_reviewer
+from bot.review.reviewers import is_reviewer
 from bot.store.asked import AskedIndex
 from bot.store.audit import AuditTrail
 from bot.store.records import Records, ReviewRecord

@@ -19,20 +19,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from slack_bolt.async_app import AsyncApp
+
 from bot import metrics
-from bot.channels import ChannelsConfig
 from bot.helpdesk.asks import asks
+from bot.helpdesk.handover import ACTION_HANDOVER
+from bot.inbound.intake import AppDeps, bot_user_id_of, enqueue_question, is_question_in_dm, make_question
 from bot.jobs.job import HandoverPayload, HandoverReplyPayload, Job
-from bot.models import SlackQuestion
 from bot.store.audit import AuditTrail
 from bot.store.escalations import Escalation, Escalations
 
 log = logging.getLogger(__name__)
-
-
-def offers_handover(channels: ChannelsConfig, question: SlackQuestion) -> bool:
-    """The reply to `question` carries "Still need help?": its policy names people to hand over to."""
-    return bool(channels.policy(question.channel, is_dm=question.is_dm).escalate_to)
 
 
 def _string(value: Any) -> str | None:
@@ -43,10 +40,8 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-async def on_channel_message(event: dict[str, Any], body: dict[str, Any], context: Any, deps: Any) -> None:
-    """A `message` event from a channel or private channel (not a DM). `deps`: bot.slack.listeners AppDeps."""
-    from bot.slack.listeners import bot_user_id_of, enqueue_question, is_question_in_dm, make_question
-
+async def on_channel_message(event: dict[str, Any], body: dict[str, Any], context: Any, deps: AppDeps) -> None:
+    """A `message` event from a channel or private channel (not a DM)."""
     channel, ts = _string(event.get("channel")), _string(event.get("ts"))
     bot = bot_user_id_of(context, body)
     if not channel or not ts or not is_question_in_dm(event, bot) or not _string(event.get("user")):
@@ -77,7 +72,7 @@ async def on_channel_message(event: dict[str, Any], body: dict[str, Any], contex
 
 
 async def _thread_reply(event: dict[str, Any], channel: str, thread_ts: str, text: str, body: dict[str, Any],
-                        deps: Any) -> None:
+                        deps: AppDeps) -> None:
     """A reply in a thread: worth a job only in a handed-over thread, by someone other than the asker."""
     escalations = Escalations(deps.records.redis)
     question_id = await escalations.in_thread(channel, thread_ts)
@@ -91,7 +86,7 @@ async def _thread_reply(event: dict[str, Any], channel: str, thread_ts: str, tex
     await deps.queue.enqueue(job, dedupe_id=_string(body.get("event_id")) or f"handover-reply:{channel}:{event['ts']}")
 
 
-async def on_handover_click(body: dict[str, Any], deps: Any) -> None:
+async def on_handover_click(body: dict[str, Any], deps: AppDeps) -> None:
     """"Still need help?" clicked: the asker's first click in the thread claims the hand-over and queues it."""
     actions = body.get("actions")
     first = actions[0] if isinstance(actions, list) and actions and isinstance(actions[0], dict) else {}
@@ -140,3 +135,12 @@ async def _outcome(question_id: str, deps: Any) -> str:
     """What the handed-over reply was (answered, refused, uncertain), from the audit trail."""
     entry = await AuditTrail(deps.records.redis).get(question_id)
     return str(entry.outcome) if entry is not None else ""
+
+
+def register_handover(app: AsyncApp, deps: AppDeps) -> None:
+    """"Still need help?": the button's listener."""
+
+    @app.action(ACTION_HANDOVER)
+    async def on_handover(ack, body):
+        await ack()
+        await on_handover_click(body, deps)

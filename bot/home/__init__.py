@@ -1,0 +1,1 @@
+"""citebot's Home tab: what it shows each person (data.py), how (view.py), and publishing it (publish.py)."""
