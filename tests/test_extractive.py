@@ -514,17 +514,17 @@ async def test_a_near_topic_question_across_languages_is_marked_by_meaning(pipel
     ("Can I bring my dog to the canteen?", "en"),
 ])
 async def test_the_near_topic_model_marks_what_the_word_rule_lets_through(pipeline, question, language):
-    from bot.answer.extractive import Vectors
+    from dataclasses import replace
+
     from bot.answer.pipeline import Pipeline
-    from bot.answer.vector_cache import VectorCache
 
     marked = await ask_pipeline(pipeline, question)
     assert marked.answerability["answerable"]
     assert marked.answer.startswith(message(Key.EXTRACTIVE_NEAR, language) + "\n\n- ")
     assert marked.not_covered == [question]
-    # With vectors that do not name their embedder, the model is not used and the word rule alone decides.
-    embedder = pipeline.retriever.embedder
-    unnamed = Vectors(VectorCache(embedder.embed_queries).vectors, VectorCache(embedder.embed_passages).vectors)
+    # With vectors that keep their embedder's thresholds but do not name it, the model is not used and the
+    # word rule alone decides.
+    unnamed = replace(Vectors.cached(pipeline.retriever.embedder), name="")
     by_rule = await ask_pipeline(Pipeline(pipeline.retriever, ExtractiveBackend(unnamed)), question)
     assert by_rule.answer.startswith(message(Key.EXTRACTIVE_LEAD, language) + "\n\n- ")
 

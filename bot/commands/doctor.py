@@ -5,7 +5,7 @@ the model (bot.answer.probe: answers at all, in which structured-output form,
 how fast, with how much context), the entailment judge where a model answers
 (off, the model itself, or a MiniCheck server asked one sentence), Slack (the
 tokens, auth.test, Socket Mode or the signing secret, the review channel), the
-help channels (bot.helpdesk.doctor: which answer without a mention, the bot a
+help channels (bot.commands.help_doctor: which answer without a mention, the bot a
 member, every escalate_to known to Slack),
 Redis, and the index (its generation, entries and vectors, and the embedder).
 It changes nothing.
@@ -19,32 +19,21 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from bot.commands import EXIT_FAILED, EXIT_OK
+from bot.commands.finding import FAIL, OK, WARN, Finding
+from bot.commands.help_doctor import check_help_channels
 from bot.config import ConfigError, Settings
 from bot.models import AnswerMode
 from bot.terminal import echo, json_text
 
-OK, WARN, FAIL = "ok", "warn", "fail"
 REDIS_TIMEOUT_S = 5.0
 # Redis commands citebot relies on (XAUTOCLAIM, GETDEL) came with 6.2.
 REDIS_MIN_VERSION = (6, 2)
 # Characters per token when guessing how many tokens a full prompt takes: low on
 # purpose (German and numbers tokenize densely), so that a warning comes early.
 CHARS_PER_TOKEN = 3
-
-
-@dataclass(frozen=True)
-class Finding:
-    check: str  # model, judge, slack, help, redis, index
-    status: str  # OK, WARN or FAIL
-    detail: str
-    data: dict[str, Any] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"check": self.check, "status": self.status, "detail": self.detail, **self.data}
 
 
 def cmd_doctor(args, settings: Settings) -> int:
@@ -61,7 +50,6 @@ def cmd_doctor(args, settings: Settings) -> int:
 
 
 async def examine(settings: Settings) -> list[Finding]:
-    from bot.helpdesk.doctor import check_help_channels
 
     return [*await check_model(settings), *await check_judge(settings), *await check_slack(settings),
             *await check_help_channels(settings), await check_redis(settings), *check_index(settings),

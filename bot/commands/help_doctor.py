@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from bot.channels import ChannelPolicy, ChannelsConfig, load_channels
+from bot.commands.finding import FAIL, OK, WARN, Finding
 from bot.config import Settings
 
 CHECK = "help"
 
 
-async def check_help_channels(settings: Settings) -> list[Any]:
-    from bot.commands.doctor import FAIL, OK, WARN, Finding
+async def check_help_channels(settings: Settings) -> list[Finding]:
     from bot.slack.calls import SlackError, call, make_client
 
     if not settings.slack_bot_token or settings.channels_file is None:
