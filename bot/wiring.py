@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.access.gate import AccessGate
 from bot.answer.backends import Backend, make_backend
@@ -25,6 +26,7 @@ from bot.answer.probe import probe_model
 from bot.channels import load_channels
 from bot.config import Settings
 from bot.embedder import make_embedder
+from bot.home.publish import publish_home
 from bot.inbound.intake import AppDeps
 from bot.inbound.listeners import create_app
 from bot.inbound.socket_mode import SocketModeWatch
@@ -32,10 +34,11 @@ from bot.inbound.web import EVENTS_PATH, SLACK_REDIS_BUDGET_S, create_metrics_ap
 from bot.jobs.consumer import Consumer
 from bot.jobs.handlers import JobHandlers
 from bot.jobs.queue import JobQueue
-from bot.review.desk import ReviewDesk
+from bot.review.desk import HomeRefresh, ReviewDesk
 from bot.review.reviewers import missing_reviewers
 from bot.slack.calls import make_client
 from bot.slack.startup import check_app_token, check_bot_token, resolve_review_channel
+from bot.slack.workspace import Workspace
 from bot.store.audit import AuditTrail
 from bot.store.ledger import PostLedger
 from bot.store.records import Records
@@ -186,7 +189,8 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
             pipeline=pipeline,
             records=records,
             ledger=ledger,
-            reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger, access=access),
+            reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger, access=access,
+                               refresh_home=_home_refresher(settings, slack, redis, access)),
             audit=AuditTrail(redis),
             access=access,
         )
@@ -254,3 +258,13 @@ def _on_signals(stop: Callable[[], None]) -> Iterator[None]:
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+
+
+def _home_refresher(settings: Settings, slack: AsyncWebClient, redis: Any, access: AccessGate) -> HomeRefresh:
+    """The desk's way to publish a reviewer's Home tab again after a decision made there."""
+    workspace = Workspace(slack)
+
+    async def refresh(user: str) -> None:
+        await publish_home(slack, user, settings=settings, redis=redis, workspace=workspace, access=access)
+
+    return refresh

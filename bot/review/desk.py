@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -29,7 +30,6 @@ from bot.answer.assemble import render_citations_text, render_claims_text, trunc
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.config import Settings
 from bot.helpdesk.learning import ESCALATION_KIND, decide_handover
-from bot.home.publish import publish_home
 from bot.i18n import Key, message
 from bot.jobs.job import FeedbackPayload, Job, ReviewDecisionPayload
 from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
@@ -55,6 +55,10 @@ def review_id_for(question_id: str, kind: str = "uncertain") -> str:
     return hashlib.sha256(f"{kind}\x00{question_id}".encode()).hexdigest()[:16]
 
 
+# A reviewer's Home tab published again, by their user id.
+HomeRefresh = Callable[[str], Awaitable[None]]
+
+
 @dataclass
 class ReviewDesk:
     settings: Settings
@@ -63,6 +67,8 @@ class ReviewDesk:
     ledger: PostLedger
     # Who may read what (bot.access): a card shows its draft only where every review channel member may read it.
     access: AccessGate | None = None
+    # Publishes a reviewer's Home tab again (bot.home.publish, given by the wiring); None: not refreshed.
+    refresh_home: HomeRefresh | None = None
     poster: Poster = field(init=False)
     workspace: Workspace = field(init=False)
 
@@ -259,11 +265,10 @@ class ReviewDesk:
         published again, so the tab they are looking at shows it gone, or still open when
         the decision was undone. The decision stands either way: a tab Slack will not
         take now is rebuilt when it is next opened."""
-        if record.card_channel and record.card_ts and not record.restricted:
+        if (record.card_channel and record.card_ts and not record.restricted) or self.refresh_home is None:
             return
         try:
-            await publish_home(self.slack, reviewer, settings=self.settings, redis=self.records.redis,
-                               workspace=self.workspace, access=self.access)
+            await self.refresh_home(reviewer)
         except SlackError as exc:
             log.warning("review %s: the Home tab of %s was not refreshed: %s", record.review_id, reviewer, exc)
 
