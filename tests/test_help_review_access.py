@@ -41,7 +41,7 @@ class Desk:
         self.posted.append(card)
         return {"channel": channel, "ts": "1.0"}, None
 
-    async def _restricted(self, record: ReviewRecord) -> bool:
+    async def restricted(self, record: ReviewRecord) -> bool:
         shown = shown_collections(record)
         return bool(shown) and not shown <= self.reads
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from bot.i18n import Key, message
 from bot.jobs.job import HandoverReplyPayload, Job, ReviewDecisionPayload
+from bot.review.desk import DECISIONS, ReviewDesk, review_id_for
 from bot.slack.blockkit import context, headed_section, header, section, to_message
 from bot.slack.calls import SlackError, SlackFailed, call
 from bot.slack.mrkdwn import clip, clip_escaped, escape, mention, slack_date
@@ -64,13 +65,13 @@ def handover_review_card(record: ReviewRecord, escalation: Escalation | None, *,
 
 @dataclass
 class Learning:
-    desk: Any  # bot.review.desk ReviewDesk: its records, poster, card posting and drafts folder
+    """The hand-over's review kind (bot.review.desk ReviewKind): its cards, and what a decision on one does."""
+
+    desk: ReviewDesk  # its records, poster, review channel, drafts folder
     escalations: Escalations
 
     async def person_answered(self, job: Job) -> None:
         """The `handover_reply` job: the reply kept, and the review opened (once) or added to."""
-        from bot.review.desk import review_id_for
-
         reply = job.read(HandoverReplyPayload)
         escalation = await self.escalations.get(reply.question_id)
         if escalation is None:
@@ -90,7 +91,7 @@ class Learning:
                 is_dm=escalation.is_dm, asker=None if escalation.is_dm else escalation.asker,
                 flagged_by=reply.user, draft=answer, kind=ESCALATION_KIND, collections=list(escalation.collections),
             )
-            record.restricted = await self.desk._restricted(record)
+            record.restricted = await self.desk.restricted(record)
             await records.save_review(record)
         elif record.status is ReviewStatus.OPEN and record.draft != answer:
             record.draft = answer
@@ -130,20 +131,16 @@ class Learning:
             log.warning("review %s: its card was not updated: %s", record.review_id, exc)
 
 
-async def decide_handover(desk: Any, record: ReviewRecord, payload: ReviewDecisionPayload) -> None:
-    """A reviewer's decision on a hand-over's review (from bot.review.desk `decide`): a draft, or nothing."""
-    from bot.review.desk import DECISIONS
-
-    status = DECISIONS[payload.decision]
-    text = payload.text.strip() or record.draft
-    # Approve is the person's answer saved; a written answer is saved as its modal's box says, as for any review.
-    saved = status is ReviewStatus.APPROVED or (status is ReviewStatus.ANSWERED and payload.save_draft)
-    if saved:
-        desk._save_draft(record, text, payload.reviewer)
-    record.status, record.decided_by, record.decided_at = status, payload.reviewer, time.time()
-    record.final_answer = text if status is not ReviewStatus.DISMISSED else None
-    escalation = await Escalations(desk.records.redis).get(record.question_id)
-    await Learning(desk, Escalations(desk.records.redis))._update_card(record, escalation, decided=True)
-    await desk.records.save_review(record)
-    log.info("hand-over review %s %s by %s", record.review_id, status, payload.reviewer)
-    await desk._refresh_home(record, payload.reviewer)
+    async def decide(self, record: ReviewRecord, payload: ReviewDecisionPayload) -> None:
+        """A reviewer's decision on a hand-over's review: a KB draft, or nothing; nothing is posted to the asker."""
+        desk, status = self.desk, DECISIONS[payload.decision]
+        text = payload.text.strip() or record.draft
+        # Approve is the person's answer saved; a written answer is saved as its modal's box says, as for any review.
+        if status is ReviewStatus.APPROVED or (status is ReviewStatus.ANSWERED and payload.save_draft):
+            desk.save_draft(record, text, payload.reviewer)
+        record.status, record.decided_by, record.decided_at = status, payload.reviewer, time.time()
+        record.final_answer = text if status is not ReviewStatus.DISMISSED else None
+        await self._update_card(record, await self.escalations.get(record.question_id), decided=True)
+        await desk.records.save_review(record)
+        log.info("hand-over review %s %s by %s", record.review_id, status, payload.reviewer)
+        await desk.refresh_home_of(record, payload.reviewer)

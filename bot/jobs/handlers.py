@@ -78,7 +78,7 @@ from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import Pipeline
 from bot.config import Settings
 from bot.helpdesk.handover import Handover, with_handover
-from bot.helpdesk.learning import Learning
+from bot.helpdesk.learning import ESCALATION_KIND, Learning
 from bot.i18n import Key, message
 from bot.jobs.job import AnswerPayload, HelpPayload, Job, JobKind, ShareAnswerPayload, share_dedupe_id
 from bot.jobs.queue import shard_count
@@ -159,6 +159,8 @@ class JobHandlers:
         # The assistant panel's: the same posting once, but no 👀 to add or take back
         # (`poster is self.poster` says where a reaction goes).
         self.panel_poster = Poster(self.slack, self.ledger)
+        # A hand-over's review is decided as its kind says (bot.helpdesk.learning), on the desk's cards and clicks.
+        self.reviews.kinds.setdefault(ESCALATION_KIND, self.learning)
 
     @cached_property
     def handover(self) -> Handover:

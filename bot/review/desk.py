@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -29,7 +30,6 @@ from bot.access.gate import AccessGate
 from bot.answer.assemble import render_citations_text, render_claims_text, truncated_note
 from bot.answer.verify.lenient_json import parse_lenient_json
 from bot.config import Settings
-from bot.helpdesk.learning import ESCALATION_KIND, decide_handover
 from bot.i18n import Key, message
 from bot.jobs.job import FeedbackPayload, Job, ReviewDecisionPayload
 from bot.models import Answer, Claim, Evidence, Outcome, SlackQuestion, Source
@@ -59,6 +59,13 @@ def review_id_for(question_id: str, kind: str = "uncertain") -> str:
 HomeRefresh = Callable[[str], Awaitable[None]]
 
 
+class ReviewKind(Protocol):
+    """A kind of review whose decision is not the desk's own: the card, the buttons and the claim-once click are
+    the same, what a decision does is the kind's (bot.helpdesk.learning: a person's answer saved as a KB draft)."""
+
+    async def decide(self, record: ReviewRecord, payload: ReviewDecisionPayload) -> None: ...
+
+
 @dataclass
 class ReviewDesk:
     settings: Settings
@@ -69,6 +76,8 @@ class ReviewDesk:
     access: AccessGate | None = None
     # Publishes a reviewer's Home tab again (bot.home.publish, given by the wiring); None: not refreshed.
     refresh_home: HomeRefresh | None = None
+    # The kinds of review the desk does not decide itself, by ReviewRecord.kind (the wiring adds the hand-over's).
+    kinds: dict[str, ReviewKind] = field(default_factory=dict)
     poster: Poster = field(init=False)
     workspace: Workspace = field(init=False)
 
@@ -97,7 +106,7 @@ class ReviewDesk:
             tries=[a.summary() for a in answer.attempts],
             sources=answer.context,
         )
-        record.restricted = await self._restricted(record)
+        record.restricted = await self.restricted(record)
         await self.records.save_review(record)
         await self._post_card(record)
         return record
@@ -117,7 +126,7 @@ class ReviewDesk:
             return reader is not None and cited <= await self.access.user_reads(reader)
         return cited <= await self.access.channel_reads(record.channel)
 
-    async def _restricted(self, record: ReviewRecord) -> bool:
+    async def restricted(self, record: ReviewRecord) -> bool:
         """Whether some member of the review channel may not read a collection the card would show."""
         shown = shown_collections(record)
         if not shown or self.access is None or not self.settings.review_channel:
@@ -150,7 +159,7 @@ class ReviewDesk:
             kind="feedback",
             feedback_reason=feedback.reason,
         )
-        record.restricted = await self._restricted(record)
+        record.restricted = await self.restricted(record)
         await self.records.save_review(record)
         await self._post_card(record)
 
@@ -192,9 +201,9 @@ class ReviewDesk:
         record = await self.records.review(review_id)
         if record is None or record.status is not ReviewStatus.OPEN:
             return  # expired, or decided by an earlier run of this job
-        if record.kind == ESCALATION_KIND:
-            # A person answered the asker already: a draft for the KB, nothing posted (bot.helpdesk.learning).
-            await decide_handover(self, record, payload)
+        if (kind := self.kinds.get(record.kind)) is not None:
+            # A review of another kind decides itself (the hand-over's: a person answered the asker already).
+            await kind.decide(record, payload)
             return
         status = DECISIONS[decision]
         text = payload.text
@@ -205,7 +214,7 @@ class ReviewDesk:
             private = record.is_dm or record.private_to is not None
             await self._undo_decision(record, reviewer, message(Key.NOT_OPEN_TO_ASKER if private
                                                                 else Key.NOT_OPEN_TO_CHANNEL, record.language))
-            await self._refresh_home(record, reviewer)
+            await self.refresh_home_of(record, reviewer)
             return
         key = f"review:{review_id}"
         if record.private_to is not None:
@@ -241,11 +250,11 @@ class ReviewDesk:
                     await self.poster.post_and_record(key, record.channel, record.thread_ts, msg, what="post the reviewed answer")
             except SlackFailed as exc:
                 await self._undo_decision(record, reviewer, exc.code)
-                await self._refresh_home(record, reviewer)
+                await self.refresh_home_of(record, reviewer)
                 return
 
         if payload.save_draft and status is ReviewStatus.ANSWERED:
-            self._save_draft(record, text, reviewer)
+            self.save_draft(record, text, reviewer)
         record.status, record.decided_by, record.decided_at = status, reviewer, time.time()
         record.final_answer = answer.text if status is not ReviewStatus.DISMISSED else None
         if record.card_channel and record.card_ts:
@@ -258,9 +267,9 @@ class ReviewDesk:
                 log.warning("review %s decided, but its card was not updated: Slack said %s", review_id, exc.code)
         await self.records.save_review(record)
         log.info("review %s %s by %s", review_id, status, reviewer)
-        await self._refresh_home(record, reviewer)
+        await self.refresh_home_of(record, reviewer)
 
-    async def _refresh_home(self, record: ReviewRecord, reviewer: str) -> None:
+    async def refresh_home_of(self, record: ReviewRecord, reviewer: str) -> None:
         """A review without a card can only have been decided on the reviewer's Home tab:
         published again, so the tab they are looking at shows it gone, or still open when
         the decision was undone. The decision stands either way: a tab Slack will not
@@ -272,7 +281,7 @@ class ReviewDesk:
         except SlackError as exc:
             log.warning("review %s: the Home tab of %s was not refreshed: %s", record.review_id, reviewer, exc)
 
-    def _save_draft(self, record: ReviewRecord, text: str, reviewer: str) -> None:
+    def save_draft(self, record: ReviewRecord, text: str, reviewer: str) -> None:
         """The written answer into the drafts folder. A folder the worker may not
         write (a read-only KB mount) costs the draft, not the decision: the asker
         has their answer, and the log says where the draft should have gone."""
