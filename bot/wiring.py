@@ -1,7 +1,7 @@
 """The composition root: builds and runs the two long-lived processes.
 
 `run_web` is `citebot serve` (Slack events in, jobs into Redis); `run_worker`
-is `citebot worker` (a Consumer that hands each job to the JobHandlers).
+is `citebot worker` (a Consumer that hands each job to the handler its kind registers in `job_handlers`).
 """
 
 from __future__ import annotations
@@ -21,18 +21,26 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.access.gate import AccessGate
 from bot.answer.backends import Backend, make_backend
 from bot.answer.judge import JUDGE_OFF_WARNING, unjudged_model
-from bot.answer.pipeline import make_pipeline
+from bot.answer.pipeline import Pipeline, make_pipeline
 from bot.answer.probe import probe_model
+from bot.answering.answerer import Answerer
+from bot.answering.delivery import Deliveries, OwnReplies, Recorder
+from bot.answering.private import PrivateAnswers
+from bot.answering.share import Shares
+from bot.answering.source_changes import note_source_changes
 from bot.channels import load_channels
 from bot.config import Settings
 from bot.embedder import make_embedder
+from bot.helpdesk.handover import Handover
+from bot.helpdesk.learning import ESCALATION_KIND, Learning
 from bot.home.publish import publish_home
 from bot.inbound.intake import AppDeps
 from bot.inbound.listeners import create_app
 from bot.inbound.socket_mode import SocketModeWatch
 from bot.inbound.web import EVENTS_PATH, SLACK_REDIS_BUDGET_S, create_metrics_app, create_web_app
 from bot.jobs.consumer import Consumer
-from bot.jobs.handlers import JobHandlers
+from bot.jobs.dispatch import Dispatcher
+from bot.jobs.job import Job, JobKind
 from bot.jobs.queue import JobQueue
 from bot.review.desk import HomeRefresh, ReviewDesk
 from bot.review.reviewers import missing_reviewers
@@ -40,6 +48,7 @@ from bot.slack.calls import make_client
 from bot.slack.startup import check_app_token, check_bot_token, resolve_review_channel
 from bot.slack.workspace import Workspace
 from bot.store.audit import AuditTrail
+from bot.store.escalations import Escalations
 from bot.store.ledger import PostLedger
 from bot.store.records import Records
 from citebot_core.connection import connect
@@ -183,17 +192,9 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
         if pipeline.judge is not None:
             stack.push_async_callback(pipeline.judge.aclose)
         access = AccessGate.of(slack, redis, settings.index_dir, cache_s=settings.access_cache_s)
-        handlers = JobHandlers(
-            settings=settings,
-            slack=slack,
-            pipeline=pipeline,
-            records=records,
-            ledger=ledger,
-            reviews=ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger, access=access,
-                               refresh_home=_home_refresher(settings, slack, redis, access)),
-            audit=AuditTrail(redis),
-            access=access,
-        )
+        reviews = ReviewDesk(settings=settings, slack=slack, records=records, ledger=ledger, access=access,
+                             refresh_home=_home_refresher(settings, slack, redis, access))
+        handlers = job_handlers(settings, slack, pipeline, records, ledger, reviews, AuditTrail(redis), access)
         log.info(
             "worker started: %d jobs at once, index %s, LLM %s, judge %s, embedder %s",
             concurrency, retriever.generation, backend.name, settings.judge_kind,
@@ -210,6 +211,42 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
         )
         with _on_signals(consumer.stop):
             await consumer.run()
+
+
+def job_handlers(settings: Settings, slack: AsyncWebClient, pipeline: Pipeline, records: Records, ledger: PostLedger,
+                 reviews: ReviewDesk, audit: AuditTrail | None, access: AccessGate | None = None) -> Dispatcher:
+    """What a worker does with each kind of job: one handler each, and the last word of a kind whose job failed
+    for good. `access` is None only where a test of something else hands in a pipeline without an index."""
+    escalations = Escalations(records.redis)
+    handover = Handover(slack, ledger, escalations, settings.review_channel)
+    learning = Learning(reviews, escalations)
+    reviews.kinds.setdefault(ESCALATION_KIND, learning)  # decided as its kind says, on the desk's cards
+    deliveries, recorder = Deliveries(slack, ledger), Recorder(audit)
+    own = OwnReplies(deliveries, records, recorder)
+    answerer = Answerer(settings, slack, pipeline, records, reviews, deliveries, own, recorder,
+                        PrivateAnswers(settings, slack, pipeline, records, audit), access)
+    shares = Shares(settings, slack, records, ledger, access)
+
+    async def source_changed(job: Job) -> None:
+        await note_source_changes(job, slack=slack, records=records, audit=audit)
+
+    return Dispatcher(
+        handlers={
+            JobKind.ANSWER: answerer.answer,
+            JobKind.HELP: own.help,
+            JobKind.REVIEW_DECISION: reviews.decide,
+            JobKind.FEEDBACK: reviews.feedback,
+            JobKind.SOURCE_CHANGED: source_changed,
+            JobKind.SHARE_ANSWER: shares.share,
+            JobKind.HANDOVER: handover.run,
+            JobKind.HANDOVER_REPLY: learning.person_answered,
+        },
+        last_words={
+            JobKind.ANSWER: answerer.failed,
+            JobKind.REVIEW_DECISION: reviews.decision_failed,
+            JobKind.HANDOVER: lambda job, error: handover.failed(job),
+        },
+    )
 
 
 async def _report_model(backend: Backend, settings: Settings) -> None:

@@ -11,7 +11,7 @@ import redis as sync_redis
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.cli import main
-from bot.jobs.handlers import JobHandlers
+from bot.config import load_settings
 from bot.jobs.queue import Job
 from bot.models import (
     Answer,
@@ -28,6 +28,7 @@ from bot.models import (
     Support,
     Violation,
 )
+from bot.review.desk import ReviewDesk
 from bot.store import audit as audit_module, keys
 from bot.store.audit import (
     CHANGED,
@@ -42,6 +43,7 @@ from bot.store.audit import (
 )
 from bot.store.ledger import PostLedger
 from bot.store.records import PostRecord, Records
+from bot.wiring import job_handlers
 from citebot_core.connection import connect
 from citebot_core.errors import Retryable
 from kb_index import Retriever, build_index
@@ -232,10 +234,11 @@ async def test_the_apology_is_recorded_as_an_error(redis_url):
     redis = connect(redis_url, timeout=5)
     ledger = PostLedger(redis_url)
     with FakeSlackServer(token="xoxb-test") as slack:
-        handlers = JobHandlers(
-            settings=None, slack=AsyncWebClient(token="xoxb-test", base_url=slack.url), pipeline=None,
-            records=Records(redis), ledger=ledger, reviews=None, audit=AuditTrail(redis),
-        )
+        settings = load_settings(env_file=None)
+        client = AsyncWebClient(token="xoxb-test", base_url=slack.url)
+        records = Records(redis)
+        reviews = ReviewDesk(settings=settings, slack=client, records=records, ledger=ledger)
+        handlers = job_handlers(settings, client, None, records, ledger, reviews, AuditTrail(redis))  # type: ignore[arg-type]
         q = question(is_dm=True)
         await handlers.on_dead(Job(kind="answer", payload={"question": q.model_dump(mode="json")}), Retryable("LLM: 503"))
         [apology] = slack.messages("DASKER")

@@ -156,7 +156,7 @@ def test_log_lines_carry_control_characters_escaped():
 
     from bot.logs import JsonFormatter
 
-    record = logging.makeLogRecord({"msg": "question %s", "args": (NASTY,), "name": "bot.jobs.handlers", "levelname": "INFO"})
+    record = logging.makeLogRecord({"msg": "question %s", "args": (NASTY,), "name": "bot.answering.answerer", "levelname": "INFO"})
     line = JsonFormatter("worker").format(record)
     assert_inert(line)
     assert json.loads(line)["message"] == f"question {NASTY}"

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from bot.jobs.source_changes import changed_entries
+from bot.answering.source_changes import changed_entries
 from kb_index import Retriever, build_index, load_kb
 from kb_index.index import current_generation, read_manifest
 from tests.kb_fixtures import MINI_KB, write_entry, write_mini_kb

@@ -45,7 +45,7 @@ def todays_form(kind: str, payload: dict[str, Any], job_id: str) -> str:
     return json.dumps({"kind": kind, "payload": payload, "id": job_id, "attempt": 1, "enqueued_at": 1700000000.5})
 
 
-# Each kind's payload exactly as bot.inbound.listeners and bot.jobs.source_changes built it.
+# Each kind's payload exactly as bot.inbound.listeners and bot.answering.source_changes built it.
 TODAYS_JOBS = {
     "answer": {"question": QUESTION, "bot_user_id": "UBOT"},
     "help": {"question": {**QUESTION, "text": ""}, "bot_user_id": None},

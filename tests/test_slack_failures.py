@@ -1,6 +1,6 @@
 """Slack failing the bot: never passed off as the model being down, never losing the work.
 
-In-process: the JobHandlers with a scripted pipeline, real Redis and the fake Slack
+In-process: the job handlers (bot.wiring `job_handlers`) with a scripted pipeline, real Redis and the fake Slack
 Web API. End to end: `citebot serve` + `citebot worker` (tests/citebot_fixtures).
 """
 
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import httpx
 import pytest
@@ -16,7 +18,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.cli import main
 from bot.config import load_settings
 from bot.i18n import Key, message
-from bot.jobs.handlers import JobHandlers
 from bot.jobs.queue import Job
 from bot.models import Answer, Outcome, Question, SlackQuestion, Source
 from bot.review.desk import ReviewDesk
@@ -24,6 +25,7 @@ from bot.slack.calls import SlackRateLimited, call, make_client
 from bot.store.audit import AuditTrail
 from bot.store.ledger import PostLedger
 from bot.store.records import Records
+from bot.wiring import job_handlers
 from citebot_core.connection import connect
 from citebot_core.errors import Retryable
 from tests.citebot_fixtures import answers_in, button_value
@@ -74,12 +76,22 @@ def slack():
         yield server
 
 
+@dataclass
+class Worker:
+    """What a worker does with a job (bot.wiring `job_handlers`), and the records it keeps."""
+
+    answer: Callable[[Job], Awaitable[None]]
+    on_dead: Callable[[Job, BaseException], Awaitable[None]]
+    records: Records
+    ledger: PostLedger
+
+
 @pytest.fixture
 async def make_handlers(slack, redis_url, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # no stray .env
     closers = []
 
-    async def make(*answers: Answer, slack_timeout: float | None = None) -> JobHandlers:
+    async def make(*answers: Answer, slack_timeout: float | None = None) -> Worker:
         settings = load_settings(env_file=None, CITEBOT_REVIEW_CHANNEL=REVIEW_CHANNEL)
         redis, ledger = connect(redis_url, timeout=5), PostLedger(redis_url)
         closers.extend([ledger.close, redis.aclose])
@@ -87,10 +99,10 @@ async def make_handlers(slack, redis_url, monkeypatch, tmp_path):
         if slack_timeout is not None:
             client.timeout = slack_timeout
         records = Records(redis)
-        return JobHandlers(
-            settings=settings, slack=client, pipeline=ScriptedPipeline(*answers), records=records, ledger=ledger,
-            reviews=ReviewDesk(settings=settings, slack=client, records=records, ledger=ledger), audit=AuditTrail(redis),
-        )
+        reviews = ReviewDesk(settings=settings, slack=client, records=records, ledger=ledger)
+        jobs = job_handlers(settings, client, ScriptedPipeline(*answers), records, ledger, reviews,  # type: ignore[arg-type]
+                            AuditTrail(redis))
+        return Worker(jobs.handle, jobs.on_dead, records, ledger)
 
     yield make
     for close in closers:

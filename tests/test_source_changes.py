@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.cli import main
 from bot.i18n import Key, message
 from bot.jobs.queue import Job, JobQueue
-from bot.jobs.source_changes import NOTES_BLOCK_ID, note_source_changes, with_source_notes
+from bot.answering.source_changes import NOTES_BLOCK_ID, note_source_changes, with_source_notes
 from bot.models import Answer, Outcome, Question, SlackQuestion
 from bot.slack.replies import answer_message
 from bot.store import keys

@@ -1,6 +1,6 @@
 """The worker's access check: the collections a question may draw on where its reply is shown.
 
-`AccessGate.scope` is called by the answer handler (bot.jobs.handlers) after the
+`AccessGate.scope` is called by the answer handler (bot.answering.answerer) after the
 claim on the question's post and before retrieval; `tell_external_once` is the
 private note in a channel shared with another organization where no collection
 may be used.

@@ -125,7 +125,7 @@ def _notify_source_changes(report, previous, index_dir: Path, settings: Settings
         return  # nothing changed: not even Redis is asked
     import asyncio
 
-    from bot.jobs.source_changes import NotNotified, changed_entries, notify_source_changes
+    from bot.answering.source_changes import NotNotified, changed_entries, notify_source_changes
 
     changed, removed = changed_entries(report, previous)
     if not (changed or removed):

@@ -2,7 +2,7 @@
 
 One Consumer runs in each worker process (`citebot worker`, built by
 bot.wiring `run_worker`); it hands every job to the job handlers
-(bot.jobs.handlers `JobHandlers`). bot.jobs.queue explains the delivery
+(bot.jobs.dispatch, filled by bot.wiring `job_handlers`). bot.jobs.queue explains the delivery
 protocol; the scripts and timings only a worker needs are here.
 
 A job ends in one of three ways:

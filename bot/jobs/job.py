@@ -145,7 +145,7 @@ class SourceChange(BaseModel):
 
     entry_id: str
     n: int  # the footnote number in the answer
-    change: str  # bot.jobs.source_changes CHANGED or REMOVED
+    change: str  # bot.answering.source_changes CHANGED or REMOVED
 
 
 class SourceChangedPayload(JobPayload):

@@ -4,7 +4,7 @@ The web process calls `JobQueue.enqueue` and acks Slack only once the job is
 in Redis (bot.inbound.listeners): when Redis is down the enqueue raises, Slack
 gets an error and delivers the event again later, so no question is lost.
 Workers run a `Consumer` (bot.jobs.consumer) that takes each `Job` from the
-stream and hands it to its handler (bot.jobs.handlers); the handlers post
+stream and hands it to its handler (bot.wiring `job_handlers`); the handlers post
 through the `Poster` (bot.slack.posting) so that a question is answered in
 Slack once, even when its job runs twice.
 

@@ -15,7 +15,7 @@ uses with two lifetimes, and read from one place per use:
   the post record right after the post, and keeps them AUDIT_HORIZON_S. It is
   the record of where an answer went for everything after its job: `citebot
   audit show`, and the note on an answer whose source changed
-  (bot.jobs.source_changes), which may come up to CITED_BY_WINDOW_S later.
+  (bot.answering.source_changes), which may come up to CITED_BY_WINDOW_S later.
 
 The answer record (ANSWER_PREFIX) does not hold where it was posted.
 """
@@ -199,7 +199,7 @@ SHARED_CHANNELS = PREFIX + "{audit}:shared-channels"
 # Lives as long as the stream keeps entries (AUDIT_HORIZON_S).
 AUDIT_QUESTION_PREFIX = PREFIX + "{audit}:q:"  # + question id
 # Entry id -> the questions whose answers cited it (sorted set, score = when
-# answered), for the note on answers whose source changed (bot.jobs.source_changes).
+# answered), for the note on answers whose source changed (bot.answering.source_changes).
 # Members older than CITED_BY_WINDOW_S are trimmed on every write and the key
 # expires that long after its last write: past the window the answer record
 # that holds the posted message (ANSWER_TTL_S) is gone too.

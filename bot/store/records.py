@@ -10,7 +10,7 @@
   buttons on the review card carry only its id.
 - Feedback is appended to a bounded stream.
 - An unjudged answer is the uncertain answer of a try whose judge could not
-  judge the draft, for a later try that cannot finish (bot.jobs.handlers).
+  judge the draft, for a later try that cannot finish (bot.answering.answerer).
 
 Key names live in bot.store.keys with the queue's.
 """
@@ -57,7 +57,7 @@ class AnswerRecord(BaseModel):
     sources: list[Source] = Field(default_factory=list)
     created_at: float = Field(default_factory=time.time)
     # The message as first posted ({"text", "blocks"}): when a cited entry
-    # changes, bot.jobs.source_changes rebuilds it with a note and chat.updates it.
+    # changes, bot.answering.source_changes rebuilds it with a note and chat.updates it.
     message: dict[str, Any] | None = None
     # Footnote number -> "changed" | "removed": the notes the message carries now.
     source_notes: dict[str, str] = Field(default_factory=dict)

@@ -8,7 +8,7 @@
   statement with a quote found in its blocks; where no judge runs it fails as REGENERATE.
 - FAIL: nothing can be posted and a regeneration would not help: the judge could not judge (down,
   timed out, an unreadable reply, the question's time spent). A model outage: the job is retried
-  (bot.jobs.handlers), and the last try ends "not sure" with the draft on the review card.
+  (bot.answering.answerer), and the last try ends "not sure" with the draft on the review card.
 
 `claim_local`: in claims mode the finding concerns one claim, which is dropped, and the verified
 rest may be posted as partial (AuditMode.HYBRID); any other finding makes it UNGROUNDED.
