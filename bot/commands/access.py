@@ -10,18 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.access.policy import may_read, readable
+from bot.access.resolver import AccessResolver, AccessUnavailable
+from bot.access.scope import Accesses
 from bot.commands import EXIT_OK, CliError
+from bot.commands.shared import with_redis
 from bot.config import Settings
+from bot.slack.calls import make_client
 from bot.terminal import echo, json_text
+from kb_index.index import IndexNotFound
 
 
 def cmd_access(args, settings: Settings) -> int:
-    from bot.access.resolver import AccessUnavailable
-    from bot.commands.ops import _with_redis
-    from kb_index.index import IndexNotFound
-
     try:
-        report = _with_redis(settings, lambda redis: access_report(settings, redis, args.user, args.channel))
+        report = with_redis(settings, lambda redis: access_report(settings, redis, args.user, args.channel))
     except AccessUnavailable as exc:
         raise CliError(f"Slack did not say who may read what: {exc}") from None
     except IndexNotFound as exc:
@@ -43,11 +45,6 @@ def cmd_access(args, settings: Settings) -> int:
 
 
 async def access_report(settings: Settings, redis: Any, user: str, channel: str | None) -> dict[str, Any]:
-    from bot.access.policy import may_read, readable
-    from bot.access.resolver import AccessResolver
-    from bot.access.scope import Accesses
-    from bot.slack.calls import make_client
-
     slack = make_client(settings.require_bot_token(), settings.slack_api_url)
     resolver = AccessResolver(slack, redis)
     accesses = Accesses(settings.index_dir).current()
@@ -76,24 +73,3 @@ async def access_report(settings: Settings, redis: Any, user: str, channel: str 
     return {"user": user, "kind": person.kind.value, "channel": channel, "collections": rows}
 
 
-async def unknown_audience_names(slack: Any, accesses: dict[str, Any]) -> list[tuple[str, str]]:
-    """(collection, what is wrong) for each group or channel an audience names that Slack does not know: it
-    grants nobody access. SlackError when Slack cannot be asked."""
-    from bot.slack.calls import SlackFailed, call
-
-    groups_of = {name: set(a.audience.groups) for name, a in accesses.items() if a.audience is not None}
-    channels_of = {name: set(a.audience.channels) for name, a in accesses.items() if a.audience is not None}
-    found: list[tuple[str, str]] = []
-    if any(groups_of.values()):
-        listed = (await call(slack.usergroups_list(), "usergroups.list")).get("usergroups") or []
-        known = {g.get("id") for g in listed} | {g.get("handle") for g in listed}
-        found += [(name, f"the user group {g} an audience names is unknown to Slack: it grants nobody access")
-                  for name, groups in sorted(groups_of.items()) for g in sorted(groups - known)]
-    for name, channels in sorted(channels_of.items()):
-        for channel in sorted(channels):
-            try:
-                await call(slack.conversations_info(channel=channel), "conversations.info")
-            except SlackFailed as exc:
-                found.append((name, f"the channel {channel} an audience names cannot be read ({exc.code}): "
-                                    "it grants nobody access"))
-    return found

@@ -17,16 +17,37 @@ is what works, but not as well as it could, or only for `citebot ask`
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from typing import Any
 
+from redis.exceptions import RedisError
+
+from bot.answer.backends import PROSE_MAX_TOKENS, STRUCTURED_MAX_TOKENS, make_backend
+from bot.answer.budget import BudgetSpent, within_budget
+from bot.answer.judge import JUDGE_OFF_WARNING, unjudged_model
+from bot.answer.llm_http import LLMError
+from bot.answer.minicheck import MAX_TOKENS, make_minicheck, prompt, read_answer
+from bot.answer.probe import probe_model
+from bot.answer.prompt import system_rules
+from bot.answer.verify.judgement import JudgeReplyInvalid
 from bot.commands import EXIT_FAILED, EXIT_OK
 from bot.commands.finding import FAIL, OK, WARN, Finding
 from bot.commands.help_doctor import check_help_channels
+from bot.commands.shared import shared_history_lines, unknown_audience_names
 from bot.config import ConfigError, Settings
-from bot.models import AnswerMode
+from bot.embedder import make_embedder
+from bot.models import AnswerMode, GenerationRequest
+from bot.review.reviewers import missing_reviewers
+from bot.slack.calls import SlackError, call, make_client
+from bot.slack.startup import StartupError, check_app_token, check_bot_token, resolve_review_channel
+from bot.store.shared_history import restricted_in_shared_channels
 from bot.terminal import echo, json_text
+from citebot_core.connection import connect, redis_location
+from kb_index.entries import collection_file_problems
+from kb_index.index import IndexNotFound, built_from, check_generation, current_generation, read_access, read_manifest
+from kb_index.vectors import model_of
 
 REDIS_TIMEOUT_S = 5.0
 # Redis commands citebot relies on (XAUTOCLAIM, GETDEL) came with 6.2.
@@ -37,8 +58,6 @@ CHARS_PER_TOKEN = 3
 
 
 def cmd_doctor(args, settings: Settings) -> int:
-    import asyncio
-
     findings = asyncio.run(examine(settings))
     failed = any(f.status == FAIL for f in findings)
     if args.json:
@@ -60,9 +79,6 @@ async def examine(settings: Settings) -> list[Finding]:
 
 
 async def check_model(settings: Settings) -> list[Finding]:
-    from bot.answer.backends import make_backend
-    from bot.answer.probe import probe_model
-
     # One try: a probe reports what the server does, not what the retries make of it.
     backend = make_backend(settings, retries=0)
     try:
@@ -90,8 +106,6 @@ PROBE_CLAIM = "Employees get 28 days of paid annual leave per calendar year."
 async def check_judge(settings: Settings) -> list[Finding]:
     """The entailment judge: off is worth a word only where a model writes the answers (the extractive
     backend quotes the knowledge base: there is nothing for a judge to catch); a MiniCheck server is asked."""
-    from bot.answer.judge import JUDGE_OFF_WARNING, unjudged_model
-
     kind = settings.judge_kind
     if kind == "off":
         return [Finding("judge", WARN, JUDGE_OFF_WARNING)] if unjudged_model(settings) else []
@@ -102,12 +116,6 @@ async def check_judge(settings: Settings) -> list[Finding]:
 
 async def _probe_minicheck(settings: Settings) -> Finding:
     """One sentence in MiniCheck's protocol that its document states word for word: the judge must say Yes."""
-    from bot.answer.budget import BudgetSpent, within_budget
-    from bot.answer.llm_http import LLMError
-    from bot.answer.minicheck import MAX_TOKENS, make_minicheck, prompt, read_answer
-    from bot.answer.verify.judgement import JudgeReplyInvalid
-    from bot.models import GenerationRequest
-
     judge = make_minicheck(settings, retries=0)
     where = f"judge {settings.judge_model} at {settings.judge_url}"
     request = GenerationRequest(messages=[{"role": "user", "content": prompt(PROBE_DOCUMENT, PROBE_CLAIM)}],
@@ -134,9 +142,6 @@ async def _probe_minicheck(settings: Settings) -> Finding:
 
 def _context_fits(settings: Settings, context: int) -> list[Finding]:
     """A full prompt and the output cap must fit the context, or the server refuses or cuts the prompt."""
-    from bot.answer.backends import PROSE_MAX_TOKENS, STRUCTURED_MAX_TOKENS
-    from bot.answer.prompt import system_rules
-
     structured = settings.answer_mode is AnswerMode.CLAIMS
     cap = settings.llm_max_tokens or (STRUCTURED_MAX_TOKENS if structured else PROSE_MAX_TOKENS)
     rules = max(len(system_rules(mode, language)) for mode in AnswerMode for language in ("en", "de"))
@@ -155,10 +160,6 @@ def _context_fits(settings: Settings, context: int) -> list[Finding]:
 
 
 async def check_slack(settings: Settings) -> list[Finding]:
-    from bot.review.reviewers import missing_reviewers
-    from bot.slack.calls import make_client
-    from bot.slack.startup import StartupError, check_app_token, check_bot_token, resolve_review_channel
-
     if not settings.slack_bot_token:
         return [Finding("slack", WARN, "SLACK_BOT_TOKEN is not set: `citebot ask` works, serve and worker need it")]
     slack = make_client(settings.slack_bot_token, settings.slack_api_url)
@@ -199,8 +200,6 @@ ACCESS_SCOPES = ("users:read", "usergroups:read", "channels:read", "groups:read"
 async def check_access(settings: Settings) -> list[Finding]:
     """Each collection's audience; with a Slack token, the scopes the checks need and the groups and
     channels the audiences name (an unknown one grants nobody access)."""
-    from kb_index.index import IndexNotFound, current_generation, read_access
-
     try:
         accesses = read_access(current_generation(settings.index_dir))
     except (IndexNotFound, OSError, ValueError):
@@ -217,12 +216,6 @@ async def check_access(settings: Settings) -> list[Finding]:
 async def _shared_channel_history(settings: Settings, accesses: dict[str, Any]) -> list[Finding]:
     """A warn per channel shared with another organization whose history holds answers from collections without
     external: true (posted while it was internal). Redis out of reach is the redis check's finding, not this one's."""
-    from redis.exceptions import RedisError
-
-    from bot.commands.ops import shared_history_lines
-    from bot.store.shared_history import restricted_in_shared_channels
-    from citebot_core.connection import connect
-
     redis = connect(settings.redis, timeout=REDIS_TIMEOUT_S)
     try:
         found = [c for c in await restricted_in_shared_channels(redis, accesses) if c.answers]
@@ -238,8 +231,6 @@ async def _shared_channel_history(settings: Settings, accesses: dict[str, Any]) 
 def _collection_file_problems(settings: Settings) -> list[Finding]:
     """The knowledge base's collection files as they are now, not as the live index was built: a file broken
     since is said before the next build closes its collection."""
-    from kb_index.entries import collection_file_problems
-
     try:
         problems = collection_file_problems(settings.kb_dir)
     except OSError as exc:
@@ -259,9 +250,6 @@ def _audience_line(access: Any) -> str:
 
 
 async def _check_access_in_slack(settings: Settings, accesses: dict[str, Any]) -> list[Finding]:
-    from bot.commands.access import unknown_audience_names
-    from bot.slack.calls import SlackError, call, make_client
-
     slack = make_client(settings.slack_bot_token, settings.slack_api_url)
     try:
         reply = await call(slack.auth_test(), "auth.test")
@@ -292,10 +280,6 @@ async def _check_access_in_slack(settings: Settings, accesses: dict[str, Any]) -
 
 
 async def check_redis(settings: Settings) -> Finding:
-    from redis.exceptions import RedisError
-
-    from citebot_core.connection import connect, redis_location
-
     target = settings.redis
     where = redis_location(target)
     mode = str(target.resolved_mode)
@@ -337,10 +321,6 @@ async def _server_facts(redis) -> tuple[str, bool]:
 
 
 def check_index(settings: Settings) -> list[Finding]:
-    from bot.embedder import make_embedder
-    from kb_index.index import IndexNotFound, built_from, check_generation, current_generation, read_manifest
-    from kb_index.vectors import model_of
-
     try:
         embedder = make_embedder(settings)
     except ConfigError as exc:

@@ -13,13 +13,12 @@ from typing import Any
 from bot.channels import ChannelPolicy, ChannelsConfig, load_channels
 from bot.commands.finding import FAIL, OK, WARN, Finding
 from bot.config import Settings
+from bot.slack.calls import SlackError, call, make_client
 
 CHECK = "help"
 
 
 async def check_help_channels(settings: Settings) -> list[Finding]:
-    from bot.slack.calls import SlackError, call, make_client
-
     if not settings.slack_bot_token or settings.channels_file is None:
         return []
     channels = load_channels(settings.channels_file)

@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Never
 
+from tqdm import tqdm
+
+from bot.answer.assemble import error_answer, format_text_answer
+from bot.answer.budget import BudgetSpent, within_budget
+from bot.answer.llm_http import LLMError
+from bot.answer.pipeline import make_pipeline
+from bot.answering.source_changes import NotNotified, changed_entries, notify_source_changes
 from bot.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, snippet
-from bot.config import Settings
+from bot.commands.shared import unknown_audience_names
+from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR, ConfigError, Settings
+from bot.embedder import make_embedder
+from bot.models import AnswerMode, Question, clip_question
+from bot.slack.calls import SlackError, make_client
 from bot.terminal import echo, json_text
+from kb_index import IndexEmpty, IndexNotFound, Retriever, build_index
+from kb_index.analysis import guess_language
+from kb_index.collection import COLLECTION_FILE
+from kb_index.embedding import EmbedderError
+from kb_index.entries import LoadResult, _collection_files
+from kb_index.index import (
+    IndexOutdated,
+    built_from,
+    check_generation,
+    current_generation,
+    open_problem,
+    read_manifest,
+)
+from kb_index.vectors import model_of
 
 if TYPE_CHECKING:
     from tqdm import tqdm  # imported where a bar is drawn: it costs start-up time
@@ -57,8 +83,6 @@ def cmd_index(args, settings: Settings) -> int:
 
 
 def _live_name(index_dir: Path) -> str:
-    from kb_index.index import current_generation
-
     try:
         return current_generation(index_dir).name
     except Exception:  # no index yet, or one that cannot be read: said as such
@@ -68,13 +92,6 @@ def _live_name(index_dir: Path) -> str:
 def _unknown_audiences(kb_dir: Path, settings: Settings) -> bool:
     """With a Slack token: an error line per group or channel an audience in the KB's collection files names
     that Slack does not know (it grants nobody access). True if there was one."""
-    import asyncio
-
-    from bot.commands.access import unknown_audience_names
-    from bot.slack.calls import SlackError, make_client
-    from kb_index.collection import COLLECTION_FILE
-    from kb_index.entries import LoadResult, _collection_files
-
     if not settings.slack_bot_token:
         return False
     # An invalid collection file is the build's own error line; the others' audiences are checked here.
@@ -108,8 +125,6 @@ def _print_errors(kb_dir: Path, report) -> None:
 
 def _live_entry_hashes(index_dir: Path) -> dict[str, str] | None:
     """Entry id -> content hash of the live index, read before a build replaces it."""
-    from kb_index.index import IndexNotFound, current_generation, read_manifest
-
     try:
         return dict(read_manifest(current_generation(index_dir))["entries"])
     except (IndexNotFound, OSError, ValueError, KeyError):
@@ -123,9 +138,7 @@ def _notify_source_changes(report, previous, index_dir: Path, settings: Settings
     """
     if not (report.updated or report.removed or (report.full_rebuild and previous)):
         return  # nothing changed: not even Redis is asked
-    import asyncio
 
-    from bot.answering.source_changes import NotNotified, changed_entries, notify_source_changes
 
     changed, removed = changed_entries(report, previous)
     if not (changed or removed):
@@ -144,9 +157,6 @@ def _notify_source_changes(report, previous, index_dir: Path, settings: Settings
 
 
 def _embedder(settings: Settings):
-    from bot.config import ConfigError
-    from bot.embedder import make_embedder
-
     try:
         return make_embedder(settings)
     except ConfigError as exc:
@@ -163,10 +173,6 @@ def build_kb_index(
     quiet: bool = False,
     keep_going: bool = False,
 ):
-    from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR
-    from kb_index import build_index
-    from kb_index.embedding import EmbedderError
-
     seed = BUNDLED_VECTORS_DIR if kb_dir.resolve() == BUNDLED_KB_DIR and BUNDLED_VECTORS_DIR.is_dir() else None
     with _Progress(enabled=not quiet) as progress:
         try:
@@ -209,7 +215,6 @@ class _Progress:
                 print(f"citebot: embedding {total} chunks (only new or changed ones; this can take a while)…",
                       file=sys.stderr, flush=True)
             return
-        from tqdm import tqdm
 
         if stage != self._stage:
             self._close()
@@ -234,8 +239,6 @@ class _Progress:
 
 
 def open_retriever(index_dir: Path, settings: Settings):
-    from kb_index import IndexNotFound, Retriever
-
     try:
         return Retriever(index_dir, embedder=_embedder(settings), min_cosine=settings.min_cosine)
     except IndexNotFound as exc:
@@ -245,7 +248,6 @@ def open_retriever(index_dir: Path, settings: Settings):
 def cmd_search(args, settings: Settings) -> int:
     if args.k <= 0:
         raise CliError("-k must be a positive number", EXIT_USAGE)
-    from kb_index import IndexEmpty
 
     with open_retriever(args.index or settings.index_dir, settings) as retriever:
         try:
@@ -291,6 +293,8 @@ def _hit_json(hit) -> dict:
 # ---------------------------------------------------------------- ask
 
 
+
+
 def ensure_index(settings: Settings) -> None:
     """The embedded default must work on a fresh clone: index the KB on first use
     (or when the index is of another version).
@@ -299,17 +303,6 @@ def ensure_index(settings: Settings) -> None:
     never rebuilt: the index may be the live one of a running bot, and a wrong
     or unset CITEBOT_KB_DIR must not replace it with another knowledge base.
     """
-    from kb_index.index import (
-        IndexEmpty,
-        IndexNotFound,
-        IndexOutdated,
-        built_from,
-        check_generation,
-        current_generation,
-        open_problem,
-    )
-    from kb_index.vectors import model_of
-
     embedder = _embedder(settings)
 
     try:
@@ -350,9 +343,6 @@ def _index_first(settings: Settings, embedder, why: str) -> None:
 
 
 def make_question(text: str, settings: Settings, *, language: str | None = None, collections=None):
-    from bot.models import Question, clip_question
-    from kb_index.analysis import guess_language
-
     text, truncated = clip_question(text, settings.max_question_chars)
     return Question(
         text=text,
@@ -362,21 +352,7 @@ def make_question(text: str, settings: Settings, *, language: str | None = None,
     )
 
 
-def make_pipeline(settings: Settings, retriever):
-    from bot.answer.pipeline import make_pipeline
-
-    return make_pipeline(settings, retriever)
-
-
 def cmd_ask(args, settings: Settings) -> int:
-    import asyncio
-
-    from bot.answer.assemble import error_answer, format_text_answer
-    from bot.answer.budget import BudgetSpent, within_budget
-    from bot.answer.llm_http import LLMError
-    from bot.models import AnswerMode
-    from kb_index import IndexNotFound
-
     if not args.question.strip():
         raise CliError("the question is empty", EXIT_USAGE)
     ensure_index(settings)

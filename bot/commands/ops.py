@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 import time
+from dataclasses import asdict
 
+from bot import logs
+from bot.access.scope import Accesses
+from bot.channels import ChannelsError
 from bot.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, snippet
 from bot.commands.kb import ensure_index
+from bot.commands.shared import shared_history_lines, with_redis
 from bot.config import ConfigError, Settings
+from bot.helpdesk import report
+from bot.jobs.queue import QueueUnavailable
+from bot.models import Outcome
+from bot.review.gaps import GapQuestion, format_gaps, gap_outcome, group_questions
+from bot.slack.startup import StartupError
+from bot.store.audit import AuditTrail, check_cited, entry_json, format_entry
+from bot.store.escalations import Escalations
+from bot.store.records import Records
+from bot.store.shared_history import restricted_in_shared_channels
 from bot.terminal import echo, json_text
+from bot.wiring import run_web, run_worker
+from kb_index import IndexNotFound, Retriever
 
 
 def _logging(role: str) -> None:
-    from bot import logs
-
     logs.setup(role)
 
 
 def _run_service(coro) -> int:
-    import asyncio
-
-    from bot.channels import ChannelsError
-    from bot.jobs.queue import QueueUnavailable
-    from bot.slack.startup import StartupError
-    from kb_index import IndexNotFound
-
     try:
         asyncio.run(coro)
     except (ConfigError, ChannelsError) as exc:
@@ -38,15 +47,11 @@ def _run_service(coro) -> int:
 
 
 def cmd_serve(args, settings: Settings) -> int:
-    from bot.wiring import run_web
-
     _logging("web")
     return _run_service(run_web(settings, host=args.host, port=args.port))
 
 
 def cmd_worker(args, settings: Settings) -> int:
-    from bot.wiring import run_worker
-
     if args.concurrency < 1:
         raise CliError("--concurrency must be at least 1", EXIT_USAGE)
     try:
@@ -61,16 +66,10 @@ def cmd_worker(args, settings: Settings) -> int:
 
 
 def cmd_review_list(args, settings: Settings) -> int:
-    import datetime as dt
-
-    from bot.helpdesk import report
-    from bot.store.escalations import Escalations
-    from bot.store.records import Records
-
     async def fetch(redis):
         return await Records(redis).open_reviews(), await Escalations(redis).since(0)
 
-    reviews, escalations = _with_redis(settings, fetch)
+    reviews, escalations = with_redis(settings, fetch)
     if args.json:
         print(json_text([r.model_dump(mode="json") for r in reviews], indent=1))
         return EXIT_OK
@@ -93,35 +92,9 @@ def cmd_review_list(args, settings: Settings) -> int:
     return EXIT_OK
 
 
-def _with_redis(settings: Settings, use):
-    """Runs `use(redis)` against CITEBOT_REDIS_URL; a Redis that does not answer is one clear line."""
-    import asyncio
-
-    from redis.exceptions import RedisError
-
-    from citebot_core.connection import connect, redis_location
-
-    async def run():
-        redis = connect(settings.redis, timeout=5.0)
-        try:
-            return await use(redis)
-        finally:
-            await redis.aclose()
-
-    try:
-        return asyncio.run(run())
-    except (OSError, RedisError) as exc:
-        raise CliError(f"cannot reach Redis at {redis_location(settings.redis)}: {exc}") from None
 
 
 def cmd_review_gaps(args, settings: Settings) -> int:
-    import time
-
-    from bot.helpdesk import report
-    from bot.models import Outcome
-    from bot.review.gaps import GapQuestion, format_gaps, gap_outcome, group_questions
-    from bot.store.audit import AuditTrail
-
     if args.days < 1:
         raise CliError("--days must be at least 1", EXIT_USAGE)
 
@@ -132,7 +105,7 @@ def cmd_review_gaps(args, settings: Settings) -> int:
         return [GapQuestion(text=e.question, language=e.language, at=e.at, outcome=gap_outcome(e)) async for e in entries
                 if e.outcome is not Outcome.ANSWERED or e.not_covered]
 
-    gaps = group_questions(_with_redis(settings, fetch))
+    gaps = group_questions(with_redis(settings, fetch))
     if args.json:
         print(json_text([g.as_json() for g in gaps], indent=1))
     else:
@@ -143,17 +116,11 @@ def cmd_review_gaps(args, settings: Settings) -> int:
 
 
 def _escalations(settings: Settings, days: int):
-    import time
-
-    from bot.store.escalations import Escalations
-
-    return _with_redis(settings, lambda redis: Escalations(redis).since(time.time() - days * 86400))
+    return with_redis(settings, lambda redis: Escalations(redis).since(time.time() - days * 86400))
 
 
 def cmd_review_escalations(args, settings: Settings) -> int:
     """Questions handed over to people ("Still need help?"), oldest first, and their count by collection."""
-    from bot.helpdesk import report
-
     if args.days < 1:
         raise CliError("--days must be at least 1", EXIT_USAGE)
     escalated = _escalations(settings, args.days)
@@ -170,17 +137,11 @@ def cmd_review_escalations(args, settings: Settings) -> int:
 def cmd_audit_shared(args, settings: Settings) -> int:
     """Each channel Slack said is shared with another organization, and the answers posted there (while it was
     internal) that cite a collection it may not read now: for an admin to delete or keep."""
-    from dataclasses import asdict
-
-    from bot.access.scope import Accesses
-    from bot.store.shared_history import restricted_in_shared_channels
-    from kb_index.index import IndexNotFound
-
     try:
         accesses = Accesses(settings.index_dir).current()
     except IndexNotFound:
         accesses = {}  # no index says any collection is external: every answer's collections count as restricted
-    found = _with_redis(settings, lambda redis: restricted_in_shared_channels(redis, accesses))
+    found = with_redis(settings, lambda redis: restricted_in_shared_channels(redis, accesses))
     if args.json:
         print(json_text([asdict(c) for c in found], indent=1))
         return EXIT_OK
@@ -191,27 +152,13 @@ def cmd_audit_shared(args, settings: Settings) -> int:
     return EXIT_OK
 
 
-def shared_history_lines(found) -> list[str]:
-    """One line per shared channel, then one per answer still in its history (`citebot audit shared`, doctor)."""
-    lines = []
-    for shared in found:
-        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(shared.shared_at))
-        lines.append(f"{shared.channel} shared with another organization since {when} UTC: "
-                     f"{len(shared.answers)} answer(s) in its history cite collections without external: true")
-        lines += [f"  {a.question_id}  ts {a.ts}  cites {', '.join(a.collections)}" for a in shared.answers]
-    return lines
 
 
 def cmd_audit_show(args, settings: Settings) -> int:
-    from bot.helpdesk import report
-    from bot.store.audit import AuditTrail, check_cited, entry_json, format_entry
-    from bot.store.escalations import Escalations
-    from kb_index import IndexNotFound, Retriever
-
     async def fetch(redis):
         return await AuditTrail(redis).get(args.question_id), await Escalations(redis).get(args.question_id)
 
-    entry, escalation = _with_redis(settings, fetch)
+    entry, escalation = with_redis(settings, fetch)
     if entry is None:
         raise CliError(f"no audit entry for question {args.question_id!r} (never answered, or older than the audit trail keeps)")
     try:

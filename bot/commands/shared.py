@@ -1,0 +1,64 @@
+"""What several commands use: Redis for one command, the audiences' names Slack does not know, a shared
+channel's restricted history as lines."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from bot.commands import CliError
+from bot.config import Settings
+from bot.slack.calls import SlackFailed, call
+from citebot_core.connection import connect, redis_location
+
+
+def with_redis(settings: Settings, use):
+    """Runs `use(redis)` against CITEBOT_REDIS_URL; a Redis that does not answer is one clear line."""
+    async def run():
+        redis = connect(settings.redis, timeout=5.0)
+        try:
+            return await use(redis)
+        finally:
+            await redis.aclose()
+
+    try:
+        return asyncio.run(run())
+    except (OSError, RedisError) as exc:
+        raise CliError(f"cannot reach Redis at {redis_location(settings.redis)}: {exc}") from None
+
+
+
+
+async def unknown_audience_names(slack: Any, accesses: dict[str, Any]) -> list[tuple[str, str]]:
+    """(collection, what is wrong) for each group or channel an audience names that Slack does not know: it
+    grants nobody access. SlackError when Slack cannot be asked."""
+    groups_of = {name: set(a.audience.groups) for name, a in accesses.items() if a.audience is not None}
+    channels_of = {name: set(a.audience.channels) for name, a in accesses.items() if a.audience is not None}
+    found: list[tuple[str, str]] = []
+    if any(groups_of.values()):
+        listed = (await call(slack.usergroups_list(), "usergroups.list")).get("usergroups") or []
+        known = {g.get("id") for g in listed} | {g.get("handle") for g in listed}
+        found += [(name, f"the user group {g} an audience names is unknown to Slack: it grants nobody access")
+                  for name, groups in sorted(groups_of.items()) for g in sorted(groups - known)]
+    for name, channels in sorted(channels_of.items()):
+        for channel in sorted(channels):
+            try:
+                await call(slack.conversations_info(channel=channel), "conversations.info")
+            except SlackFailed as exc:
+                found.append((name, f"the channel {channel} an audience names cannot be read ({exc.code}): "
+                                    "it grants nobody access"))
+    return found
+
+
+def shared_history_lines(found) -> list[str]:
+    """One line per shared channel, then one per answer still in its history (`citebot audit shared`, doctor)."""
+    lines = []
+    for shared in found:
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(shared.shared_at))
+        lines.append(f"{shared.channel} shared with another organization since {when} UTC: "
+                     f"{len(shared.answers)} answer(s) in its history cite collections without external: true")
+        lines += [f"  {a.question_id}  ts {a.ts}  cites {', '.join(a.collections)}" for a in shared.answers]
+    return lines
