@@ -14,6 +14,7 @@ from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import redis.asyncio as aioredis
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
@@ -297,7 +298,8 @@ def _on_signals(stop: Callable[[], None]) -> Iterator[None]:
             loop.remove_signal_handler(signum)
 
 
-def _home_refresher(settings: Settings, slack: AsyncWebClient, redis: Any, access: AccessGate) -> HomeRefresh:
+def _home_refresher(settings: Settings, slack: AsyncWebClient, redis: aioredis.Redis, access: AccessGate
+                    ) -> HomeRefresh:
     """The desk's way to publish a reviewer's Home tab again after a decision made there."""
     workspace = Workspace(slack)
 

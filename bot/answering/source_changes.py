@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ from bot.store.records import Records
 from citebot_core.connection import connect, redis_location
 from citebot_core.errors import Retryable
 from citebot_core.redis_target import RedisTarget
+from kb_index import Retriever
+from kb_index.index import BuildReport, read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -62,22 +65,21 @@ class NotNotified(Retryable):
 # ---------------------------------------------------------------- citebot index
 
 
-def changed_entries(report, previous: dict[str, str] | None) -> tuple[list[str], list[str]]:
+def changed_entries(report: BuildReport, previous: dict[str, str] | None) -> tuple[list[str], list[str]]:
     """(changed, removed) entry ids of a build. A full rebuild (`--rebuild`, a
     new schema) reports every entry as added, so there the manifests are compared."""
     if not report.full_rebuild:
         return list(report.updated), list(report.removed)
     if not previous:
         return [], []
-    from kb_index.index import read_manifest
-
     now = read_manifest(Path(report.index_dir) / report.generation)["entries"]
     changed = sorted(e for e, h in previous.items() if e in now and now[e] != h)
     return changed, sorted(e for e in previous if e not in now)
 
 
 async def plan_notes(
-    audit: AuditTrail, changed: list[str], removed: list[str], current_hashes, *, now: float | None = None
+    audit: AuditTrail, changed: list[str], removed: list[str], current_hashes: Callable[[str], set[str]], *,
+    now: float | None = None
 ) -> dict[str, list[SourceChange]]:
     """Question id -> the footnotes of its answer whose cited chunk is no longer in the index.
 
@@ -109,8 +111,6 @@ async def enqueue_notes(queue: JobQueue, plan: dict[str, list[SourceChange]], ge
 
 async def notify_source_changes(redis_url: RedisTarget | str, index_dir: Path, generation: str, changed: list[str], removed: list[str]) -> int:
     """After a build: enqueue the notes; returns the number of answers that will get one."""
-    from kb_index import Retriever
-
     redis = connect(redis_url, timeout=CLI_REDIS_TIMEOUT_S)
     try:
         with Retriever(index_dir) as retriever:

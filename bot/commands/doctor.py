@@ -45,6 +45,7 @@ from bot.slack.startup import StartupError, check_app_token, check_bot_token, re
 from bot.store.shared_history import restricted_in_shared_channels
 from bot.terminal import echo, json_text
 from citebot_core.connection import connect, redis_location
+from kb_index.collection import CollectionAccess
 from kb_index.entries import collection_file_problems
 from kb_index.index import IndexNotFound, built_from, check_generation, current_generation, read_access, read_manifest
 from kb_index.vectors import model_of
@@ -239,7 +240,7 @@ def _collection_file_problems(settings: Settings) -> list[Finding]:
                     {"path": p.path, "line": p.line}) for p in problems]
 
 
-def _audience_line(access: Any) -> str:
+def _audience_line(access: CollectionAccess) -> str:
     if access.closed:
         return "read by nobody: its collection file is invalid or misplaced (`citebot index` says why)"
     audience = access.audience

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Mapping
 
 from redis.exceptions import RedisError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.commands import CliError
 from bot.config import Settings
 from bot.slack.calls import SlackFailed, call
 from citebot_core.connection import connect, redis_location
+from kb_index.collection import CollectionAccess
 
 
 def with_redis(settings: Settings, use):
@@ -32,7 +34,8 @@ def with_redis(settings: Settings, use):
 
 
 
-async def unknown_audience_names(slack: Any, accesses: dict[str, Any]) -> list[tuple[str, str]]:
+async def unknown_audience_names(slack: AsyncWebClient, accesses: Mapping[str, CollectionAccess]
+                                 ) -> list[tuple[str, str]]:
     """(collection, what is wrong) for each group or channel an audience names that Slack does not know: it
     grants nobody access. SlackError when Slack cannot be asked."""
     groups_of = {name: set(a.audience.groups) for name, a in accesses.items() if a.audience is not None}

@@ -7,6 +7,7 @@ ran out; with them the next question sees the change. Only a Redis script that b
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import redis.asyncio as aioredis
 from slack_bolt.async_app import AsyncApp
@@ -23,7 +24,7 @@ ACCESS_EVENTS = ("subteam_members_changed", "subteam_created", "subteam_updated"
 
 
 def register_access_events(app: AsyncApp, redis: aioredis.Redis) -> None:
-    async def on_access_change(event):
+    async def on_access_change(event: dict[str, Any]) -> None:
         dropped = await forget(redis, event)
         log.info("access cache: %s dropped %d entr%s", event.get("type"), dropped, "y" if dropped == 1 else "ies")
         channel = str(event.get("channel") or "")

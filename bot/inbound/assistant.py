@@ -24,9 +24,13 @@ tab) is an ordinary DM question, with the DM's collections and no status.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp, AsyncAssistant
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.context.say.async_say import AsyncSay
+from slack_bolt.context.set_suggested_prompts.async_set_suggested_prompts import AsyncSetSuggestedPrompts
 
 from bot.channels import ChannelPolicy, ChannelsConfig
 from bot.i18n import Key, message
@@ -38,7 +42,7 @@ from bot.store.assistant_threads import AssistantThreads
 log = logging.getLogger(__name__)
 
 
-def panel_policy(context: dict[str, Any] | None, channels: ChannelsConfig) -> ChannelPolicy:
+def panel_policy(context: Mapping[str, Any] | None, channels: ChannelsConfig) -> ChannelPolicy:
     """What a panel thread may search: the channel's it is open beside; a DM's when it is
     beside a DM (someone else's conversation is no channel), or beside nothing."""
     channel = _text((context or {}).get("channel_id"))
@@ -52,7 +56,7 @@ def register_assistant(app: AsyncApp, deps: AppDeps) -> None:
     assistant = AsyncAssistant(thread_context_store=threads)
 
     @assistant.thread_started
-    async def on_thread_started(event, say, set_suggested_prompts):
+    async def on_thread_started(event: dict[str, Any], say: AsyncSay, set_suggested_prompts: AsyncSetSuggestedPrompts) -> None:
         where = _thread_of(event)
         if where is None:
             return
@@ -69,7 +73,8 @@ def register_assistant(app: AsyncApp, deps: AppDeps) -> None:
             await threads.release_greeting(channel, thread_ts)
             raise
 
-    async def _offer(event, context, set_suggested_prompts, *, greet=None) -> None:
+    async def _offer(event: dict[str, Any], context: Mapping[str, Any], set_suggested_prompts: AsyncSetSuggestedPrompts,
+                     *, greet: AsyncSay | None = None) -> None:
         """The greeting (with `greet`), then the prompts of the channel beside, in the user's language."""
         user = _text(event["assistant_thread"].get("user_id")) or ""
         policy = panel_policy(context, deps.channels)
@@ -87,7 +92,7 @@ def register_assistant(app: AsyncApp, deps: AppDeps) -> None:
             await set_suggested_prompts(prompts=prompts, title=message(Key.ASSISTANT_PROMPTS_TITLE, language))
 
     @assistant.thread_context_changed
-    async def on_context_changed(event, set_suggested_prompts):
+    async def on_context_changed(event: dict[str, Any], set_suggested_prompts: AsyncSetSuggestedPrompts) -> None:
         if (where := _thread_of(event)) is None:
             return
         channel, thread_ts, context = where
@@ -97,7 +102,7 @@ def register_assistant(app: AsyncApp, deps: AppDeps) -> None:
             await _offer(event, context, set_suggested_prompts)
 
     @assistant.user_message
-    async def on_user_message(event, body, context):
+    async def on_user_message(event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
         bot = bot_user_id_of(context, body)
         if not is_question_in_dm(event, bot):
             return

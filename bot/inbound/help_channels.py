@@ -20,6 +20,7 @@ import logging
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot import metrics
 from bot.helpdesk.asks import asks
@@ -71,8 +72,7 @@ async def on_channel_message(event: dict[str, Any], body: dict[str, Any], contex
     await enqueue_question(make_question(event, deps, is_dm=False, bot_user_id=bot), body, deps, bot_user_id=bot)
 
 
-async def _thread_reply(event: dict[str, Any], channel: str, thread_ts: str, text: str, body: dict[str, Any],
-                        deps: AppDeps) -> None:
+async def _thread_reply(event: dict[str, Any], channel: str, thread_ts: str, text: str, body: dict[str, Any], deps: AppDeps) -> None:
     """A reply in a thread: worth a job only in a handed-over thread, by someone other than the asker."""
     escalations = Escalations(deps.records.redis)
     question_id = await escalations.in_thread(channel, thread_ts)
@@ -131,7 +131,7 @@ def _question_ts(question_id: str, is_dm: bool) -> str | None:
     return None if is_dm else question_id.rpartition(":")[2] or None
 
 
-async def _outcome(question_id: str, deps: Any) -> str:
+async def _outcome(question_id: str, deps: AppDeps) -> str:
     """What the handed-over reply was (answered, refused, uncertain), from the audit trail."""
     entry = await AuditTrail(deps.records.redis).get(question_id)
     return str(entry.outcome) if entry is not None else ""
@@ -141,6 +141,6 @@ def register_handover(app: AsyncApp, deps: AppDeps) -> None:
     """"Still need help?": the button's listener."""
 
     @app.action(ACTION_HANDOVER)
-    async def on_handover(ack, body):
+    async def on_handover(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         await on_handover_click(body, deps)

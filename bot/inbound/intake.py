@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,14 +86,14 @@ def feedback_dedupe_id(answer_id: str, user: str, reason: str) -> str:
     return f"feedback:{answer_id}:{user}:{stable_id(reason)}"
 
 
-def bot_user_id_of(context: Any, body: dict[str, Any]) -> str | None:
+def bot_user_id_of(context: Mapping[str, Any] | None, body: dict[str, Any]) -> str | None:
     """The bot's own user id: from auth.test (Bolt's context), else the event's authorizations."""
     user = context.get("bot_user_id") if context is not None else None
-    if user:
+    if isinstance(user, str) and user:
         return user
     for authorization in body.get("authorizations") or []:
         if isinstance(authorization, dict) and authorization.get("is_bot") and authorization.get("user_id"):
-            return authorization["user_id"]
+            return str(authorization["user_id"])
     return None
 
 

@@ -20,6 +20,9 @@ import logging
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.access.gate import AccessGate
 from bot.home.publish import publish_home
@@ -74,12 +77,12 @@ def create_app(deps: AppDeps) -> AsyncApp:
 
 def register_events(app: AsyncApp, deps: AppDeps) -> None:
     @app.event("app_mention")
-    async def on_mention(event, body, context):
+    async def on_mention(event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
         bot = bot_user_id_of(context, body)
         await enqueue_question(make_question(event, deps, is_dm=False, bot_user_id=bot), body, deps, bot_user_id=bot)
 
     @app.event("message")
-    async def on_message(event, body, context):
+    async def on_message(event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
         if event.get("channel_type") in ("channel", "group"):
             # Help channels answer without a mention (bot.helpdesk); elsewhere a mention is an app_mention.
             await on_channel_message(event, body, context, deps)
@@ -98,7 +101,7 @@ def register_home(app: AsyncApp, deps: AppDeps) -> None:
     workspace = Workspace(app.client)
 
     @app.event("app_home_opened")
-    async def on_home_opened(event, client):
+    async def on_home_opened(event: dict[str, Any], client: AsyncWebClient) -> None:
         user = _string(event.get("user"))
         if event.get("tab") != "home" or not user:
             return  # the Messages tab opens the DM; nothing to publish
@@ -114,7 +117,7 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
     settings, records = deps.settings, deps.records
 
     @app.action(replies.ACTION_SOURCES)
-    async def on_sources(ack, body, client):
+    async def on_sources(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
         await ack()
         answer = await records.answer(body["actions"][0]["value"])
         # The record names where the answer was posted: a button can only open
@@ -126,13 +129,13 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 
     @app.action(replies.ACTION_FEEDBACK_UP)
-    async def on_feedback_up(ack, body):
+    async def on_feedback_up(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         if answer_id := _feedback_answer_id(body):
             await records.add_feedback(answer_id, body["user"]["id"], "up")
 
     @app.action(replies.ACTION_FEEDBACK_DOWN)
-    async def on_feedback_down(ack, body, client):
+    async def on_feedback_down(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
         await ack()
         answer_id = _feedback_answer_id(body)
         if not answer_id:
@@ -143,7 +146,7 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         await client.views_open(trigger_id=body["trigger_id"], view=replies.feedback_reason_modal(answer_id, language=language))
 
     @app.view(replies.CALLBACK_FEEDBACK_REASON)
-    async def on_feedback_reason(ack, body, view):
+    async def on_feedback_reason(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
         await ack()
         reason = replies.feedback_reason_from(view)
         answer_id, user = view.get("private_metadata", ""), body["user"]["id"]
@@ -153,7 +156,7 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
             # The same reason from the same user is one job, whichever web process saw the click.
             await deps.queue.enqueue(job, dedupe_id=feedback_dedupe_id(answer_id, user, reason))
 
-    async def decide(body, decision: str, text: str = "", save_draft: bool = False) -> None:
+    async def decide(body: dict[str, Any], decision: str, text: str = "", save_draft: bool = False) -> None:
         review_id = body["actions"][0]["value"] if "actions" in body else body["view"]["private_metadata"]
         user = body["user"]["id"]
         if not await may_decide(review_id, user):
@@ -171,7 +174,7 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
             await records.release_decision(review_id)
             raise
 
-    def may_review(body) -> bool:
+    def may_review(body: dict[str, Any]) -> bool:
         return reviewers.may_triage(settings, body)
 
     async def may_decide(review_id: str, user: str) -> bool:
@@ -187,19 +190,19 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         return False
 
     @app.action(review_card.ACTION_REVIEW_APPROVE)
-    async def on_approve(ack, body):
+    async def on_approve(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         if may_review(body):
             await decide(body, "approve")
 
     @app.action(review_card.ACTION_REVIEW_DISMISS)
-    async def on_dismiss(ack, body):
+    async def on_dismiss(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         if may_review(body):
             await decide(body, "dismiss")
 
     @app.action(review_card.ACTION_REVIEW_ANSWER)
-    async def on_write_answer(ack, body, client):
+    async def on_write_answer(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
         await ack()
         if not may_review(body):
             return
@@ -214,7 +217,7 @@ def register_actions(app: AsyncApp, deps: AppDeps) -> None:
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 
     @app.view(review_card.CALLBACK_REVIEW_ANSWER_SUBMIT)
-    async def on_answer_submitted(ack, body, view):
+    async def on_answer_submitted(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
         text = review_card.review_answer_from(view)
         if not text:
             record = await records.review(view.get("private_metadata") or "")
@@ -242,7 +245,7 @@ def _channel_of(body: dict[str, Any]) -> str | None:
     return (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
 
 
-def _feedback_answer_id(body: dict) -> str:
+def _feedback_answer_id(body: dict[str, Any]) -> str:
     """The answer a feedback button belongs to; "" (logged) for a button that names none."""
     answer_id = body["actions"][0].get("value") or ""
     if not answer_id:

@@ -29,6 +29,8 @@ import time
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
 
 from bot import metrics
 from bot.inbound.intake import AppDeps, bot_user_id_of, make_question, remember_asked
@@ -93,8 +95,7 @@ def _text(value: Any) -> str | None:
     return scrubbed(value) if isinstance(value, str) and value else None
 
 
-async def _enqueue(question: SlackQuestion, deps: AppDeps, *, dedupe: str, bot_user_id: str | None,
-                   ephemeral: Ephemeral | None) -> None:
+async def _enqueue(question: SlackQuestion, deps: AppDeps, *, dedupe: str, bot_user_id: str | None, ephemeral: Ephemeral | None) -> None:
     payload = AnswerPayload if question.text else HelpPayload
     job = Job.of(payload(question=question, bot_user_id=bot_user_id, ephemeral=ephemeral))
     with about_question(question.id):
@@ -109,7 +110,7 @@ def register_surfaces(app: AsyncApp, deps: AppDeps) -> None:
     settings = deps.settings
 
     @app.command(COMMAND)
-    async def on_command(ack, command, body, context):
+    async def on_command(ack: AsyncAck, command: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
         bot = bot_user_id_of(context, body)
         question = command_question(command, deps, bot_user_id=bot)
         response_url = _text(command.get("response_url"))
@@ -122,7 +123,7 @@ def register_surfaces(app: AsyncApp, deps: AppDeps) -> None:
         await ack(response_type="ephemeral", **replies.looking_up_message(language=question.language))
 
     @app.shortcut(SHORTCUT_ASK)
-    async def on_ask_shortcut(ack, shortcut, body, context):
+    async def on_ask_shortcut(ack: AsyncAck, shortcut: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
         bot = bot_user_id_of(context, body)
         question = shortcut_question(shortcut, deps, bot_user_id=bot)
         ephemeral = None
@@ -141,7 +142,7 @@ def register_surfaces(app: AsyncApp, deps: AppDeps) -> None:
         await ack()
 
     @app.action(replies.ACTION_ANSWER_PRIVATELY)
-    async def on_answer_privately(ack, body, context):
+    async def on_answer_privately(ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
         """"Answer privately" under the note to an asker who may read more than the channel: the same question
         again, from the asker's own access, answered to them alone (the click's response_url, as /citebot's).
         Only the asker's click counts: a forwarded note clicked by anyone else asks nothing."""
@@ -161,7 +162,7 @@ def register_surfaces(app: AsyncApp, deps: AppDeps) -> None:
                        ephemeral=Ephemeral(response_url=response_url))
 
     @app.action(replies.ACTION_POST_IN_CHANNEL)
-    async def on_post_in_channel(ack, body):
+    async def on_post_in_channel(ack: AsyncAck, body: dict[str, Any]) -> None:
         answer_id = (body.get("actions") or [{}])[0].get("value") or ""
         user = (body.get("user") or {}).get("id") or ""
         if answer_id and user:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qs
 
 from aiohttp import web
@@ -25,11 +27,15 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 
 from bot import metrics
+from bot.jobs.queue import JobQueue
 from citebot_core.deadline import deadline_in
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
+# /healthz's report: {"ok": bool, ...}
+Health = Callable[[], Awaitable[dict[str, Any]]]
+Route = Callable[[web.Request], Awaitable[web.Response]]
 # Slack bodies are small; a megabyte is far beyond any real event or interaction.
 MAX_BODY_BYTES = 1 << 20
 # Slack's request timestamp: Unix seconds. The signature check would raise on
@@ -41,7 +47,8 @@ _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 SLACK_REDIS_BUDGET_S = 2.0
 
 
-def create_web_app(bolt: AsyncApp, *, signing_secret: str | None, health=None, queue=None) -> web.Application:
+def create_web_app(bolt: AsyncApp, *, signing_secret: str | None, health: Health | None = None,
+                   queue: JobQueue | None = None) -> web.Application:
     """Without a signing secret (Socket Mode) there is no events route: nothing
     could prove that a request came from Slack."""
 
@@ -60,7 +67,7 @@ def create_web_app(bolt: AsyncApp, *, signing_secret: str | None, health=None, q
     return app
 
 
-def _events_route(bolt: AsyncApp, verifier: SignatureVerifier):
+def _events_route(bolt: AsyncApp, verifier: SignatureVerifier) -> Route:
     async def events(request: web.Request) -> web.Response:
         raw = await request.read()
         body = raw.decode("utf-8", errors="replace")
@@ -116,7 +123,7 @@ _DICT_FIELDS = ("event", "user", "view", "container", "message", "channel", "sta
 _STR_FIELDS = ("type", "token", "team_id", "api_app_id", "event_id", "trigger_id", "response_url", "challenge")
 
 
-def _shaped(payload: dict) -> bool:
+def _shaped(payload: dict[str, Any]) -> bool:
     if any(f in payload and not isinstance(payload[f], dict) for f in _DICT_FIELDS if f != "channel"):
         return False
     if "channel" in payload and not isinstance(payload["channel"], dict | str):
@@ -161,7 +168,7 @@ def _view_shaped(view: object) -> bool:
     return True
 
 
-def _action_shaped(action) -> bool:
+def _action_shaped(action: object) -> bool:
     return isinstance(action, dict) and all(
         isinstance(action.get(f, ""), str) for f in ("action_id", "block_id", "value", "type")
     )
