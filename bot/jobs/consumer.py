@@ -35,11 +35,13 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Container, Coroutine
+from dataclasses import dataclass, field
 from typing import Any
 
+import redis.asyncio as aioredis
 from pydantic import ValidationError
+from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT
 
@@ -203,6 +205,222 @@ class _ShardScan:
     last_pass: float = float("-inf")  # the first pass runs at once
 
 
+@dataclass
+class _Outcomes:
+    """What becomes of a taken entry once its job ran: acked, retried after a backoff, dead-lettered (after its
+    kind's last word), or handed back; the FINISH script first checks that the entry is still this worker's."""
+
+    worker_id: str
+    script: AsyncScript
+    on_dead: OnDead
+    max_tries: int
+    backoff: tuple[float, float]
+
+    async def retry_or_die(self, entry: _Entry, job: Job, exc: Retryable) -> None:
+        if job.attempt >= self.max_tries:
+            await self.dead(entry, job, exc)
+            return
+        delay = self.delay(job.attempt, exc.retry_after)
+        log.info("job %s try %d: %s; retrying in %.1fs", job.id, job.attempt, exc, delay)
+        retry = job.model_copy(update={"attempt": job.attempt + 1})
+        await self.finish(entry, "retry", retry.model_dump_json(), delay_ms=int(delay * 1000))
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return max(0.0, retry_after)
+        base, cap = self.backoff
+        # Try `attempt` failed: what follows is retry number attempt - 1, counted from 0.
+        return backoff_delay(attempt - 1, base=base, cap=cap, jitter=BACKOFF_JITTER)
+
+    async def dead(self, entry: _Entry, job: Job, error: BaseException) -> None:
+        log.error("job %s failed for good on try %d: %s: %s", job.id, job.attempt, type(error).__name__, error, exc_info=error)
+        try:
+            await self.on_dead(job, error)
+        except Exception:
+            # The dead letter is still recorded: an operator can replay it.
+            log.exception("on_dead failed for job %s", job.id)
+        await self.finish(entry, "dead", self.dead_letter(job, error))
+
+    async def bury(self, entry: _Entry, fields: dict[str, str], error: Exception) -> None:
+        # Not a Job: there is no question to apologise to, only a record to keep.
+        log.error("entry %s is not a job (%s); dead-lettered", entry.id, error)
+        job = Job(kind=JobKind.INVALID, payload={"fields": fields})
+        await self.finish(entry, "dead", self.dead_letter(job, error))
+
+    def dead_letter(self, job: Job, error: BaseException) -> str:
+        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        return DeadLetter(job=job, error=text, failed_at=time.time(), worker=self.worker_id).model_dump_json()
+
+    async def finish(self, entry: _Entry, action: str, data: str = "", delay_ms: int = 0) -> None:
+        shard, entry_id = entry.shard, entry.id
+        keys = [shard.stream, shard.delayed, shard.dead]
+        args: list[EncodableT] = [WORKERS_GROUP, self.worker_id, entry_id, action, data, delay_ms, DEAD_LETTER_CAP]
+        try:
+            owned = await self.script(keys=keys, args=args)
+        except (RedisError, OSError) as exc:
+            # Still pending under our name: redelivered after the visibility
+            # timeout, and the post ledger keeps the second run from posting again.
+            log.error("worker %s could not %s entry %s: %s", self.worker_id, action, entry_id, exc)
+            return
+        if not owned:
+            log.warning("entry %s was taken over by another worker before %s", entry_id, action)
+
+
+@dataclass
+class _Liveness:
+    """That this worker lives, said to Redis: its leases renewed (a lost one cancels its job), its heartbeat,
+    silent consumers of dead workers swept away, and its own entries forgotten when it stops."""
+
+    worker_id: str
+    redis: aioredis.Redis
+    shards: list[QueueShard]
+    renew_script: AsyncScript
+    forget_script: AsyncScript
+    concurrency: int
+    heartbeat_interval: float
+    stale_after: float
+    started_at: float
+    last_sweep: float = float("-inf")
+
+    async def renew(self, running: dict[_Entry, _Running]) -> None:
+        by_shard: dict[QueueShard, list[str]] = {}
+        for entry, r in running.items():
+            if not r.lease_lost:
+                by_shard.setdefault(entry.shard, []).append(entry.id)
+        for shard, entry_ids in by_shard.items():
+            lost = await self.renew_script(keys=[shard.stream], args=[WORKERS_GROUP, self.worker_id, *entry_ids])
+            for entry_id in lost:
+                job = running.get(_Entry(shard, entry_id))
+                if job is None:
+                    continue
+                # Another worker runs it now; two runs in parallel would race to post.
+                log.warning("worker %s lost the lease on entry %s; cancelling its job", self.worker_id, entry_id)
+                job.lease_lost = True
+                job.task.cancel()
+
+    async def beat(self, in_flight: int) -> None:
+        info = WorkerInfo(
+            worker_id=self.worker_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            concurrency=self.concurrency,
+            in_flight=in_flight,
+            started_at=self.started_at,
+            beat_at=time.time(),
+        )
+        ttl_ms = int(self.heartbeat_interval * HEARTBEAT_TTL_FACTOR * 1000)
+        await self.redis.set(heartbeat_key(self.worker_id), info.model_dump_json(), px=ttl_ms)
+
+    async def sign_off(self) -> None:
+        # Best effort: if Redis is gone, the heartbeat expires and the sweep
+        # of another worker removes the consumer.
+        with contextlib.suppress(RedisError, OSError):
+            await self.redis.delete(heartbeat_key(self.worker_id))
+            for shard in self.shards:
+                await self.forget_script(keys=[shard.stream], args=[WORKERS_GROUP, self.worker_id])
+
+    async def sweep(self) -> None:
+        if time.monotonic() - self.last_sweep < CONSUMER_SWEEP_INTERVAL_S:
+            return
+        self.last_sweep = time.monotonic()
+        for shard in self.shards:
+            for consumer in await self.redis.xinfo_consumers(shard.stream, WORKERS_GROUP):
+                name = consumer["name"]
+                if name == self.worker_id or consumer["pending"] or consumer["idle"] < self.stale_after * 1000:
+                    continue
+                if await self.forget_script(keys=[shard.stream], args=[WORKERS_GROUP, name]):
+                    log.info("worker %s removed consumer %s: nothing pending, silent", self.worker_id, name)
+
+
+@dataclass
+class _Taker:
+    """Entries taken from a shard: due retries moved back first, then entries of dead workers (idle past the
+    visibility timeout), then new ones, blocking a while for them."""
+
+    worker_id: str
+    redis: aioredis.Redis
+    shards: list[QueueShard]
+    promote_script: AsyncScript
+    liveness: _Liveness
+    visibility: float
+    read_block: float
+    reclaim_interval: float
+    scans: dict[QueueShard, _ShardScan] = field(default_factory=dict)
+
+    async def ensure_group(self, shard: QueueShard | None = None) -> None:
+        for each in [shard] if shard else self.shards:
+            try:
+                # "0", not "$": jobs enqueued before the first worker ever started
+                # must be delivered too.
+                await self.redis.xgroup_create(each.stream, WORKERS_GROUP, id="0", mkstream=True)
+            except ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+
+    async def take(self, shard: QueueShard, free: int, *, waiting: bool, running: Container[_Entry]) -> list[tuple[str, dict[str, str], int]]:
+        try:
+            next_due_in_ms = await self.promote_script(keys=[shard.delayed, shard.stream], args=[PROMOTE_BATCH])
+            reclaimed = await self._reclaim(shard, free, running)
+            if reclaimed:
+                return reclaimed
+            block = self.read_block
+            if waiting:
+                # More shards than free slots: hand the slot on soon, so a job in
+                # a shard without a blocked reader waits SHARED_READ_BLOCK_S at most per turn.
+                block = min(block, SHARED_READ_BLOCK_S)
+            if next_due_in_ms is not None:
+                block = min(block, max(int(next_due_in_ms) / 1000, 0.001))
+            return await self._read_new(shard, free, block)
+        except ResponseError as exc:
+            # Someone deleted the stream (or flushed Redis): make the group again.
+            if "NOGROUP" not in str(exc):
+                raise
+            await self.ensure_group(shard)
+            return []
+
+    async def _read_new(self, shard: QueueShard, count: int, block: float) -> list[tuple[str, dict[str, str], int]]:
+        reply = await self.redis.xreadgroup(
+            WORKERS_GROUP, self.worker_id, {shard.stream: ">"}, count=count, block=max(1, int(block * 1000))
+        )
+        return [(entry_id, fields, 1) for _, entries in reply or [] for entry_id, fields in entries]
+
+    async def _reclaim(self, shard: QueueShard, count: int, running: Container[_Entry]) -> list[tuple[str, dict[str, str], int]]:
+        """Entries of workers that stopped renewing them: their worker is dead."""
+        scan = self.scans[shard]
+        if time.monotonic() - scan.last_pass < self.reclaim_interval:
+            return []
+        cursor, entries, *_ = await self.redis.xautoclaim(
+            shard.stream,
+            WORKERS_GROUP,
+            self.worker_id,
+            min_idle_time=int(self.visibility * 1000),
+            start_id=scan.cursor,
+            count=count,
+        )
+        # Continue the scan where it stopped; a full pass ends the interval.
+        scan.cursor = cursor
+        if cursor == "0-0":
+            scan.last_pass = time.monotonic()
+            await self.liveness.sweep()
+        taken = []
+        for entry_id, fields in entries:
+            if fields is None:  # deleted under Redis 6.2: nothing to run
+                await self.redis.xack(shard.stream, WORKERS_GROUP, entry_id)
+                continue
+            if _Entry(shard, entry_id) in running:
+                # Our own entry, idle too long (a Redis hiccup stopped the
+                # renewals): the claim just renewed it; it is running already.
+                continue
+            deliveries = await self._deliveries(shard, entry_id)
+            log.warning("worker %s took over entry %s of %s (delivery %d)", self.worker_id, entry_id, shard.stream, deliveries)
+            taken.append((entry_id, fields, deliveries))
+        return taken
+
+    async def _deliveries(self, shard: QueueShard, entry_id: str) -> int:
+        pending = await self.redis.xpending_range(shard.stream, WORKERS_GROUP, entry_id, entry_id, 1)
+        return int(pending[0]["times_delivered"]) if pending else 1
+
+
 class Consumer:
     """Runs `handler(job)` for jobs from the queue, at most `concurrency` at once.
 
@@ -246,10 +464,8 @@ class Consumer:
         self._grace = shutdown_grace
         self._reclaim_interval = min(RECLAIM_INTERVAL_S, visibility_timeout / 2)
         self._stale_consumer_after = stale_consumer_after
-        self._last_sweep = float("-inf")
         self._shards = shards_of(redis_url)
         self._clustered = as_target(redis_url).resolved_mode is RedisMode.CLUSTER
-        self._scans = {shard: _ShardScan() for shard in self._shards}
         # Each shard has a reader; one reader takes at most its share of the
         # free slots, so that readers blocked on quiet shards leave room for busy ones.
         self._per_shard = max(1, -(-concurrency // len(self._shards)))
@@ -265,10 +481,14 @@ class Consumer:
 
     async def run(self) -> None:
         self._redis = connect(self._url, timeout=WORKER_SOCKET_TIMEOUT_S)
-        self._finish_script = self._redis.register_script(FINISH_LUA)
-        self._renew_script = self._redis.register_script(RENEW_LUA)
-        self._promote_script = self._redis.register_script(PROMOTE_LUA)
-        self._forget_script = self._redis.register_script(FORGET_CONSUMER_LUA)
+        self._outcomes = _Outcomes(self.worker_id, self._redis.register_script(FINISH_LUA), self._on_dead,
+                                   self._max_tries, self._backoff)
+        self._liveness = _Liveness(self.worker_id, self._redis, self._shards, self._redis.register_script(RENEW_LUA),
+                                   self._redis.register_script(FORGET_CONSUMER_LUA), self._concurrency,
+                                   self._heartbeat_interval, self._stale_consumer_after, self._started_at)
+        self._taker = _Taker(self.worker_id, self._redis, self._shards, self._redis.register_script(PROMOTE_LUA),
+                             self._liveness, self._visibility, self._read_block, self._reclaim_interval,
+                             {shard: _ShardScan() for shard in self._shards})
         try:
             await self._start_up()
             keepalive = asyncio.create_task(self._keepalive_loop(), name=f"keepalive {self.worker_id}")
@@ -277,7 +497,7 @@ class Consumer:
                 await self._drain()
             finally:
                 await _cancel_and_wait([keepalive, *(r.task for r in self._running.values())])
-                await self._sign_off()
+                await self._liveness.sign_off()
         finally:
             await self._redis.aclose()
 
@@ -301,23 +521,13 @@ class Consumer:
                 # A deployment upgraded in place: its queue, ledger and records
                 # get their hash-tagged names before anything reads them.
                 await migrate_untagged_keys(self._redis)
-            await self._ensure_group()
-            await self._beat()
+            await self._taker.ensure_group()
+            await self._liveness.beat(len(self._running))
         except (RedisError, OSError) as exc:
             where = redis_location(self._url)
             raise QueueUnavailable(f"worker cannot start: Redis at {where}: {exc}") from exc
         log.info("worker %s started, concurrency %d", self.worker_id, self._concurrency)
         self._ready.set()
-
-    async def _ensure_group(self, shard: QueueShard | None = None) -> None:
-        for each in [shard] if shard else self._shards:
-            try:
-                # "0", not "$": jobs enqueued before the first worker ever started
-                # must be delivered too.
-                await self._redis.xgroup_create(each.stream, WORKERS_GROUP, id="0", mkstream=True)
-            except ResponseError as exc:
-                if "BUSYGROUP" not in str(exc):
-                    raise
 
     async def _drain(self) -> None:
         if not self._running:
@@ -350,7 +560,7 @@ class Consumer:
             want = min(free, self._per_shard)
             self._reserved += want
             try:
-                batch = await self._take(shard, want)
+                batch = await self._taker.take(shard, want, waiting=bool(self._waiting), running=self._running)
             except (RedisError, OSError) as exc:
                 log.warning("worker %s: Redis error while taking jobs: %s", self.worker_id, exc)
                 batch = None
@@ -368,92 +578,17 @@ class Consumer:
                 self._wake.set()
                 await asyncio.sleep(0)
 
-    async def _take(self, shard: QueueShard, free: int) -> list[tuple[str, dict[str, str], int]]:
-        try:
-            next_due_in_ms = await self._promote_script(keys=[shard.delayed, shard.stream], args=[PROMOTE_BATCH])
-            reclaimed = await self._reclaim(shard, free)
-            if reclaimed:
-                return reclaimed
-            block = self._read_block
-            if self._waiting:
-                # More shards than free slots: hand the slot on soon, so a job in
-                # a shard without a blocked reader waits SHARED_READ_BLOCK_S at most per turn.
-                block = min(block, SHARED_READ_BLOCK_S)
-            if next_due_in_ms is not None:
-                block = min(block, max(int(next_due_in_ms) / 1000, 0.001))
-            return await self._read_new(shard, free, block)
-        except ResponseError as exc:
-            # Someone deleted the stream (or flushed Redis): make the group again.
-            if "NOGROUP" not in str(exc):
-                raise
-            await self._ensure_group(shard)
-            return []
-
-    async def _read_new(self, shard: QueueShard, count: int, block: float) -> list[tuple[str, dict[str, str], int]]:
-        reply = await self._redis.xreadgroup(
-            WORKERS_GROUP, self.worker_id, {shard.stream: ">"}, count=count, block=max(1, int(block * 1000))
-        )
-        return [(entry_id, fields, 1) for _, entries in reply or [] for entry_id, fields in entries]
-
-    async def _reclaim(self, shard: QueueShard, count: int) -> list[tuple[str, dict[str, str], int]]:
-        """Entries of workers that stopped renewing them: their worker is dead."""
-        scan = self._scans[shard]
-        if time.monotonic() - scan.last_pass < self._reclaim_interval:
-            return []
-        cursor, entries, *_ = await self._redis.xautoclaim(
-            shard.stream,
-            WORKERS_GROUP,
-            self.worker_id,
-            min_idle_time=int(self._visibility * 1000),
-            start_id=scan.cursor,
-            count=count,
-        )
-        # Continue the scan where it stopped; a full pass ends the interval.
-        scan.cursor = cursor
-        if cursor == "0-0":
-            scan.last_pass = time.monotonic()
-            await self._sweep_consumers()
-        taken = []
-        for entry_id, fields in entries:
-            if fields is None:  # deleted under Redis 6.2: nothing to run
-                await self._redis.xack(shard.stream, WORKERS_GROUP, entry_id)
-                continue
-            if _Entry(shard, entry_id) in self._running:
-                # Our own entry, idle too long (a Redis hiccup stopped the
-                # renewals): the claim just renewed it; it is running already.
-                continue
-            deliveries = await self._deliveries(shard, entry_id)
-            log.warning("worker %s took over entry %s of %s (delivery %d)", self.worker_id, entry_id, shard.stream, deliveries)
-            taken.append((entry_id, fields, deliveries))
-        return taken
-
-    async def _sweep_consumers(self) -> None:
-        if time.monotonic() - self._last_sweep < CONSUMER_SWEEP_INTERVAL_S:
-            return
-        self._last_sweep = time.monotonic()
-        for shard in self._shards:
-            for consumer in await self._redis.xinfo_consumers(shard.stream, WORKERS_GROUP):
-                name = consumer["name"]
-                if name == self.worker_id or consumer["pending"] or consumer["idle"] < self._stale_consumer_after * 1000:
-                    continue
-                if await self._forget_script(keys=[shard.stream], args=[WORKERS_GROUP, name]):
-                    log.info("worker %s removed consumer %s: nothing pending, silent", self.worker_id, name)
-
-    async def _deliveries(self, shard: QueueShard, entry_id: str) -> int:
-        pending = await self._redis.xpending_range(shard.stream, WORKERS_GROUP, entry_id, entry_id, 1)
-        return int(pending[0]["times_delivered"]) if pending else 1
-
     def _start(self, entry: _Entry, fields: dict[str, str], deliveries: int) -> None:
         try:
             stored = Job.model_validate_json(fields["job"])
         except (KeyError, ValidationError) as exc:
-            coro: Coroutine[Any, Any, None] = self._bury(entry, fields, exc)
+            coro: Coroutine[Any, Any, None] = self._outcomes.bury(entry, fields, exc)
             job = Job(kind=JobKind.INVALID, payload={"fields": fields})
         else:
             # Each delivery after the first is a try whose worker died.
             job = stored.model_copy(update={"attempt": stored.attempt + deliveries - 1})
             if job.attempt > self._max_tries:
-                coro = self._dead(entry, job, JobLost(f"try {job.attempt - 1} of {self._max_tries} never finished"))
+                coro = self._outcomes.dead(entry, job, JobLost(f"try {job.attempt - 1} of {self._max_tries} never finished"))
             else:
                 coro = self._run(entry, job)
         task = asyncio.create_task(coro, name=f"job {job.id} try {job.attempt}")
@@ -470,15 +605,15 @@ class Consumer:
         try:
             await self._handle(job)
         except Retryable as exc:
-            await self._retry_or_die(entry, job, exc)
+            await self._outcomes.retry_or_die(entry, job, exc)
         except asyncio.CancelledError:
             await asyncio.shield(self._release(entry, job))
             raise
         except Exception as exc:
             # Permanent, or not citebot's at all (a bug): another try would end the same way.
-            await self._dead(entry, job, exc)
+            await self._outcomes.dead(entry, job, exc)
         else:
-            await self._finish(entry, "ack")
+            await self._outcomes.finish(entry, "ack")
 
     async def _handle(self, job: Job) -> None:
         """The handler within the job timeout; what it raises that is not citebot's, translated."""
@@ -495,61 +630,12 @@ class Consumer:
             # are worth another try.
             raise JobTimedOut(f"timed out (job timeout {self._job_timeout:g}s)") from exc
 
-    async def _retry_or_die(self, entry: _Entry, job: Job, exc: Retryable) -> None:
-        if job.attempt >= self._max_tries:
-            await self._dead(entry, job, exc)
-            return
-        delay = self._delay(job.attempt, exc.retry_after)
-        log.info("job %s try %d: %s; retrying in %.1fs", job.id, job.attempt, exc, delay)
-        retry = job.model_copy(update={"attempt": job.attempt + 1})
-        await self._finish(entry, "retry", retry.model_dump_json(), delay_ms=int(delay * 1000))
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return max(0.0, retry_after)
-        base, cap = self._backoff
-        # Try `attempt` failed: what follows is retry number attempt - 1, counted from 0.
-        return backoff_delay(attempt - 1, base=base, cap=cap, jitter=BACKOFF_JITTER)
-
-    async def _dead(self, entry: _Entry, job: Job, error: BaseException) -> None:
-        log.error("job %s failed for good on try %d: %s: %s", job.id, job.attempt, type(error).__name__, error, exc_info=error)
-        try:
-            await self._on_dead(job, error)
-        except Exception:
-            # The dead letter is still recorded: an operator can replay it.
-            log.exception("on_dead failed for job %s", job.id)
-        await self._finish(entry, "dead", self._dead_letter(job, error))
-
-    async def _bury(self, entry: _Entry, fields: dict[str, str], error: Exception) -> None:
-        # Not a Job: there is no question to apologise to, only a record to keep.
-        log.error("entry %s is not a job (%s); dead-lettered", entry.id, error)
-        job = Job(kind=JobKind.INVALID, payload={"fields": fields})
-        await self._finish(entry, "dead", self._dead_letter(job, error))
-
-    def _dead_letter(self, job: Job, error: BaseException) -> str:
-        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-        return DeadLetter(job=job, error=text, failed_at=time.time(), worker=self.worker_id).model_dump_json()
-
     async def _release(self, entry: _Entry, job: Job) -> None:
         running = self._running.get(entry)
         if running is not None and running.lease_lost:
             return  # another worker owns the entry now
         # Handed back with the same try number: a shutdown is not the job's fault.
-        await self._finish(entry, "requeue", job.model_dump_json())
-
-    async def _finish(self, entry: _Entry, action: str, data: str = "", delay_ms: int = 0) -> None:
-        shard, entry_id = entry.shard, entry.id
-        keys = [shard.stream, shard.delayed, shard.dead]
-        args: list[EncodableT] = [WORKERS_GROUP, self.worker_id, entry_id, action, data, delay_ms, DEAD_LETTER_CAP]
-        try:
-            owned = await self._finish_script(keys=keys, args=args)
-        except (RedisError, OSError) as exc:
-            # Still pending under our name: redelivered after the visibility
-            # timeout, and the post ledger keeps the second run from posting again.
-            log.error("worker %s could not %s entry %s: %s", self.worker_id, action, entry_id, exc)
-            return
-        if not owned:
-            log.warning("entry %s was taken over by another worker before %s", entry_id, action)
+        await self._outcomes.finish(entry, "requeue", job.model_dump_json())
 
     # --- leases and heartbeat --------------------------------------------------------
 
@@ -560,47 +646,10 @@ class Consumer:
         while True:
             await asyncio.sleep(tick)
             try:
-                await self._renew()
-                await self._beat()
+                await self._liveness.renew(self._running)
+                await self._liveness.beat(len(self._running))
             except (RedisError, OSError) as exc:
                 log.warning("worker %s: Redis error in keepalive: %s", self.worker_id, exc)
-
-    async def _renew(self) -> None:
-        by_shard: dict[QueueShard, list[str]] = {}
-        for entry, r in self._running.items():
-            if not r.lease_lost:
-                by_shard.setdefault(entry.shard, []).append(entry.id)
-        for shard, entry_ids in by_shard.items():
-            lost = await self._renew_script(keys=[shard.stream], args=[WORKERS_GROUP, self.worker_id, *entry_ids])
-            for entry_id in lost:
-                running = self._running.get(_Entry(shard, entry_id))
-                if running is None:
-                    continue
-                # Another worker runs it now; two runs in parallel would race to post.
-                log.warning("worker %s lost the lease on entry %s; cancelling its job", self.worker_id, entry_id)
-                running.lease_lost = True
-                running.task.cancel()
-
-    async def _beat(self) -> None:
-        info = WorkerInfo(
-            worker_id=self.worker_id,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            concurrency=self._concurrency,
-            in_flight=len(self._running),
-            started_at=self._started_at,
-            beat_at=time.time(),
-        )
-        ttl_ms = int(self._heartbeat_interval * HEARTBEAT_TTL_FACTOR * 1000)
-        await self._redis.set(heartbeat_key(self.worker_id), info.model_dump_json(), px=ttl_ms)
-
-    async def _sign_off(self) -> None:
-        # Best effort: if Redis is gone, the heartbeat expires and the sweep
-        # of another worker removes the consumer.
-        with contextlib.suppress(RedisError, OSError):
-            await self._redis.delete(heartbeat_key(self.worker_id))
-            for shard in self._shards:
-                await self._forget_script(keys=[shard.stream], args=[WORKERS_GROUP, self.worker_id])
 
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
