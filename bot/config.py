@@ -84,6 +84,35 @@ def _seconds(value: Any, *, allow_zero: bool) -> float:
     return seconds
 
 
+def _fraction(value: Any) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise _fail("must be a number between 0 and 1") from None
+    if not 0.0 <= number <= 1.0:
+        raise _fail("must be a number between 0 and 1")
+    return number
+
+
+def _redis_url(value: Any) -> str:
+    text = str(value).strip()
+    if urlsplit(text).scheme not in REDIS_SCHEMES:
+        raise _fail("must be a redis://, rediss://, redis+sentinel://, rediss+sentinel:// or unix:// URL")
+    return text
+
+
+def _prompt_sources(value: Any) -> tuple[str, ...]:
+    """CITEBOT_ASSISTANT_PROMPTS: off, or sources of the panel's suggested prompts, comma-separated."""
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    sources = [str(item).strip().lower() for item in items if str(item).strip()]
+    if sources == ["off"]:
+        return ()
+    wrong = [s for s in sources if s not in ASSISTANT_PROMPT_SOURCES]
+    if wrong or not sources or len(set(sources)) < len(sources):
+        raise _fail("must be off, or one or more of " + ", ".join(ASSISTANT_PROMPT_SOURCES) + ", comma-separated")
+    return tuple(sources)
+
+
 def _choice(value: Any, choices: tuple[str, ...]) -> str:
     text = str(value).strip().lower()
     if text not in choices:
@@ -239,15 +268,7 @@ class Settings(BaseSettings):
     @field_validator("min_cosine", mode="before")
     @classmethod
     def _check_min_cosine(cls, value: Any) -> float | None:
-        if value is None:
-            return None
-        try:
-            number = float(str(value).strip())
-        except ValueError:
-            raise _fail("must be a number between 0 and 1") from None
-        if not 0.0 <= number <= 1.0:
-            raise _fail("must be a number between 0 and 1")
-        return number
+        return None if value is None else _fraction(value)
 
     @field_validator("answer_mode", mode="before")
     @classmethod
@@ -263,10 +284,7 @@ class Settings(BaseSettings):
     @field_validator("redis_url", mode="before")
     @classmethod
     def _check_redis_url(cls, value: Any) -> str:
-        text = str(value).strip()
-        if urlsplit(text).scheme not in REDIS_SCHEMES:
-            raise _fail("must be a redis://, rediss://, redis+sentinel://, rediss+sentinel:// or unix:// URL")
-        return text
+        return _redis_url(value)
 
     @field_validator("redis_ca_file", "redis_cert_file", "redis_key_file", mode="after")
     @classmethod
@@ -317,14 +335,7 @@ class Settings(BaseSettings):
     @field_validator("assistant_prompts", mode="before")
     @classmethod
     def _prompt_sources(cls, value: Any) -> tuple[str, ...]:
-        items = value.split(",") if isinstance(value, str) else list(value or [])
-        sources = [str(item).strip().lower() for item in items if str(item).strip()]
-        if sources == ["off"]:
-            return ()
-        wrong = [s for s in sources if s not in ASSISTANT_PROMPT_SOURCES]
-        if wrong or not sources or len(set(sources)) < len(sources):
-            raise _fail("must be off, or one or more of " + ", ".join(ASSISTANT_PROMPT_SOURCES) + ", comma-separated")
-        return tuple(sources)
+        return _prompt_sources(value)
 
     @model_validator(mode="after")
     def _check_llm_endpoint(self) -> Settings:

@@ -90,22 +90,7 @@ class ReviewDesk:
     async def open_review(self, question: SlackQuestion, answer: Answer, *, private_to: str | None = None) -> ReviewRecord:
         """The uncertain answer's draft becomes a review card in the review channel.
         `private_to`: the asker of a question answered to them alone, who alone gets the decision."""
-        record = await self.records.review(review_id_for(question.id)) or ReviewRecord(
-            review_id=review_id_for(question.id),
-            question_id=question.id,
-            question=question.text,
-            language=question.language,
-            channel=question.channel,
-            thread_ts=question.reply_thread_ts,
-            is_dm=question.is_dm,
-            asker=None if question.is_dm else question.user,
-            private_to=private_to,
-            reader=question.user if question.is_dm or private_to is not None else None,
-            draft=answer.draft or "",
-            violations=answer.violations,
-            tries=[a.summary() for a in answer.attempts],
-            sources=answer.context,
-        )
+        record = await self.records.review(review_id_for(question.id)) or uncertain_review(question, answer, private_to)
         record.restricted = await self.restricted(record)
         await self.records.save_review(record)
         await self._post_card(record)
@@ -141,24 +126,7 @@ class ReviewDesk:
             log.warning("feedback for unknown answer %s dropped", feedback.answer_id)
             return
         rid = review_id_for(f"{answer.answer_id}\x00{feedback.user}", kind="feedback")
-        record = await self.records.review(rid) or ReviewRecord(
-            review_id=rid,
-            question_id=answer.question_id,
-            question=answer.question,
-            language=answer.language,
-            channel=answer.channel,
-            thread_ts=answer.thread_ts,
-            is_dm=answer.is_dm,
-            # A DM's answer is seen only by its asker: neither name goes on the card.
-            asker=None if answer.is_dm else answer.asker,
-            flagged_by=None if answer.is_dm else feedback.user,
-            private_to=answer.private_to,
-            reader=answer.asker if answer.is_dm or answer.private_to is not None else None,
-            draft=answer.text,
-            sources=answer.sources,
-            kind="feedback",
-            feedback_reason=feedback.reason,
-        )
+        record = await self.records.review(rid) or feedback_review(rid, answer, feedback)
         record.restricted = await self.restricted(record)
         await self.records.save_review(record)
         await self._post_card(record)
@@ -207,7 +175,7 @@ class ReviewDesk:
             return
         status = DECISIONS[decision]
         text = payload.text
-        answer = self._reviewed_answer(record, status, text)
+        answer = reviewed_answer(record, status, text)
         if not await self._open_where_posted(record, answer):
             # Approved text from collections someone in the asker's channel may not read (it changed since, or
             # the draft came from a private answer): not posted; the reviewer is told.
@@ -334,28 +302,55 @@ class ReviewDesk:
         except SlackError as exc:
             log.warning("review %s: could not tell %s that the decision failed: %s", record.review_id, reviewer, exc)
 
-    def _reviewed_answer(self, record: ReviewRecord, status: ReviewStatus, text: str) -> Answer:
-        outcome = Outcome.ANSWERED
-        sources: list[Source] = []
-        citations: list[str] = []
-        notes: list[str] = []
-        if status is ReviewStatus.DISMISSED:
-            body = message(Key.REVIEW_DISMISSED, record.language)
-            outcome = Outcome.REFUSED
-        elif status is ReviewStatus.ANSWERED:
-            body = text
-        elif record.kind == "feedback":
-            # The flagged answer was posted with its [n] markers and numbered
-            # sources already: approving it reposts it as it was.
-            body, notes = posted_notes(record.draft, record.language, len(record.question))
-            sources = record.sources
-            citations = list(dict.fromkeys(s.id for s in record.sources))
-        else:
-            body, sources, citations = approved_draft(record)
-        return Answer(
-            question=record.question, answer=body, notes=notes, verified=True, refused=False,
-            sources=sources, citations=citations, outcome=outcome,
-        )
+
+def uncertain_review(question: SlackQuestion, answer: Answer, private_to: str | None) -> ReviewRecord:
+    """The review of a draft that failed its checks. `private_to`: the asker of a question answered to them
+    alone, who alone gets the decision."""
+    return ReviewRecord(
+        review_id=review_id_for(question.id), question_id=question.id, question=question.text,
+        language=question.language, channel=question.channel, thread_ts=question.reply_thread_ts,
+        is_dm=question.is_dm, asker=None if question.is_dm else question.user, private_to=private_to,
+        reader=question.user if question.is_dm or private_to is not None else None,
+        draft=answer.draft or "", violations=answer.violations, tries=[a.summary() for a in answer.attempts],
+        sources=answer.context,
+    )
+
+
+def feedback_review(review_id: str, answer: AnswerRecord, feedback: FeedbackPayload) -> ReviewRecord:
+    """The review of a posted answer someone flagged with a reason."""
+    return ReviewRecord(
+        review_id=review_id, question_id=answer.question_id, question=answer.question, language=answer.language,
+        channel=answer.channel, thread_ts=answer.thread_ts, is_dm=answer.is_dm,
+        # A DM's answer is seen only by its asker: neither name goes on the card.
+        asker=None if answer.is_dm else answer.asker, flagged_by=None if answer.is_dm else feedback.user,
+        private_to=answer.private_to, reader=answer.asker if answer.is_dm or answer.private_to is not None else None,
+        draft=answer.text, sources=answer.sources, kind="feedback", feedback_reason=feedback.reason,
+    )
+
+
+def reviewed_answer(record: ReviewRecord, status: ReviewStatus, text: str) -> Answer:
+    """What a decision posts: the approved draft, the written answer, or the dismissal's sentence."""
+    outcome = Outcome.ANSWERED
+    sources: list[Source] = []
+    citations: list[str] = []
+    notes: list[str] = []
+    if status is ReviewStatus.DISMISSED:
+        body = message(Key.REVIEW_DISMISSED, record.language)
+        outcome = Outcome.REFUSED
+    elif status is ReviewStatus.ANSWERED:
+        body = text
+    elif record.kind == "feedback":
+        # The flagged answer was posted with its [n] markers and numbered
+        # sources already: approving it reposts it as it was.
+        body, notes = posted_notes(record.draft, record.language, len(record.question))
+        sources = record.sources
+        citations = list(dict.fromkeys(s.id for s in record.sources))
+    else:
+        body, sources, citations = approved_draft(record)
+    return Answer(
+        question=record.question, answer=body, notes=notes, verified=True, refused=False,
+        sources=sources, citations=citations, outcome=outcome,
+    )
 
 
 def posted_notes(text: str, language: str, question_chars: int) -> tuple[str, list[str]]:
