@@ -1,7 +1,7 @@
 """The worker's access check: the collections a question may draw on where its reply is shown.
 
 `AccessGate.scope` is called by the answer handler (bot.answering.answerer) after the
-claim on the question's post and before retrieval; `tell_external_once` is the
+claim on the question's post and before retrieval; `tell_once` is the
 private note in a channel shared with another organization where no collection
 may be used.
 """
@@ -15,9 +15,8 @@ from pathlib import Path
 import redis.asyncio as aioredis
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.access.policy import readable_by_all
 from bot.access.resolver import AccessResolver, AccessUnavailable
-from bot.access.scope import Accesses, Scope, conversation_scope, private_scope
+from bot.access.scope import Accesses, Scope, channel_reads, conversation_scope, private_scope
 from bot.i18n import Key, message
 from bot.models import SlackQuestion
 from bot.slack.calls import best_effort
@@ -56,17 +55,11 @@ class AccessGate:
     async def channel_reads(self, channel: str) -> frozenset[str]:
         """What every member of `channel` may read (bots aside); nothing when Slack or the index cannot say."""
         try:
-            accesses = self.accesses.current()
-            kind = await self.resolver.channel(channel)
-            members = await self.resolver.channel_members(channel)
-            people = await self.resolver.channel_people(channel, members)
-            directory = await self.resolver.directory(accesses)
+            everyone, _ = await channel_reads(self.resolver, self.accesses.current(), channel)
         except (AccessUnavailable, IndexNotFound) as exc:
             log.warning("who reads %s not checked, so it counts as reading nothing: %s", channel, exc)
             return frozenset()
-        if not members:
-            return frozenset()
-        return frozenset(readable_by_all(people, accesses, directory, shared_externally=kind.shared_externally))
+        return everyone
 
     async def tell_once(self, question: SlackQuestion, key: Key) -> None:
         """A note only the asker sees, once per channel and asker (a redelivered job or the next question

@@ -65,15 +65,22 @@ async def conversation_scope(resolver: AccessResolver, accesses: Mapping[str, Co
                              channel: str, *, bot_user_id: str | None) -> Scope:
     """For a reply posted in `channel`, asked by `user`."""
     asker = await _asker(resolver, user)
+    reads = frozenset(readable_by(asker, accesses, await resolver.directory(accesses)))
+    everyone, shared_externally = await channel_reads(resolver, accesses, channel, bot_user_id=bot_user_id)
+    return Scope(collections=everyone & reads, asker=reads, shared_externally=shared_externally)
+
+
+async def channel_reads(resolver: AccessResolver, accesses: Mapping[str, CollectionAccess], channel: str, *,
+                        bot_user_id: str | None = None) -> tuple[frozenset[str], bool]:
+    """What every member of `channel` may read (bots aside), and whether it is shared with another organization."""
     directory = await resolver.directory(accesses)
-    reads = frozenset(readable_by(asker, accesses, directory))
     kind = await resolver.channel(channel)
     members = await resolver.channel_members(channel)
+    if not members:
+        return frozenset(), kind.shared_externally  # nobody known to be in it: nothing is known to be safe there
     people = await resolver.channel_people(channel, members - {bot_user_id or ""})
     everyone = readable_by_all(people, accesses, directory, shared_externally=kind.shared_externally)
-    if not members:
-        everyone = set()  # nobody known to be in it: nothing is known to be safe there
-    return Scope(collections=frozenset(everyone) & reads, asker=reads, shared_externally=kind.shared_externally)
+    return frozenset(everyone), kind.shared_externally
 
 
 async def _asker(resolver: AccessResolver, user: str | None) -> Person:
