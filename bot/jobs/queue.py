@@ -13,35 +13,7 @@ both sides share (the values, the errors) and what the web process and the
 CLI use; bot.jobs.consumer holds the scripts and timings only a worker uses.
 Key names live in bot.store.keys, the Redis connection in citebot_core.connection.
 
-Why Redis Streams with a consumer group, not arq
-------------------------------------------------
-arq 0.28.0 was read first (arq/worker.py, arq/connections.py). It cannot give
-our guarantees without as much code around it as the Streams version needs:
-
-* Recovery after SIGKILL is tied to the longest job run time. A started job is
-  marked by `arq:in-progress:<id>`, set once with TTL `max(job_timeout) + 10`
-  (worker.py `in_progress_timeout_s`, `start_jobs` psetex) and never renewed;
-  only when it expires does another worker pick the job up. "Finished by
-  another worker within two minutes" therefore forces `job_timeout` <= 110 s,
-  while one answer may legitimately take longer (bot.answer.backends: 60 s per attempt,
-  three attempts, plus one regeneration). arq issues #402 and #407 (heartbeat /
-  renewable in-progress key) are open.
-* A job that hits `job_timeout` fails for good: the `asyncio.TimeoutError`
-  lands in the "failed" branch of `run_job`, it is not retried (issue #401).
-* A question is lost in silence when its last try is killed: on redelivery
-  `run_job` increments `arq:retry:<id>` and, when `job_try > max_tries`, calls
-  `finish_failed_job` and returns before `on_job_start` or any user code runs;
-  `on_job_end(ctx)` does not see the outcome either. No hook could apologise.
-* Liveness is one `arq:queue:health-check` key per queue, not per worker, and
-  `_job_id` dedupe only holds while the job or its result key exists.
-
-Streams give the missing pieces directly: a delivered entry stays in the
-group's pending list (PEL) until XACK, whoever holds it; XAUTOCLAIM with a
-minimum idle time hands entries of a dead worker to a live one; XCLAIM ... JUSTID
-on its own entries lets a live worker renew its lease without bumping the
-delivery counter; the counter itself tells a redelivery after a crash apart
-from a first run. So recovery time (`visibility_timeout`) is independent of
-how long a job may run (`job_timeout`).
+Why Redis Streams with a consumer group and not arq: docs/DESIGN.md, section 4.2.
 
 Delivery, in one paragraph
 --------------------------
