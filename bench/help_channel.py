@@ -48,9 +48,9 @@ from bot.helpdesk.asks import asks  # noqa: E402
 from bot.inbound.intake import AppDeps  # noqa: E402
 from bot.inbound.listeners import create_app  # noqa: E402
 from bot.jobs.queue import JobQueue  # noqa: E402
+from bot.store.connection import connect  # noqa: E402
 from bot.store.keys import JOBS_STREAM  # noqa: E402
 from bot.store.records import Records  # noqa: E402
-from citebot_core.connection import connect  # noqa: E402
 from tests.fakes.slack_server import BOT_USER_ID, FakeSlackServer  # noqa: E402
 from tests.harness import BOT_TOKEN, SIGNING_SECRET, envelope, signed_headers  # noqa: E402
 

@@ -20,9 +20,9 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 import kb_index
 from bot.models import AnswerMode
+from bot.store.redis_target import SCHEMES as REDIS_SCHEMES, BadRedisUrl, RedisMode, RedisTarget
 from citebot_core.errors import Permanent
 from citebot_core.languages import LANGUAGES
-from citebot_core.redis_target import SCHEMES as REDIS_SCHEMES, BadRedisUrl, RedisMode, RedisTarget
 from kb_index.files import DRAFTS_FOLDER
 
 # The sample KB ships inside the kb_index package, so an installed wheel and a
@@ -189,7 +189,7 @@ class Settings(BaseSettings):
     socket_mode_grace_s: float = Field(30.0, validation_alias="CITEBOT_SOCKET_MODE_GRACE_S", description="Seconds `/healthz` stays 200 while Socket Mode is not connected (a reconnect takes seconds).")
     slack_api_url: str = Field("https://slack.com/api/", validation_alias="CITEBOT_SLACK_API_URL", description="The Slack Web API's base URL (the tests point it at a fake server).")
     redis_url: str = Field("redis://localhost:6379/0", validation_alias="CITEBOT_REDIS_URL", description="Queue, dedupe keys, review records and audit trail: `redis[s]://[user:password@]host:port[/db]` (one server), `redis[s]://h1:7000,h2:7001,…` (a cluster), `redis[s]+sentinel://[user:password@]s1:26379,s2:26379/mastername[/db]` (Sentinel), `unix:///path`.", repr=False)
-    # single, sentinel or cluster; auto decides by the URL (citebot_core.redis_target).
+    # single, sentinel or cluster; auto decides by the URL (bot.store.redis_target).
     redis_mode: Annotated[str, _one_of(tuple(m.value for m in RedisMode))] = Field(
         "auto", validation_alias="CITEBOT_REDIS_MODE", description="`auto` (decided by the URL: several hosts are a cluster, `+sentinel` is Sentinel, else one server), `single`, `sentinel`, `cluster` (a managed cluster's one configuration endpoint)."
     )
@@ -303,7 +303,7 @@ class Settings(BaseSettings):
 
     @property
     def redis(self) -> RedisTarget:
-        """How to reach Redis: the URL with its mode and TLS files (citebot_core.connection opens it)."""
+        """How to reach Redis: the URL with its mode and TLS files (bot.store.connection opens it)."""
         return RedisTarget(
             self.redis_url,
             mode=RedisMode(self.redis_mode),

@@ -49,10 +49,10 @@ from bot.slack.calls import make_client
 from bot.slack.startup import check_app_token, check_bot_token, resolve_review_channel
 from bot.slack.workspace import Workspace
 from bot.store.audit import AuditTrail
+from bot.store.connection import connect
 from bot.store.escalations import Escalations
 from bot.store.ledger import PostLedger
 from bot.store.records import Records
-from citebot_core.connection import connect
 from citebot_core.deadline import deadline_in
 from kb_index import Retriever
 from kb_index.index import IndexNotFound, current_generation, open_problem
@@ -95,7 +95,7 @@ async def _migrate_keys(settings: Settings, redis) -> None:
     from redis.exceptions import RedisError
 
     from bot.store.migrate import migrate_untagged_keys
-    from citebot_core.redis_target import RedisMode
+    from bot.store.redis_target import RedisMode
 
     if settings.redis.resolved_mode is RedisMode.CLUSTER:
         return

@@ -44,8 +44,8 @@ def check_worker() -> tuple[int, str]:
     import redis
 
     from bot.config import ConfigError, load_settings
+    from bot.store.connection import connect_blocking
     from bot.store.keys import HEARTBEAT_PREFIX
-    from citebot_core.connection import connect_blocking
 
     try:
         settings = load_settings()

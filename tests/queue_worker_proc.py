@@ -17,8 +17,8 @@ import sys
 
 from bot.jobs.consumer import Consumer
 from bot.jobs.queue import Job
+from bot.store.connection import connect
 from bot.store.ledger import PostClaim, PostLedger
-from citebot_core.connection import connect
 
 PROC_STARTED_PREFIX = "test:proc-started:"
 FAKE_SLACK_LIST = "test:slack-posts"  # one item per chat.postMessage

@@ -25,7 +25,7 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 from redis.sentinel import Sentinel
 
-from citebot_core.redis_target import RedisMode, RedisTarget
+from bot.store.redis_target import RedisMode, RedisTarget
 from tests.polling import wait_until
 
 START_TIMEOUT_S = 30.0

@@ -14,7 +14,7 @@ from bot.channels import ChannelsConfig
 from bot.i18n import Key, message
 from bot.inbound.assistant import panel_policy
 from bot.store.assistant_threads import AssistantThreads
-from citebot_core.connection import connect
+from bot.store.connection import connect
 from tests.citebot_fixtures import answers_in
 from tests.fakes import FakeLLMServer
 from tests.fakes.slack_server import FakeSlackServer

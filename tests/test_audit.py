@@ -41,10 +41,10 @@ from bot.store.audit import (
     check_cited,
     format_entry,
 )
+from bot.store.connection import connect
 from bot.store.ledger import PostLedger
 from bot.store.records import PostRecord, Records
 from bot.wiring import job_handlers
-from citebot_core.connection import connect
 from citebot_core.errors import Retryable
 from kb_index import Retriever, build_index
 from kb_index.entries import chunk_hash

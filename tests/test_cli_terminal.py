@@ -16,9 +16,9 @@ import pytest
 from bot.cli import main
 from bot.models import Answer, Outcome, SlackQuestion, Violation
 from bot.store.audit import AuditTrail, audit_entry
+from bot.store.connection import connect
 from bot.store.records import Records, ReviewRecord
 from bot.terminal import clean
-from citebot_core.connection import connect
 from kb_index import build_index
 from tests.kb_fixtures import write_entry, write_mini_kb
 

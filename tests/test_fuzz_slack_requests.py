@@ -29,8 +29,8 @@ from bot.inbound.listeners import create_app
 from bot.inbound.web import _well_formed
 from bot.jobs.queue import JobQueue
 from bot.slack import replies, review_card
+from bot.store.connection import connect
 from bot.store.records import Records
-from citebot_core.connection import connect
 from tests.fakes.slack_server import FakeSlackServer
 from tests.harness import BOT_TOKEN, REVIEW_CHANNEL, SIGNING_SECRET, signed_headers
 

@@ -19,7 +19,7 @@ from bot.review.gaps import (
     similarity,
 )
 from bot.store.audit import AuditTrail, audit_entry
-from citebot_core.connection import connect
+from bot.store.connection import connect
 
 DAY = 86400.0
 NOW = 1_790_000_000.0

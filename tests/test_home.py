@@ -21,8 +21,8 @@ from bot.inbound.web import create_web_app
 from bot.jobs.queue import JobQueue
 from bot.models import Outcome
 from bot.store.audit import AuditEntry, AuditTrail
+from bot.store.connection import connect
 from bot.store.records import Records, ReviewRecord
-from citebot_core.connection import connect
 from tests.fakes.slack_server import FakeSlackServer
 from tests.harness import BOT_TOKEN, REVIEW_CHANNEL, SIGNING_SECRET, dm_event, envelope, mention_event, signed_headers
 

@@ -27,8 +27,8 @@ from bot.jobs.job import (
 )
 from bot.jobs.queue import JobQueue
 from bot.models import SlackQuestion
+from bot.store.connection import connect
 from bot.store.keys import JOBS_STREAM
-from citebot_core.connection import connect
 from tests.harness import ROOT
 from tests.polling import wait_until_async
 

@@ -20,9 +20,9 @@ import redis.asyncio as aioredis
 
 from bot.jobs.consumer import Consumer
 from bot.jobs.queue import Job, JobLost, JobQueue, QueueStats, QueueUnavailable
+from bot.store.connection import connect
 from bot.store.keys import JOBS_STREAM
 from bot.store.ledger import PostClaim, PostLedger
-from citebot_core.connection import connect
 from citebot_core.errors import Retryable
 from tests.polling import wait_until_async
 from tests.queue_worker_proc import FAKE_SLACK_LIST, PROC_STARTED_PREFIX, fake_post

@@ -22,9 +22,9 @@ from bot.models import Outcome
 from bot.store import keys
 from bot.store.asked import AskedIndex
 from bot.store.audit import AuditEntry, AuditTrail
+from bot.store.connection import connect
 from bot.store.records import Records, ReviewRecord, ReviewStatus
-from citebot_core.connection import connect
-from citebot_core.redis_target import RedisMode, RedisTarget
+from bot.store.redis_target import RedisMode, RedisTarget
 from tests.polling import wait_until_async
 from tests.redis_ha import RedisClusterServers
 from tests.test_doctor import doctor  # noqa: F401

@@ -9,9 +9,9 @@ from typing import Any
 
 from bot.jobs.queue import Job, JobQueue
 from bot.store import keys
+from bot.store.connection import connect
 from bot.store.ledger import PostClaim, PostLedger
 from bot.store.migrate import MIGRATED_KEY, migrate_untagged_keys
-from citebot_core.connection import connect
 from tests.polling import wait_until_async
 from tests.test_queue import Calls, answer_job, dead_calls, start_consumer  # noqa: F401
 

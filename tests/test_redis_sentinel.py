@@ -19,8 +19,8 @@ from bot.inbound.web import SLACK_REDIS_BUDGET_S
 from bot.jobs.consumer import Consumer
 from bot.jobs.queue import Job, JobQueue, QueueUnavailable
 from bot.store.asked import AskedIndex
+from bot.store.connection import connect
 from bot.store.ledger import PostClaim, PostLedger
-from citebot_core.connection import connect
 from citebot_core.deadline import deadline_in
 from tests.polling import wait_until_async
 from tests.redis_ha import SentinelSet

@@ -11,9 +11,9 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError, TimeoutError as RedisTimeoutError
 
 from bot.config import ConfigError, load_settings
-from citebot_core.connection import FAILOVER_BACKOFF_CAP_S, connect, redis_location
+from bot.store.connection import FAILOVER_BACKOFF_CAP_S, connect, redis_location
+from bot.store.redis_target import BadRedisUrl, RedisMode, RedisTarget
 from citebot_core.deadline import deadline_in
-from citebot_core.redis_target import BadRedisUrl, RedisMode, RedisTarget
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from bot.config import ConfigError, load_settings
 from bot.jobs.consumer import Consumer
 from bot.jobs.queue import Job, JobQueue
 from bot.store.ledger import PostClaim, PostLedger
-from citebot_core.redis_target import RedisTarget
+from bot.store.redis_target import RedisTarget
 from tests.polling import wait_until_async
 from tests.redis_tls_server import TlsRedis
 from tests.test_doctor import doctor  # noqa: F401
@@ -107,7 +107,7 @@ async def test_queue_consumer_and_ledger_over_tls_as_an_acl_user(tls_redis) -> N
 async def test_without_the_client_certificate_the_server_refuses(tls_redis) -> None:
     from redis.exceptions import ConnectionError as RedisConnectionError
 
-    from citebot_core.connection import connect
+    from bot.store.connection import connect
 
     client = connect(RedisTarget(tls_redis.url(), ca_file=str(tls_redis.certs["ca"])), timeout=2.0)
     try:

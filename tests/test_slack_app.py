@@ -17,9 +17,9 @@ from bot.inbound.listeners import create_app
 from bot.inbound.web import create_web_app
 from bot.jobs.queue import JobQueue
 from bot.models import SlackQuestion
+from bot.store.connection import connect
 from bot.store.keys import JOBS_STREAM
 from bot.store.records import Records
-from citebot_core.connection import connect
 from tests.fakes.slack_server import FakeSlackServer
 from tests.harness import BOT_TOKEN, SIGNING_SECRET, mention_event, signed_headers
 

@@ -23,10 +23,10 @@ from bot.models import Answer, Outcome, Question, SlackQuestion, Source
 from bot.review.desk import ReviewDesk
 from bot.slack.calls import SlackRateLimited, call, make_client
 from bot.store.audit import AuditTrail
+from bot.store.connection import connect
 from bot.store.ledger import PostLedger
 from bot.store.records import Records
 from bot.wiring import job_handlers
-from citebot_core.connection import connect
 from citebot_core.errors import Retryable
 from tests.citebot_fixtures import answers_in, button_value
 from tests.fakes.slack_server import FakeSlackServer

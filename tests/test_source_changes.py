@@ -10,17 +10,17 @@ import pytest
 import redis as sync_redis
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.answering.source_changes import NOTES_BLOCK_ID, note_source_changes, with_source_notes
 from bot.cli import main
 from bot.i18n import Key, message
 from bot.jobs.queue import Job, JobQueue
-from bot.answering.source_changes import NOTES_BLOCK_ID, note_source_changes, with_source_notes
 from bot.models import Answer, Outcome, Question, SlackQuestion
 from bot.slack.replies import answer_message
 from bot.store import keys
 from bot.store.audit import AuditTrail, audit_entry
+from bot.store.connection import connect
 from bot.store.ledger import PostLedger
 from bot.store.records import AnswerRecord, PostRecord, Records
-from citebot_core.connection import connect
 from citebot_core.errors import Retryable
 from kb_index import build_index
 from tests.fakes.slack_server import FakeSlackServer

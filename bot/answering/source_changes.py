@@ -37,10 +37,10 @@ from bot.slack.calls import SlackFailed, call
 from bot.slack.mrkdwn import clip
 from bot.store import keys
 from bot.store.audit import AuditTrail
+from bot.store.connection import connect, redis_location
 from bot.store.records import Records
-from citebot_core.connection import connect, redis_location
+from bot.store.redis_target import RedisTarget
 from citebot_core.errors import Retryable
-from citebot_core.redis_target import RedisTarget
 from kb_index import Retriever
 from kb_index.index import BuildReport, read_manifest
 

@@ -42,9 +42,9 @@ from bot.models import AnswerMode, GenerationRequest
 from bot.review.reviewers import missing_reviewers
 from bot.slack.calls import SlackError, call, make_client
 from bot.slack.startup import StartupError, check_app_token, check_bot_token, resolve_review_channel
+from bot.store.connection import connect, redis_location
 from bot.store.shared_history import restricted_in_shared_channels
 from bot.terminal import echo, json_text
-from citebot_core.connection import connect, redis_location
 from kb_index.collection import CollectionAccess
 from kb_index.entries import collection_file_problems
 from kb_index.index import IndexNotFound, built_from, check_generation, current_generation, read_access, read_manifest

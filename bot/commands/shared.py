@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.commands import CliError
 from bot.config import Settings
 from bot.slack.calls import SlackFailed, call
-from citebot_core.connection import connect, redis_location
+from bot.store.connection import connect, redis_location
 from kb_index.collection import CollectionAccess
 
 

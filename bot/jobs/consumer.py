@@ -47,12 +47,12 @@ from redis.typing import EncodableT
 
 from bot.jobs.job import Job, JobKind
 from bot.jobs.queue import DeadLetter, JobLost, JobTimedOut, QueueUnavailable, WorkerInfo, shards_of
+from bot.store.connection import connect, redis_location
 from bot.store.errors import StoreUnavailable
 from bot.store.keys import WORKERS_GROUP, QueueShard, heartbeat_key
 from bot.store.migrate import migrate_untagged_keys
-from citebot_core.connection import connect, redis_location
+from bot.store.redis_target import RedisMode, RedisTarget, as_target
 from citebot_core.errors import Retryable
-from citebot_core.redis_target import RedisMode, RedisTarget, as_target
 from citebot_core.retry import backoff_delay
 
 # --- Magic numbers of a worker (the web side's are in bot.jobs.queue) -------------------

@@ -11,7 +11,7 @@ Slack once, even when its job runs twice.
 The cut between the two modules follows the processes: this one holds what
 both sides share (the values, the errors) and what the web process and the
 CLI use; bot.jobs.consumer holds the scripts and timings only a worker uses.
-Key names live in bot.store.keys, the Redis connection in citebot_core.connection.
+Key names live in bot.store.keys, the Redis connection in bot.store.connection.
 
 Why Redis Streams with a consumer group and not arq: docs/DESIGN.md, section 4.2.
 
@@ -58,6 +58,7 @@ from redis.exceptions import RedisError
 from redis.typing import EncodableT
 
 from bot.jobs.job import Job
+from bot.store.connection import connect, redis_location
 from bot.store.keys import (
     CLUSTER_QUEUE_SHARDS,
     HEARTBEAT_PREFIX,
@@ -67,11 +68,10 @@ from bot.store.keys import (
     queue_shards,
     shard_of,
 )
+from bot.store.redis_target import RedisMode, RedisTarget, as_target
 from bot.store.replicated import has_replicas, run_replicated
-from citebot_core.connection import connect, redis_location
 from citebot_core.deadline import time_left
 from citebot_core.errors import CitebotError, Permanent, Retryable
-from citebot_core.redis_target import RedisMode, RedisTarget, as_target
 
 # --- Magic numbers of the web side (the worker's are in bot.jobs.consumer) -------------
 
@@ -257,7 +257,7 @@ class JobQueue:
         # The socket timeouts do not cover DNS or waiting for a pool
         # connection; asyncio.timeout bounds the whole call. Within a deadline
         # (a Slack request's) the call may use what is left of it: a try through
-        # a failover (citebot_core.connection) is cut off at the deadline too.
+        # a failover (bot.store.connection) is cut off at the deadline too.
         left = time_left()
         bound = self._timeout if left is None else max(left, 0.0)
         try:

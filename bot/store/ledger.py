@@ -23,12 +23,12 @@ from typing import Any
 from redis.exceptions import RedisError
 from redis.typing import EncodableT
 
+from bot.store.connection import connect
 from bot.store.errors import StoreUnavailable
 from bot.store.keys import POSTED_TTL_S, post_attempt_key, post_claim_key, posted_key
 from bot.store.records import PostRecord
+from bot.store.redis_target import RedisTarget
 from bot.store.replicated import has_replicas, run_replicated
-from citebot_core.connection import connect
-from citebot_core.redis_target import RedisTarget
 
 # Each ledger call is one small command; one that takes longer is a hung connection.
 LEDGER_TIMEOUT_S = 10.0

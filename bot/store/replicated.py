@@ -14,7 +14,7 @@ connection). One Redis without replicas skips it: WAIT there would only ever
 time out.
 
 Through a failover the write and its WAIT are tried again as one step
-(citebot_core.connection `through_failover`), the WAIT then on the master found
+(bot.store.connection `through_failover`), the WAIT then on the master found
 anew. `Replicated.tries` says whether it was: a try after one whose reply was
 lost may find what that try wrote, which no WAIT of its connection confirms
 (bot.jobs.queue does not ack such an enqueue).
@@ -30,8 +30,8 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError, NoScriptError, RedisClusterException
 from redis.typing import EncodableT
 
-from citebot_core.connection import through_failover
-from citebot_core.redis_target import RedisMode, RedisTarget, as_target
+from bot.store.connection import through_failover
+from bot.store.redis_target import RedisMode, RedisTarget, as_target
 
 # Replicas acknowledge within a millisecond or two on a healthy link; past
 # this the replica is down or far behind, and waiting longer helps nobody.

@@ -1,7 +1,7 @@
 """Which Redis to talk to, and how: one server, a Sentinel-managed master, or a cluster.
 
 A `RedisTarget` is what a deployment's settings say (CITEBOT_REDIS_URL, CITEBOT_REDIS_MODE and
-the TLS files); citebot_core.connection opens clients from it. Kept apart from the connection
+the TLS files); bot.store.connection opens clients from it. Kept apart from the connection
 so that the mode can be known without connecting: the queue's shard count depends on it
 (bot.store.keys), and the web process and every worker must agree on that count.
 

@@ -2,7 +2,7 @@
 
 Every process opens its clients here (the web process's queue, a worker's
 consumer and post ledger, the CLI), so that one server, a Sentinel-managed
-master and a cluster (citebot_core.redis_target says how each is named), TLS
+master and a cluster (bot.store.redis_target says how each is named), TLS
 and ACL users are handled in one place.
 
 What each mode's client does when the server changes under it:
@@ -52,8 +52,8 @@ from redis.exceptions import (
     TryAgainError,
 )
 
+from bot.store.redis_target import RedisMode, RedisTarget, as_target
 from citebot_core.deadline import time_left
-from citebot_core.redis_target import RedisMode, RedisTarget, as_target
 from citebot_core.retry import backoff_delay
 
 T = TypeVar("T")
