@@ -201,14 +201,3 @@ def normalize(text: str) -> str:
     """The text with one unit per line (`render`). Any Markdown reader renders it as the
     original (soft breaks are spaces); a line-based reader now splits it correctly."""
     return render(units(text))
-
-
-def plain_lines(text: str) -> list[str]:
-    """The statements of a text, one per unit, without list markers: what a reader
-    splits into sentences. Code blocks and raw HTML are left out (no prose), and
-    so is a table's header-separator row."""
-    return [
-        unit.text
-        for unit in units(text)
-        if unit.kind not in ("code", "html")
-    ]
