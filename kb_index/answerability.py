@@ -16,8 +16,9 @@ two-topic question (the question is answerable when any part is):
   against a page in another language than against one in its own, whatever
   the topic, so chunks in the question's language and in other languages have
   a threshold each. Their scale belongs to the embedding model, so they are
-  kept with the model's name (CALIBRATIONS) and can be set for another model
-  (`min_cosine`, then one threshold for both).
+  kept in its record (kb_index.calibration, which the extractive backend
+  reads too) and can be set for another model (`min_cosine`, then one
+  threshold for both).
 - **coverage**: the share of the question's idf mass that the best BM25 hit
   contains, with words the KB has never seen counted at the KB's median idf
   (not as the rarest word there is: an unseen word is more often chatter or
@@ -30,62 +31,28 @@ reported on the other half by bench/answerability.py; see that script's
 
 from __future__ import annotations
 
-import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
+# CALIBRATIONS and model_key are imported from here by bench/answerability.py.
+from kb_index.calibration import (
+    CALIBRATIONS as CALIBRATIONS,
+    STRONG_COVERAGE,
+    Calibration,
+    for_embedder,
+    model_key as model_key,
+)
 
-@dataclass(frozen=True)
-class Calibration:
-    """Thresholds for one embedding model (or for BM25 alone)."""
-
-    min_cosine: float | None  # None: this model's cosines are not calibrated; ranking only
-    min_cosine_other: float | None  # for chunks in another language than the question's
-    # With a calibrated embedder, lexical coverage this high passes a question on its own:
-    # an exact-term question ("§ 3 EFZG?") the embedding does not place well.
-    strong_coverage: float
-
-
-# Coverage a question needs when there is no calibrated embedder. Low on
-# purpose: words alone cannot tell "phrased differently" (or asked in the other
-# language) from "off-topic", and a wrong refusal is never corrected later.
-# Tune half: 1.7 % of answerable questions below it, 12 % of off-topic ones.
-BM25_MIN_COVERAGE = 0.16
-# Coverage that passes a question whatever the embedding says (off-topic
-# questions on the tune half reach at most 0.78).
-STRONG_COVERAGE = 0.8
-
-# Keyed by a normalised model name (see `model_key`). The pair refuses none of
-# the answerable questions of the tune half of tests/data/answerability.yaml
-# and the most of its off-topic ones (bench/answerability.py --calibrate prints
-# the grid). One threshold for both (0.81) refused 1 % of the answerable
-# questions and 32 % of the off-topic ones there; this pair 0 % and 46 %.
-CALIBRATIONS: dict[str, Calibration] = {
-    "multilingual-e5-small": Calibration(min_cosine=0.83, min_cosine_other=0.79, strong_coverage=STRONG_COVERAGE),
-}
-UNCALIBRATED = Calibration(min_cosine=None, min_cosine_other=None, strong_coverage=BM25_MIN_COVERAGE)
-
-# A refused question whose closest chunk comes within this of its threshold is `near`: the
-# knowledge base may hold something nearby. A model is not asked (a near miss goes to the
-# refusal, as before), but the extractive backend quotes the nearest passages under the line
-# that the knowledge base may not answer the question as asked, instead of saying it does not
-# cover it. Chosen on the labelled sets of bench/extractive (first and second set): the
-# answerable questions refused there came to 0.029 under their threshold at most ("Wie
-# erreich ich den BR per Mail?", 0.801 against 0.83); 0.04 leaves room for new wording.
-# Off-topic questions in the band get the nearest passages under that line too.
-NEAR_MARGIN = 0.04
-
-
-def model_key(name: str) -> str:
-    """'intfloat/multilingual-e5-small', 'multilingual-e5-small-q4', 'e5:latest' -> a lookup key."""
-    key = name.lower().rsplit("/", 1)[-1].split(":", 1)[0]
-    return re.sub(r"[-_.](q\d.*|gguf|f16|f32|int8|fp16)$", "", key)
+# A refused question whose closest chunk comes within this of its threshold is `near`: the extractive backend
+# quotes the nearest passages under the line that the knowledge base may not answer the question as asked.
+NEAR_MARGIN = 0.04  # answerable questions refused came 0.029 under at most (docs/benchmarks.md, "Answerability")
 
 
 def calibration_for(model: str | None, min_cosine: float | None = None) -> Calibration:
-    """The thresholds for `model` (None: no embedder); `min_cosine` overrides the table."""
-    base = CALIBRATIONS.get(model_key(model), UNCALIBRATED) if model else UNCALIBRATED
+    """The record of `model` (None: no embedder; kb_index.calibration); `min_cosine` (CITEBOT_MIN_COSINE)
+    overrides its cosine thresholds, one for both language pairs."""
+    base = for_embedder(model)
     if min_cosine is not None:
-        return Calibration(min_cosine=min_cosine, min_cosine_other=min_cosine, strong_coverage=STRONG_COVERAGE)
+        return replace(base, min_cosine=min_cosine, min_cosine_other=min_cosine, strong_coverage=STRONG_COVERAGE)
     return base
 
 
