@@ -157,6 +157,23 @@ async def test_the_extractive_backend_answers_both_parts_of_a_two_topic_question
     assert {"lb-efz-01", "lb-ueb-01"} <= set(answer.citations)
 
 
+def test_answerability_and_the_extractive_backend_read_the_embedders_one_record():
+    from bot.answer.extractive import Vectors
+    from kb_index.answerability import calibration_for
+    from kb_index.calibration import UNCALIBRATED, for_embedder
+
+    embedder = embedding.LocalE5Embedder()
+    record = for_embedder(embedder.name)
+    assert record.min_cosine is not None and record.min_meaning is not None and record.min_sibling is not None
+    assert calibration_for(embedder.name) is record and Vectors.cached(embedder).calibration is record
+    # The model's served and quantised forms share its record; another model has none.
+    assert for_embedder("intfloat/multilingual-e5-small") is record
+    assert for_embedder("nomic-embed-text") is UNCALIBRATED and calibration_for(None) is UNCALIBRATED
+    # CITEBOT_MIN_COSINE sets answerability's cosine thresholds, never the extractive backend's.
+    set_by_hand = calibration_for("nomic-embed-text", min_cosine=0.6)
+    assert (set_by_hand.min_cosine, set_by_hand.min_cosine_other, set_by_hand.min_meaning) == (0.6, 0.6, None)
+
+
 @pytest.mark.parametrize(("cosine", "other", "near"), [
     (0.80, None, True),  # 0.03 under the same-language threshold
     (0.78, None, False),  # 0.05 under: nothing near

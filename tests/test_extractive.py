@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,7 @@ from bot.answer.verify.claims import verify_claims
 from bot.i18n import Key, message
 from bot.models import AnswerMode, AuditMode, Draft, Evidence, GenerationRequest, Outcome
 from kb_index import ChunkResult
+from kb_index.calibration import MULTILINGUAL_E5_SMALL, UNCALIBRATED, for_embedder
 
 TRAVEL = """## Details
 Stand: 2026-01
@@ -66,11 +68,12 @@ def evidence(*blocks: tuple[str, str] | tuple[str, str, str]) -> list[Evidence]:
     return found
 
 
-def draft(question: str, blocks: list[Evidence], mode=AnswerMode.CITATIONS, language="en") -> Draft:
+def draft(question: str, blocks: list[Evidence], mode=AnswerMode.CITATIONS, language="en",
+          vectors: Vectors | None = None) -> Draft:
     request = GenerationRequest(
         messages=[], mode=mode, question=question, evidence=blocks, language=language
     )
-    return ExtractiveBackend().draft(request)
+    return ExtractiveBackend(vectors).draft(request)
 
 
 def ask(question: str, blocks: list[Evidence], mode=AnswerMode.CITATIONS, language="en") -> str:
@@ -246,8 +249,6 @@ def _vectors_by_word(close: set[str]) -> Vectors:
 
 
 def _german(blocks: list[Evidence]) -> list[Evidence]:
-    from dataclasses import replace
-
     return [e.model_copy(update={"chunk": replace(e.chunk, language="de")}) for e in blocks]
 
 
@@ -269,6 +270,47 @@ def test_across_languages_no_word_is_missing():
     best = candidates(blocks, "en")[0]
     assert sibling_word("Is there a sabbatical before retirement?", best, blocks, "en",
                         _vectors_by_word({"sabbatical"})) == ("", 0.0)
+
+
+LEAD, NEAR = message(Key.EXTRACTIVE_LEAD, "en"), message(Key.EXTRACTIVE_NEAR, "en")
+
+
+def test_what_answers_is_read_with_the_embedders_record():
+    # Question and passages point the same way (closeness 1), no word is close to the title: a sure answer,
+    # on the scale the record was fitted on.
+    question, blocks = "How many vacation days do full-time employees get?", evidence(("hr-vacation", VACATION))
+    fitted = replace(_vectors_by_word(set()), calibration=MULTILINGUAL_E5_SMALL)
+    answered = draft(question, blocks, vectors=fitted)
+    assert answered.lead == LEAD
+    # The same vectors with no record (vectors that do not say whose they are have none), or a stricter one:
+    # the same passages, under the line that the knowledge base may not answer the question as asked.
+    for vectors in (Vectors(fitted.queries, fitted.passages), replace(fitted, calibration=UNCALIBRATED),
+                    replace(fitted, calibration=replace(MULTILINGUAL_E5_SMALL, min_meaning=1.01))):
+        marked = draft(question, blocks, vectors=vectors)
+        assert (marked.lead, marked.text, marked.not_covered) == (NEAR, answered.text, [question])
+
+
+@pytest.mark.parametrize(("min_meaning", "min_meaning_other", "lead"), [
+    (1.01, 0.9, LEAD),  # across languages the record's own threshold
+    (0.9, 1.01, NEAR),
+    (0.9, None, LEAD),  # none: the same as in one language
+    (1.01, None, NEAR),
+])
+def test_a_passage_in_another_language_is_read_with_the_records_threshold_for_it(min_meaning, min_meaning_other,
+                                                                                  lead):
+    calibration = replace(MULTILINGUAL_E5_SMALL, min_meaning=min_meaning, min_meaning_other=min_meaning_other)
+    vectors = replace(_vectors_by_word(set()), calibration=calibration)
+    out = draft("Was gilt bei Teilzeit vor dem Ruhestand?", _german(evidence(("de-atz-01", ATZ))), vectors=vectors)
+    assert out.lead == lead
+
+
+def test_the_word_rule_is_the_records_and_off_where_it_has_none():
+    # "sabbatical" is a thing the vacation entry never mentions, as close to its title as can be.
+    question, blocks = "How many sabbatical days do full-time employees get?", evidence(("hr-vacation", VACATION))
+    close = replace(_vectors_by_word({"sabbatical"}), calibration=MULTILINGUAL_E5_SMALL)
+    assert draft(question, blocks, vectors=close).lead == NEAR
+    no_rule = replace(close, calibration=replace(MULTILINGUAL_E5_SMALL, min_sibling=None))
+    assert draft(question, blocks, vectors=no_rule).lead == LEAD
 
 
 def test_claims_mode_is_valid_json_with_pointer_ids():
@@ -455,6 +497,22 @@ async def test_a_near_topic_question_gets_the_nearest_passages_marked_never_as_t
     assert answer.answerability["answerable"], "retrieval lets it through: the backend has to tell"
     assert answer.answer.startswith(message(Key.EXTRACTIVE_NEAR, "de") + "\n\n- ")
     assert answer.not_covered == [question]
+
+
+async def test_an_embedder_without_a_record_gets_its_passages_marked_never_posted_as_the_answer(pipeline):
+    # The in-process embedder's vectors under a name nobody calibrated: the passages are chosen as before (by
+    # meaning and words), but no confidence on an unmeasured scale says they answer the question as asked.
+    from bot.answer.pipeline import Pipeline
+
+    question = "Getting a new phone tomorrow, how do I move my authenticator MFA over without locking myself out?"
+    answered = await ask_pipeline(pipeline, question)
+    unknown = replace(Vectors.cached(pipeline.retriever.embedder), name="another-embedder",
+                      calibration=for_embedder("another-embedder"))
+    marked = await ask_pipeline(Pipeline(pipeline.retriever, ExtractiveBackend(unknown)), question)
+    assert answered.answer.startswith(message(Key.EXTRACTIVE_LEAD, "en") + "\n\n")
+    assert marked.answer == answered.answer.replace(message(Key.EXTRACTIVE_LEAD, "en"),
+                                                    message(Key.EXTRACTIVE_NEAR, "en"))
+    assert marked.verified and marked.not_covered == [question]
 
 
 async def test_passages_in_a_table_are_found_by_meaning(pipeline):

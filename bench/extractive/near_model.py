@@ -8,7 +8,7 @@ meaning test says is answered, one row of `near_topic.features`, labelled near-t
 or off-topic question) or not. A logistic regression (L2, standardised inputs, plain gradient
 descent: no library beyond numpy) is fitted on them.
 
-The backend marks a row when the model or the word rule (extractive.MIN_SIBLING) says
+The backend marks a row when the model or the word rule (the embedder's min_sibling) says
 near-topic: each misses near-topic questions the other catches. The threshold is chosen
 without scoring a row with the weights it was fitted on: each knowledge base's rows are
 scored by a model fitted on the others, and the threshold is the score of the K-th lowest
@@ -35,7 +35,6 @@ from run import CACHE, SETS, TUNED_SETS  # noqa: E402
 from tune import gather  # noqa: E402
 
 from bot.answer import extractive, near_topic  # noqa: E402
-from bot.answer.vector_cache import VectorCache  # noqa: E402
 from kb_index.embedding import LocalE5Embedder  # noqa: E402
 from kb_index.question.chatter import strip_chatter  # noqa: E402
 from kb_index.question.parts import split_question  # noqa: E402
@@ -56,7 +55,7 @@ def rows(items, vectors: extractive.Vectors) -> tuple[np.ndarray, np.ndarray, li
         plain = strip_chatter(it.q) or it.q
         pool = extractive.candidates(it.evidence, it.language)
         for part in split_question(plain) or [plain]:
-            s = extractive.select(extractive.score(part, pool, it.language, vectors), it.language)
+            s = extractive.select(extractive.score(part, pool, it.language, vectors), it.language, vectors.calibration)
             if s.answers and s.best is not None:
                 _, closeness = extractive.sibling_word(part, s.best, it.evidence, it.language, vectors)
                 out.append(extractive.near_row(s, part, vectors, closeness))
@@ -91,15 +90,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="save the model to bot/answer/near_topic.npz")
     args = ap.parse_args(argv)
     embedder = CachedEmbedder(LocalE5Embedder(), CACHE)
-    vectors = extractive.Vectors(VectorCache(embedder.embed_queries).vectors,
-                                 VectorCache(embedder.embed_passages).vectors, embedder.name)
+    vectors = extractive.Vectors.cached(embedder)
     items = gather(embedder, [kb for name in FIT_SETS for kb in SETS[name]], "all")
     x, y, kbs = rows(items, vectors)
     print(f"{len(y)} rows the meaning test says are answered ({int(y.sum())} near- or off-topic) "
           f"from {len(items)} questions of {len(set(kbs))} knowledge bases")
     scores = left_out_scores(x, y, kbs, embedder.name)
-    rule = np.array([row[-1] >= extractive.MIN_SIBLING for row in x])  # the last feature: the sibling's closeness
-    print(f"the word rule alone (MIN_SIBLING {extractive.MIN_SIBLING}): {int((~rule & y).sum())} near-topic rows "
+    min_sibling = vectors.calibration.min_sibling
+    rule = np.array([row[-1] >= min_sibling for row in x])  # the last feature: the sibling's closeness
+    print(f"the word rule alone (min_sibling {min_sibling}): {int((~rule & y).sum())} near-topic rows "
           f"left unmarked, {int((rule & ~y).sum())} answerable rows marked")
     print("each knowledge base scored by a model fitted on the others, with the word rule: threshold at the K-th "
           "lowest near-topic row -> near-topic rows left unmarked, answerable rows marked")

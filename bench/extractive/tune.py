@@ -10,7 +10,8 @@ and said to answer the question, answerable ones marked near-topic, and near- an
 off-topic questions that passed retrieval but were not marked. `--cases` prints each
 tune question's features under the current constants. The near-topic model
 (bot/answer/near_topic.py, fitted by near_model.py) is left out here: the vectors
-name no embedder, so the word rule alone marks what meaning lets through.
+carry the embedder's thresholds (kb_index.calibration) but not its name, so the
+word rule alone marks what meaning lets through.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import argparse
 import itertools
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +36,7 @@ from bot.answer.vector_cache import VectorCache  # noqa: E402
 from bot.models import Evidence  # noqa: E402
 from kb_index import Retriever, build_index  # noqa: E402
 from kb_index.analysis import guess_language  # noqa: E402
+from kb_index.calibration import for_embedder  # noqa: E402
 from kb_index.embedding import LocalE5Embedder  # noqa: E402
 
 
@@ -106,17 +108,14 @@ def show_cases(items: list[Item], embed) -> None:
 
 
 def siblings(items: list[Item], embed) -> None:
-    """MIN_SIBLING: for the questions that meaning alone says are answered, the question's word the best
+    """min_sibling: for the questions that meaning alone says are answered, the question's word the best
     entry does not mention that is closest to the entry's title (same language only), by kind."""
     found: list[tuple[float, str, str, str]] = []
+    meaning_alone = replace(embed, calibration=replace(embed.calibration, min_sibling=None))
     for it in items:
         if not it.passed:
             continue
-        saved, extractive.MIN_SIBLING = extractive.MIN_SIBLING, float("inf")
-        try:
-            sel = extractive.choose(it.q, it.evidence, it.language, embed)
-        finally:
-            extractive.MIN_SIBLING = saved
+        sel = extractive.choose(it.q, it.evidence, it.language, meaning_alone)
         if sel.answers and sel.best is not None:
             word, closeness = extractive.sibling_word(it.q, sel.best, it.evidence, it.language, embed)
             found.append((closeness, it.kind, word, it.q))
@@ -141,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the labelled sets to tune on (default: every set but the sealed one)")
     args = ap.parse_args(argv)
     embedder = CachedEmbedder(LocalE5Embedder(), CACHE)
-    embed = extractive.Vectors(VectorCache(embedder.embed_queries).vectors, VectorCache(embedder.embed_passages).vectors)
+    embed = extractive.Vectors(VectorCache(embedder.embed_queries).vectors, VectorCache(embedder.embed_passages).vectors,
+                               calibration=for_embedder(embedder.name))
     items = gather(embedder, [kb for name in (args.set or TUNED_SETS) for kb in SETS[name]], args.split)
     if args.cases:
         show_cases(items, embed)

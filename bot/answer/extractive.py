@@ -8,11 +8,11 @@ in reading order, each with its citation, under a line that says what they are:
 the knowledge base's own words, not a composed answer (`Draft.lead`).
 
 Passages are chosen by the question's meaning and its words together: the
-cosine between the question and each passage (the in-process multilingual
-embedder, which carries paraphrase and other languages; vectors cached per
-text for the process) plus the idf-weighted share of the question's words the
-passage holds, less a little for each lower-ranked block. Without an embedder,
-words alone.
+cosine between the question and each passage (the retriever's embedder, which
+carries paraphrase and other languages; vectors cached per text for the
+backend's lifetime) plus the idf-weighted share of the question's words the passage
+holds, less a little for each lower-ranked block. Without an embedder, words
+alone.
 
 When the best passage is not close enough to the question, or the question
 names a thing of its own that the best passage's entry does not mention while
@@ -21,7 +21,9 @@ sharing its topic (a missing word close in meaning to the entry's title:
 passage together: bot/answer/near_topic.py), the knowledge base covers
 something nearby, not what was asked: the nearest passages come with a line that the knowledge base does not
 answer the question as asked, and the question counts as not covered
-(`Draft.not_covered`), never as an answer.
+(`Draft.not_covered`), never as an answer. What is close enough is the
+embedder's record (kb_index.calibration); with an embedder that has none, every
+passage comes under that line.
 
 Passages are copied verbatim (only line breaks inside a sentence become spaces;
 a table row is its cells joined by " · "), so every number and quotation is in
@@ -34,7 +36,7 @@ The weights and thresholds were chosen on the tune halves of bench/extractive/
 (knowledge bases of other companies, Slack-style questions in both languages
 and across them; tune.py), the near-topic model fitted on its spent sets
 (near_model.py), and bench/extractive/run.py reports them on sets sealed until
-measured.
+measured: why, in docs/DESIGN.md (section 3.6); the figures, in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -49,64 +51,40 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from bot.answer import near_topic
+from bot.answer.vector_cache import VectorCache
 from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES
 from bot.answer.verify.text import DOUBLE_QUOTE_CHARS
 from bot.i18n import Key, message
 from bot.models import AnswerMode, Draft, Evidence, GenerationRequest
 from kb_index import markdown
 from kb_index.analysis import SUBWORD_GRAM, subword_terms, terms
+from kb_index.calibration import UNCALIBRATED, Calibration, for_embedder
+from kb_index.embedding import Embedder
 from kb_index.question.chatter import strip_chatter
 from kb_index.question.parts import split_question
 from kb_index.sentences import sentences
 
-MAX_BLOCKS = 3  # tune half: a right entry's passage is best as often as with five blocks, at 3/5 of the embedding
+MAX_BLOCKS = 3  # a right entry's passage is best as often as with five, at 3/5 of the embedding (docs/benchmarks.md)
 MAX_PASSAGES = 4  # a Slack answer, not a report
 SHORTLIST = 8  # passages embedded both ways (see `score`)
 MIN_WORDS = 3  # shorter lines are labels ("Details", "Ja."), not statements
 
-# The score of a passage: its cosine with the question, plus LEXICAL_WEIGHT times
-# the share of the question's word weight it holds, less RANK_PENALTY for each
-# block ranked above its own (tune half: the block's rank adds nothing the cosine
-# does not know; with 0.1 and 0 the best passage is from a right entry for 77 of
-# the 78 answerable questions retrieval lets through).
-LEXICAL_WEIGHT = 0.1
-RANK_PENALTY = 0.0
-# A further passage joins the best while its score is within this of the best's.
-FOLLOW_MARGIN = 0.03
-# The best passage answers the question when its confidence (its closeness in meaning,
-# plus STANDOUT_WEIGHT times how far it stands out from the STANDOUT_RANK-th closest
-# passage) reaches MIN_MEANING, or MIN_MEANING_OTHER for a passage in another
-# language than the question (a small multilingual model rates every pair across
-# languages lower). Below: the knowledge base may cover something nearby, not what
-# was asked, and the passages come with a line that says so.
-# Tune half: near- and off-topic questions that retrieval lets through reach at most
-# 0.877 in the same language, so 0.878 marks them all, and with them 20 of the 68
-# answerable ones (whose passages the asker still gets, under that line); without the
-# standout 28, with the cosine of either embedding alone 27 or more. Meaning cannot
-# tell the two apart better here. Across languages no near-topic question of the tune
-# half got past retrieval; the threshold is 0.04 lower, as answerability's is
-# (3 of the 10 answerable ones marked).
-MIN_MEANING = 0.878
-# Across languages the words cannot be compared, so the embedder alone decides: 0.873 marks
-# every near-topic question across languages of the tune half (the closest reached 0.872),
-# and with them 11 of the 16 answerable ones there, which still get their passages.
-MIN_MEANING_OTHER = 0.873
-STANDOUT_WEIGHT = 0.5
+# A passage's score: its cosine with the question, plus LEXICAL_WEIGHT times the share of the question's word
+# weight it holds, less RANK_PENALTY for each block ranked above its own.
+LEXICAL_WEIGHT = 0.1  # tune halves of bench/extractive (docs/benchmarks.md, "Extractive backend")
+RANK_PENALTY = 0.0  # the block's rank adds nothing the cosine does not know (docs/benchmarks.md, "Extractive backend")
+FOLLOW_MARGIN = 0.03  # a further passage joins the best while its score is within this of the best's
+# The best passage's confidence: its closeness in meaning, plus STANDOUT_WEIGHT times how far it stands out from
+# the STANDOUT_RANK-th closest passage (an answer stands out from its blocks; a nearby topic is as close to all).
+# What confidence answers is the embedder's (kb_index.calibration: min_meaning, min_meaning_other).
+STANDOUT_WEIGHT = 0.5  # marks fewer answerable questions than meaning alone (docs/benchmarks.md, "Extractive backend")
 STANDOUT_RANK = 5
-# A near-topic question usually names a thing of its own (a leave type, a device, a
-# benefit) that the nearest entry does not mention while it shares the topic: a word of
-# the question that neither the entry's blocks nor its title hold, and whose meaning is
-# close to the entry's title (its cosine with the title, both embedded as queries). A
-# word of the asker's own context ("Monday", "crutches", "Uppsala") is missing too, but
-# far from the title. Tune half (both sets, same language): every near-topic question the
-# threshold on meaning let through has such a word at 0.831 or above; 0.83 marks them
-# all, and 21 of the 75 answerable ones it let through (they still get their passages).
-MIN_SIBLING = 0.83
+# The word rule (`sibling_word`): a near-topic question names a thing of its own that the best entry lacks; the
+# closeness to the entry's title that marks it is the embedder's (kb_index.calibration: min_sibling).
 MIN_SIBLING_LETTERS = 3  # shorter words are particles and typos, not things
 
-# Without an embedder: the share of the question's word weight the best passage must
-# hold (below: near-topic), and a further passage at least half the best one's share,
-# and 0.2 of the question (tune half of tests/data/answerability.yaml, as before).
+# Without an embedder, words alone (tune half of tests/data/answerability.yaml): the share of the question's word
+# weight the best passage must hold to answer, and a further passage's, relative to the best one's and absolute.
 MIN_LEXICAL = 0.25
 WORDS_RELATIVE_FOLLOW = 0.5
 WORDS_MIN_FOLLOW = 0.2
@@ -238,13 +216,20 @@ def lexical_scores(question_terms: set[str], pool: Sequence[Candidate], language
 
 @dataclass(frozen=True)
 class Vectors:
-    """The embedder as the backend uses it, each side cached by text: the question as a
-    query, the passages as passages (the pair the retrieval model was trained to score:
-    does this passage answer this question)."""
+    """The embedder as the backend uses it: the question as a query, the passages as passages (the pair
+    the retrieval model was trained to score: does this passage answer this question), and the thresholds
+    its cosines are read with."""
 
     queries: Embed
     passages: Embed
     name: str = ""  # the embedder's: the near-topic model reads only the vectors it was fitted on
+    calibration: Calibration = UNCALIBRATED  # vectors of an embedder nobody measured: every selection marked
+
+    @classmethod
+    def cached(cls, embedder: Embedder) -> Vectors:
+        """`embedder`'s vectors, each side cached by text for as long as these live, read with its record."""
+        return cls(VectorCache(embedder.embed_queries).vectors, VectorCache(embedder.embed_passages).vectors,
+                   embedder.name, for_embedder(embedder.name))
 
 
 def score(question: str, pool: list[Candidate], language: str, vectors: Vectors | None) -> list[Candidate]:
@@ -299,15 +284,20 @@ def confidence(best: Candidate, scored: Sequence[Candidate]) -> float | None:
     return best.meaning + STANDOUT_WEIGHT * (best.meaning - reference)
 
 
-def answers_question(best: Candidate, sure: float | None, language: str) -> bool:
-    """Does the best passage answer the question, or only come near it?"""
+def answers_question(best: Candidate, sure: float | None, language: str, calibration: Calibration) -> bool:
+    """Does the best passage answer the question, or only come near it? By words alone without an embedder,
+    by the embedder's thresholds with one; never with an embedder that has none (kb_index.calibration)."""
     if sure is None:
         return best.lexical >= MIN_LEXICAL
+    if calibration.min_meaning is None:
+        return False
     other = (best.evidence.chunk.language or language) != language
-    return sure >= (MIN_MEANING_OTHER if other else MIN_MEANING)
+    if other and calibration.min_meaning_other is not None:
+        return sure >= calibration.min_meaning_other
+    return sure >= calibration.min_meaning
 
 
-def select(scored: list[Candidate], language: str) -> Selection:
+def select(scored: list[Candidate], language: str, calibration: Calibration) -> Selection:
     """The best passage and those close to it (at most MAX_PASSAGES), in reading order."""
     ranked = sorted(scored, key=lambda c: (-c.score, c.rank, c.position))
     if not ranked:
@@ -319,8 +309,8 @@ def select(scored: list[Candidate], language: str) -> Selection:
         floor = best.score - FOLLOW_MARGIN
     chosen = [best, *(c for c in ranked[1:MAX_PASSAGES] if c.score >= floor)]
     sure = confidence(best, scored)
-    return Selection(sorted(chosen, key=lambda c: (c.rank, c.position)), answers_question(best, sure, language), best,
-                     sure)
+    return Selection(sorted(chosen, key=lambda c: (c.rank, c.position)),
+                     answers_question(best, sure, language, calibration), best, sure)
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")
@@ -375,7 +365,8 @@ def choose(question: str, evidence: list[Evidence], language: str, vectors: Vect
     if not pool:
         return Selection([], False)
     parts = split_question(plain) or [plain]
-    selections = [select(score(part, pool, language, vectors), language) for part in parts]
+    calibration = vectors.calibration if vectors is not None else UNCALIBRATED
+    selections = [select(score(part, pool, language, vectors), language, calibration) for part in parts]
     if vectors is not None:
         selections = [_near_checked(s, part, evidence, language, vectors) for s, part in zip(selections, parts,
                                                                                               strict=True)]
@@ -399,13 +390,16 @@ def near_row(s: Selection, part: str, vectors: Vectors, closeness: float) -> np.
 def _near_checked(s: Selection, part: str, evidence: Sequence[Evidence], language: str,
                   vectors: Vectors) -> Selection:
     """A selection that answers by meaning, unless the question names a thing of its own near the entry's
-    topic: the word rule says so, or the near-topic model where it was fitted on this embedder (each
-    catches near-topic questions the other misses). The model is asked only where the rule lets it pass."""
+    topic: the word rule says so (at the embedder's `min_sibling`), or the near-topic model where it was
+    fitted on this embedder (each catches near-topic questions the other misses). The model is asked only
+    where the rule lets it pass."""
     if not s.answers or s.best is None:
         return s
     word, closeness = sibling_word(part, s.best, evidence, language, vectors)
+    rule = vectors.calibration.min_sibling
+    by_rule = rule is not None and closeness >= rule
     model = near_topic.for_embedder(vectors.name)
-    near = closeness >= MIN_SIBLING or (model is not None and model.near(near_row(s, part, vectors, closeness)))
+    near = by_rule or (model is not None and model.near(near_row(s, part, vectors, closeness)))
     return replace(s, answers=False, sibling=word) if near else s
 
 

@@ -8,13 +8,15 @@ space: the element-wise product and distance of the question's and the best pass
 vectors, the product of the question's and the entry title's, the passage's confidence
 (extractive.confidence) and the closeness of the question's word the entry lacks
 (extractive.sibling_word). The backend marks a question when this model or the word rule
-(extractive.MIN_SIBLING) says near-topic: each catches some the other misses.
+(`min_sibling` of the embedder's record, kb_index.calibration) says near-topic: each catches
+some the other misses.
 
-Fitted by bench/extractive/near_model.py on the spent labelled sets of bench/extractive/
-(seven knowledge bases of other companies than the sample's, German and English), its
-threshold chosen with each knowledge base left out of the fit in turn. The weights belong to
-the embedder they were fitted with (`NearTopicModel.embedder`); with another embedder the
-word rule decides alone.
+Fitted by bench/extractive/near_model.py on the spent labelled sets of bench/extractive/ (the
+first three of its five sets: seven of its eleven knowledge bases, of other companies than the
+sample's, German and English), its threshold chosen with each knowledge base left out of the fit
+in turn. The weights belong to the embedder they were fitted with (`NearTopicModel.embedder`, its
+exact name: another quantisation of the same model is other vectors); with another embedder the
+word rule decides alone, where the embedder's record has one.
 """
 
 from __future__ import annotations

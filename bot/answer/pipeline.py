@@ -42,7 +42,6 @@ from bot.answer.budget import before_reserve
 from bot.answer.extractive import ExtractiveBackend, Vectors
 from bot.answer.judge import Judge, make_judge
 from bot.answer.prompt import build_evidence, build_request, clip_history, retry_messages, trim_to_budget
-from bot.answer.vector_cache import VectorCache
 from bot.answer.verify.citations import verify_citations
 from bot.answer.verify.claims import DEFAULT_ALLOWED_ROLES, verify_claims
 from bot.answer.verify.judgement import wants_judgement
@@ -102,8 +101,7 @@ class Pipeline:
         # questions embedded as queries, passages as passages, each cached for the pipeline's lifetime.
         embedder = getattr(retriever, "embedder", None)
         if isinstance(backend, ExtractiveBackend) and backend.vectors is None and embedder is not None:
-            backend.vectors = Vectors(VectorCache(embedder.embed_queries).vectors,
-                                      VectorCache(embedder.embed_passages).vectors, getattr(embedder, "name", ""))
+            backend.vectors = Vectors.cached(embedder)
 
     async def answer(self, question: Question, *, mode: AnswerMode | None = None,
                      progress: Progress = _no_progress) -> Answer:
