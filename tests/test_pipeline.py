@@ -380,6 +380,18 @@ async def test_the_extractive_backend_needs_no_judge(retriever):
         True, Outcome.ANSWERED, [], None)
 
 
+async def test_what_a_backend_says_it_can_do_decides_not_its_name(retriever, llm):
+    # A model that happens to be called "extractive" writes its own words: with the judge off it is posted
+    # as not checked against its sources.
+    llm.script(ATZ_DRAFT)
+    model = OpenAIBackend(llm.url, "extractive", retries=1, backoff=0)
+    try:
+        answer = await Pipeline(retriever, model).answer(ATZ)
+    finally:
+        await model.aclose()
+    assert (answer.verified, answer.unverified_reason) == (False, NOT_JUDGED_REASON)
+
+
 async def test_a_draft_that_fails_the_checks_or_refuses_is_not_judged(pipeline, llm):
     llm.script("ATZ gilt ab 60 [lb-atz-99].", f"Zu dieser Frage: {message(Key.REFUSAL, 'de')}")
     answer = await pipeline(judged=True).answer(ATZ)

@@ -22,6 +22,10 @@ LLMRejected line with what the server said to each.
 
 Reasoning blocks (<think>…</think>) are removed from `Draft.text`; `Draft.raw`
 keeps the reply as it came.
+
+Abilities. A backend says what it does besides drafting (`Backend.quotes_kb`,
+`quotes_nearest`, `reads_vectors`), and the pipeline asks that (`can`), never
+the backend's type: a model has none of them.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from bot.answer.verify.text import strip_think
 from bot.config import Settings
 from bot.models import Draft, GenerationRequest
 from citebot_core.http import excerpt
+from kb_index.embedding import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +72,21 @@ INFO_TIMEOUT = 5.0
 @runtime_checkable
 class Backend(Protocol):
     name: str  # the model name, recorded in the audit
+    quotes_kb: bool  # its drafts are the KB's own words, verbatim: nothing in them for a judge to check
+    quotes_nearest: bool  # may answer a question retrieval refused as near with the nearest passages, marked so
+    reads_vectors: bool  # chooses passages by meaning: takes the retriever's embedder (`use_embedder`)
 
     async def generate(self, request: GenerationRequest) -> Draft: ...
 
     async def aclose(self) -> None: ...
+
+    def use_embedder(self, embedder: Embedder) -> None: ...
+
+
+def can(backend: Backend, ability: str) -> bool:
+    """Does `backend` say it has `ability` (one of `Backend`'s flags)? One that does not say, such as a
+    stand-in with only a name and `generate`, is a model: it has none."""
+    return getattr(backend, ability, False) is True
 
 
 # ----------------------------------------------------------------- chat backends
@@ -81,6 +97,8 @@ class ChatBackend:
 
     path = ""
     forms: tuple[StructuredForm, ...] = (PROMPT_ONLY,)
+    # A model writes its own words (a judge checks them), and is never asked about a question retrieval refused.
+    quotes_kb = quotes_nearest = reads_vectors = False
 
     def __init__(
         self,
@@ -120,6 +138,9 @@ class ChatBackend:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """A model reads the blocks' words: their vectors are of no use to it."""
 
     def cap(self, request: GenerationRequest) -> int:
         """The output cap of this request: its own, the configured one, or the default for its kind."""

@@ -425,14 +425,21 @@ def render_claims(chosen: list[Candidate]) -> str:
 class ExtractiveBackend:
     """A `bot.answer.backends.Backend` that quotes the knowledge base instead of asking a model.
 
-    `vectors` embeds the question and the passages (normalised rows, cached); the
-    pipeline hands it the retriever's embedder behind caches that live as long as the
-    pipeline. None: words alone."""
+    `vectors` embeds the question and the passages (normalised rows, cached); without them the
+    pipeline hands it the retriever's embedder (`use_embedder`). None: words alone."""
 
     name = "extractive"
+    quotes_kb = True  # its drafts are the KB's own words, verbatim: nothing in them for a judge to check
+    quotes_nearest = True  # a question retrieval refused as near gets the nearest passages, marked as such
+    reads_vectors = True  # chooses passages by meaning
 
     def __init__(self, vectors: Vectors | None = None):
         self.vectors = vectors
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Chooses by meaning with `embedder`, cached for the backend's lifetime; vectors it was given stay."""
+        if self.vectors is None:
+            self.vectors = Vectors.cached(embedder)
 
     async def generate(self, request: GenerationRequest) -> Draft:
         # In a thread: embedding the passages takes CPU that would stall a worker's event loop.

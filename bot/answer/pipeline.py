@@ -37,9 +37,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import contextmanager
 
 from bot.answer.assemble import build_answer, make_source, refusal_answer
-from bot.answer.backends import Backend, make_backend
+from bot.answer.backends import Backend, can, make_backend
 from bot.answer.budget import before_reserve
-from bot.answer.extractive import ExtractiveBackend, Vectors
 from bot.answer.judge import Judge, make_judge
 from bot.answer.prompt import build_evidence, build_request, clip_history, retry_messages, trim_to_budget
 from bot.answer.verify.citations import verify_citations
@@ -66,8 +65,6 @@ from kb_index.question.follow_up import retrieval_text
 from kb_index.search import Retrieval
 
 log = logging.getLogger(__name__)
-
-EXTRACTIVE = "extractive"  # the backend that quotes the KB (bot.answer.extractive): nothing to judge
 
 # Told the name of each stage as it starts ("retrieve", "generate", "verify", "judge"): the
 # assistant panel shows it (bot.slack.assistant_status).
@@ -97,11 +94,10 @@ class Pipeline:
         self.top_k = top_k
         self.budget_chars = budget_chars
         self.allowed_roles = allowed_roles
-        # The extractive backend chooses passages by meaning with the retriever's embedder:
-        # questions embedded as queries, passages as passages, each cached for the pipeline's lifetime.
+        # A backend that chooses passages by meaning does so with the retriever's embedder.
         embedder = getattr(retriever, "embedder", None)
-        if isinstance(backend, ExtractiveBackend) and backend.vectors is None and embedder is not None:
-            backend.vectors = Vectors.cached(embedder)
+        if can(backend, "reads_vectors") and embedder is not None:
+            backend.use_embedder(embedder)
 
     async def answer(self, question: Question, *, mode: AnswerMode | None = None,
                      progress: Progress = _no_progress) -> Answer:
@@ -164,17 +160,16 @@ class Pipeline:
         return answer
 
     def _nearest_only(self, retrieval: Retrieval) -> bool:
-        """Refused, but near enough for the extractive backend to quote what comes nearest, marked as
-        such: the KB's own words under that line are no answer, and no model is asked to write one."""
+        """Refused, but near enough for a backend that quotes the KB to quote what comes nearest, marked
+        as such: the KB's own words under that line are no answer, and no model is asked to write one."""
         found = retrieval.answerability
-        return isinstance(self.backend, ExtractiveBackend) and not found.answerable and found.near \
-            and bool(retrieval.hits)
+        return can(self.backend, "quotes_nearest") and not found.answerable and found.near and bool(retrieval.hits)
 
     @property
     def judged(self) -> bool:
         """Are the statements of what is posted checked against the sources? By the judge, or by being
-        the KB's own words (the extractive backend)."""
-        return self.judge is not None or self.backend.name == EXTRACTIVE
+        the KB's own words (a backend that quotes the KB, such as the extractive one)."""
+        return self.judge is not None or can(self.backend, "quotes_kb")
 
     async def aclose(self) -> None:
         """The backend, and the judge's own backend where it has one."""
