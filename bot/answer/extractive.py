@@ -403,12 +403,6 @@ def _near_checked(s: Selection, part: str, evidence: Sequence[Evidence], languag
     return replace(s, answers=False, sibling=word) if near else s
 
 
-def best_sentences(question: str, evidence: list[Evidence], language: str, *, quotes: bool = True,
-                   vectors: Vectors | None = None) -> list[Candidate]:
-    """The passages to quote (whether or not they answer the question as asked)."""
-    return choose(question, evidence, language, vectors, quotes=quotes).passages
-
-
 # ----------------------------------------------------------------- rendering
 
 
@@ -458,10 +452,6 @@ class ExtractiveBackend:
             return Draft(text=text, model=self.name, raw=text, lead=message(Key.EXTRACTIVE_LEAD, request.language))
         return Draft(text=text, model=self.name, raw=text, lead=message(Key.EXTRACTIVE_NEAR, request.language),
                      not_covered=[request.question])
-
-    def answer(self, request: GenerationRequest) -> str:
-        """The draft's text: what the verifiers check."""
-        return self.draft(request).text
 
     async def aclose(self) -> None:
         pass
