@@ -138,7 +138,7 @@ def graph() -> CallGraph:
 
 def test_the_walkthrough_is_in_parts_and_every_step_names_a_function_that_exists():
     parts = walk_parts()
-    assert [len(steps) for steps in parts] == [3, 12, 1, 1]
+    assert [len(steps) for steps in parts] == [5, 14, 1, 2]
     for step in (s for steps in parts for s in steps):
         assert graph().resolve(step.file, step.name), step
 
@@ -152,7 +152,7 @@ def test_two_steps_swapped_break_the_walk():
     worker = parts[1]
     prompt = next(i for i, s in enumerate(worker) if s.name == "build_evidence")
     worker[prompt], worker[prompt + 1] = worker[prompt + 1], worker[prompt]  # generate before the prompt
-    assert any("does not lead to step 8" in b for b in broken_links(graph(), parts))
+    assert any("does not lead to step 11" in b for b in broken_links(graph(), parts))
 
 
 def test_a_step_the_previous_one_does_not_reach_breaks_the_walk():
