@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
+import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from bot.store import keys
@@ -50,7 +50,7 @@ _FAMILIES: dict[str, Callable[[str], str]] = {
 }
 
 
-async def migrate_untagged_keys(redis: Any) -> int:
+async def migrate_untagged_keys(redis: aioredis.Redis) -> int:
     """Renames the keys of the layout before hash tags; returns how many. Cheap after the first time."""
     if await redis.get(MIGRATED_KEY) == VERSION:
         return 0
@@ -69,7 +69,7 @@ async def migrate_untagged_keys(redis: Any) -> int:
     return renamed
 
 
-async def _rename(redis: Any, old: str, new: str) -> int:
+async def _rename(redis: aioredis.Redis, old: str, new: str) -> int:
     try:
         return int(await redis.renamenx(old, new))
     except ResponseError as exc:
