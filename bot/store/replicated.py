@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError, NoScriptError, RedisClusterException
@@ -36,6 +37,10 @@ from bot.store.redis_target import RedisMode, RedisTarget, as_target
 # Replicas acknowledge within a millisecond or two on a healthy link; past
 # this the replica is down or far behind, and waiting longer helps nobody.
 REPLICA_WAIT_MS = 500
+
+
+# A client of one server (or of a Sentinel's master) or of a cluster: both run the same scripts.
+RedisClient = aioredis.Redis | RedisCluster
 
 
 def has_replicas(target: RedisTarget | str) -> bool:
@@ -51,7 +56,8 @@ class Replicated:
 
 
 async def run_replicated(
-    redis: Any, script: AsyncScript, keys: list[str], args: list[EncodableT], *, wait_ms: int = REPLICA_WAIT_MS
+    redis: RedisClient, script: AsyncScript, keys: list[str], args: list[EncodableT], *,
+    wait_ms: int = REPLICA_WAIT_MS,
 ) -> Replicated:
     """Runs `script`, then WAIT 1 on the same connection."""
     tries = 0
@@ -73,7 +79,8 @@ async def run_replicated(
     return await through_failover(redis, step)
 
 
-async def _script_and_wait(redis: Any, script: AsyncScript, keys: list[str], args: list[EncodableT], wait_ms: int) -> tuple[Any, int]:
+async def _script_and_wait(redis: RedisClient, script: AsyncScript, keys: list[str], args: list[EncodableT],
+                           wait_ms: int) -> tuple[Any, int]:
     if isinstance(redis, RedisCluster):
         await redis.initialize()  # the slot map, read once per client (a no-op after)
         node = redis.get_node_from_key(keys[0])
@@ -84,7 +91,7 @@ async def _script_and_wait(redis: Any, script: AsyncScript, keys: list[str], arg
         pipe.execute_command("WAIT", 1, wait_ms, target_nodes=node)
     else:
         pipe = redis.pipeline(transaction=False)
-        pipe.evalsha(script.sha, len(keys), *keys, *args)
+        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
         pipe.execute_command("WAIT", 1, wait_ms)
     try:
         reply, replicas = await pipe.execute()
