@@ -192,13 +192,11 @@ def _is_heading(text: str) -> bool:
 
 
 def _unknown_id_violations(all_sentences: list[_Sentence]) -> list[Violation]:
-    seen: set[str] = set()
-    out = []
+    first: dict[str, tuple[str, int]] = {}  # each unknown id once, where it is first cited
     for s in all_sentences:
-        for token in (t for ref in s.refs for t in ref.unknown if t.casefold() not in seen):
-            seen.add(token.casefold())
-            out.append(finding("UNKNOWN_ID", f"[{token}] is not the KB-ID of any context block", s.index))
-    return out
+        for token in (t for ref in s.refs for t in ref.unknown):
+            first.setdefault(token.casefold(), (token, s.index))
+    return [finding("UNKNOWN_ID", f"[{token}] is not the KB-ID of any context block", i) for token, i in first.values()]
 
 
 def verify_citations(draft_text: str, evidence: list[Evidence], language: str = "en", *, question: str = "") -> Verdict:

@@ -41,17 +41,12 @@ from bot.models import (
 from citebot_core.errors import Permanent
 from kb_index.analysis import terms
 
-_VERDICT_SCHEMA = {
-    "type": "object",
-    "properties": {"id": {"type": "string"}, "verdict": {"type": "string", "enum": [s.value for s in Support]},
-                   "quote": {"type": "string"}},
-    "required": ["id", "verdict", "quote"],
-    "additionalProperties": False,
-}
+_VERDICT_SCHEMA = {"type": "object", "properties": {
+    "id": {"type": "string"}, "verdict": {"type": "string", "enum": [s.value for s in Support]},
+    "quote": {"type": "string"}}, "required": ["id", "verdict", "quote"], "additionalProperties": False}
 JUDGE_JSON_SCHEMA: dict[str, Any] = {
     "type": "object", "properties": {"verdicts": {"type": "array", "items": _VERDICT_SCHEMA}},
-    "required": ["verdicts"], "additionalProperties": False,
-}
+    "required": ["verdicts"], "additionalProperties": False}
 
 
 class JudgeReplyInvalid(Permanent, ValueError):

@@ -16,13 +16,6 @@ _CURLY = str.maketrans({"“": '"', "”": '"', "„": '"', "‟": '"'})
 _TRAILING = re.compile(r",(\s*[}\]])")
 
 
-def _try(text: str) -> tuple[bool, Any]:
-    try:
-        return True, json.loads(text)
-    except json.JSONDecodeError:
-        return False, None
-
-
 def _unfence(text: str) -> str:
     match = _FENCED.search(text)
     return match.group(1).strip() if match else text
@@ -49,18 +42,13 @@ _REPAIRS = (
 
 def parse_lenient_json(text: str) -> tuple[Any, list[str]]:
     """(object, repairs made). Raises json.JSONDecodeError when no repair helps."""
-    current = text.strip()
-    fixups: list[str] = []
-    ok, obj = _try(current)
-    if ok:
-        return obj, fixups
+    current, fixups = text.strip(), list[str]()
     for name, repair in _REPAIRS:
-        repaired = repair(current).strip()
-        if repaired == current:
-            continue
-        current = repaired
-        fixups.append(name)
-        ok, obj = _try(current)
-        if ok:
-            return obj, fixups
-    return json.loads(current), fixups  # raises the decoder's own error, with its position
+        try:
+            return json.loads(current), fixups
+        except json.JSONDecodeError:
+            repaired = repair(current).strip()
+        if repaired != current:
+            current = repaired
+            fixups.append(name)
+    return json.loads(current), fixups  # parsed after the last repair, or the decoder's own error, with its position

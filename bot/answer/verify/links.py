@@ -44,8 +44,7 @@ class Link:
 
 def _mask(text: str, span: tuple[int, int]) -> str:
     """Blank out a found link so the next pattern does not find part of it again."""
-    start, end = span
-    return text[:start] + " " * (end - start) + text[end:]
+    return text[: span[0]] + " " * (span[1] - span[0]) + text[span[1] :]
 
 
 def _url_key(url: str) -> str:
@@ -58,12 +57,10 @@ def _phone(raw: str) -> Link | None:
     if raw.endswith(")") and raw.count(")") > raw.count("("):
         raw = raw[:-1]  # "(Tel. 030 1234567)": the bracket around it
     digits = re.sub(r"\D", "", raw)
-    if not 7 <= len(digits) <= 15 or _DATE_OR_RANGE.match(raw):
-        return None
+    if not 7 <= len(digits) <= 15 or _DATE_OR_RANGE.match(raw) or _THOUSANDS.match(raw):
+        return None  # a date, a range of years, an amount ("1.000.000", "10 000 000")
     if not re.search(r"[ \t()./-]", raw) and not raw.startswith("+"):
         return None  # one run of digits is a number; the number rule checks it
-    if _THOUSANDS.match(raw):
-        return None  # "1.000.000", "10 000 000": an amount
     if raw.count("(") != raw.count(")") or all(_YEAR.match(g) for g in re.findall(r"\d+", raw)):
         return None  # "seit 2024 (2023: 9,50 €)", "2023 2024": years beside each other
     return Link(raw, PHONE, digits)
@@ -128,8 +125,7 @@ def _url_in(key: str, haystack: str) -> bool:
 
 def _source_haystack(sources: list[str]) -> str:
     """The sources as one text in which URLs read like their keys."""
-    text = "\n".join(sources).casefold()
-    text = re.sub(r"\b[a-z][a-z0-9+.-]*://", " ", text)
+    text = re.sub(r"\b[a-z][a-z0-9+.-]*://", " ", "\n".join(sources).casefold())
     return re.sub(r"(?<![\w.])www\.", " ", text)
 
 

@@ -19,29 +19,21 @@ from bot.answer.verify.text import fold
 from kb_index.sentences import sentences
 
 # On folded text (bot.answer.verify.text.fold): lower case, no accents, no punctuation.
-_SOURCE_EN = (
-    r"(?:knowledge ?base|kb|wiki|handbook|(?:provided |available |cited |given |above |these |the )*"
-    r"(?:blocks?|sources?|documents?|documentation|information|entries|entry|articles?|pages?|context|excerpts?"
-    r"|sections?|policy|policies|material|texts?))"
-)
-_SAY_EN = (
-    r"(?:say|says|state|states|mention|mentions|specify|specifies|cover|covers|contain|contains|include|includes"
-    r"|provide|provides|address|addresses|describe|describes|detail|details|explain|explains|list|lists|give|gives"
-    r"|indicate|indicates|define|defines|answer|answers|discuss|discusses|clarify|clarifies|set out|sets out"
-    r"|go into|goes into|offer|offers)"
-)
+_SOURCE_EN = (r"(?:knowledge ?base|kb|wiki|handbook|(?:provided |available |cited |given |above |these |the )*"
+              r"(?:blocks?|sources?|documents?|documentation|information|entries|entry|articles?|pages?|context"
+              r"|excerpts?|sections?|policy|policies|material|texts?))")
+_SAY_EN = (r"(?:say|says|state|states|mention|mentions|specify|specifies|cover|covers|contain|contains|include"
+           r"|includes|provide|provides|address|addresses|describe|describes|detail|details|explain|explains|list"
+           r"|lists|give|gives|indicate|indicates|define|defines|answer|answers|discuss|discusses|clarify|clarifies"
+           r"|set out|sets out|go into|goes into|offer|offers)")
 _NOT_EN = r"(?:does not|do not|did not|doesnt|dont|didnt|cannot|can not|nor)"
 
-_SOURCE_DE = (
-    r"(?:wissensbasis|kb|wiki|handbuch|(?:vorliegenden |zitierten |angegebenen |genannten |diese |die |den |der "
-    r"|vorhandenen )*(?:blocke|blocken|bloecke|quellen?|unterlagen|dokumenten?|dokumente|informationen|eintragen?"
-    r"|eintrage|abschnitten?|abschnitte|artikeln?|seiten?|texten?|richtlinien?|kontext))"
-)
-_SAY_DE = (
-    r"(?:enthalt|enthalten|nennt|nennen|sagt|sagen|macht|machen|gibt|geben|erwahnt|erwahnen|regelt|regeln"
-    r"|beschreibt|beschreiben|beantwortet|beantworten|aussert|aussern|geht|gehen|liefert|liefern|fuhrt|fuhren"
-    r"|legt|legen|behandelt|behandeln|klart|klaren|spricht|sprechen|beziffert|beziffern|deckt|decken)"
-)
+_SOURCE_DE = (r"(?:wissensbasis|kb|wiki|handbuch|(?:vorliegenden |zitierten |angegebenen |genannten |diese |die |den "
+              r"|der |vorhandenen )*(?:blocke|blocken|bloecke|quellen?|unterlagen|dokumenten?|dokumente|informationen"
+              r"|eintragen?|eintrage|abschnitten?|abschnitte|artikeln?|seiten?|texten?|richtlinien?|kontext))")
+_SAY_DE = (r"(?:enthalt|enthalten|nennt|nennen|sagt|sagen|macht|machen|gibt|geben|erwahnt|erwahnen|regelt|regeln"
+           r"|beschreibt|beschreiben|beantwortet|beantworten|aussert|aussern|geht|gehen|liefert|liefern|fuhrt|fuhren"
+           r"|legt|legen|behandelt|behandeln|klart|klaren|spricht|sprechen|beziffert|beziffern|deckt|decken)")
 _NOTHING_DE = r"(?:keine|keinen|keinerlei|kein|nicht|nichts)"
 _INFO_DE = r"(?:angaben?|informationen?|aussagen?|hinweise?|regelungen?|regeln|details?|auskunft|auskunfte|daten)"
 _INFO_EN = r"(?:information|details?|data|statement|mention|indication|rule|rules|guidance|figures?|answer)"

@@ -18,12 +18,9 @@ from itertools import pairwise
 _MONTH_NAMES = {
     "januar": 1, "jänner": 1, "februar": 2, "märz": 3, "maerz": 3, "april": 4, "mai": 5, "juni": 6, "juli": 7,
     "august": 8, "september": 9, "oktober": 10, "november": 11, "dezember": 12,
-    "january": 1, "february": 2, "march": 3, "may": 5, "june": 6, "july": 7, "october": 10, "december": 12,
-}
-_MONTH_ABBREVIATIONS = {
-    "jan": 1, "feb": 2, "mar": 3, "mär": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10,
-    "okt": 10, "nov": 11, "dec": 12, "dez": 12,
-}
+    "january": 1, "february": 2, "march": 3, "may": 5, "june": 6, "july": 7, "october": 10, "december": 12}
+_MONTH_ABBREVIATIONS = {"jan": 1, "feb": 2, "mar": 3, "mär": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9,
+                        "sept": 9, "oct": 10, "okt": 10, "nov": 11, "dec": 12, "dez": 12}
 _MONTH = "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + "|(?:" + "|".join(
     sorted(_MONTH_ABBREVIATIONS, key=len, reverse=True)) + r")\.?"
 
@@ -53,8 +50,7 @@ _WORDS = {
         "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
         "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
         "ninth": 9, "tenth": 10, "twelfth": 12, "once": 1, "twice": 2, "double": 2, "half": 0.5,
-        "triple": 3, "threefold": 3, "fourfold": 4, "tenfold": 10,
-    },
+        "triple": 3, "threefold": 3, "fourfold": 4, "tenfold": 10},
     "de": {
         "null": 0, "eins": 1, "zwei": 2, "drei": 3, "vier": 4, "fünf": 5, "sechs": 6, "sieben": 7, "acht": 8,
         "neun": 9, "zehn": 10, "elf": 11, "zwölf": 12, "zwanzig": 20, "dreißig": 30, "vierzig": 40,
@@ -63,9 +59,7 @@ _WORDS = {
         "vierten": 4, "vierte": 4, "fünften": 5, "sechsten": 6, "siebten": 7, "achten": 8, "zehnten": 10,
         "zwölften": 12, "einmal": 1, "zweimal": 2, "doppelt": 2, "doppelte": 2, "doppelten": 2, "halbe": 0.5,
         "hälfte": 0.5, "dreifach": 3, "dreifache": 3, "dreifachen": 3, "vierfach": 4, "vierfache": 4,
-        "vierfachen": 4, "fünffache": 5, "fünffachen": 5, "zehnfache": 10, "zehnfachen": 10,
-    },
-}
+        "vierfachen": 4, "fünffache": 5, "fünffachen": 5, "zehnfache": 10, "zehnfachen": 10}}
 
 # Ordinals are numbers in a source ("the third birthday" states 3), not in an answer,
 # which uses them to count its own steps ("in der vierten Woche" of a period).
@@ -79,10 +73,8 @@ _WORD = re.compile(r"\b[^\W\d_]+\b")
 
 # Fractions as words: "ein Drittel" is no "Hälfte". "1/3" on both sides; a source's also offers its
 # denominator (an answer may divide by it). English "third", "quarter" are rarely fractions; plurals are.
-_FRACTIONS = {
-    "en": {"thirds": 3, "fifths": 5, "sixths": 6, "eighths": 8, "tenths": 10, "twelfths": 12},
-    "de": {"drittel": 3, "viertel": 4, "fünftel": 5, "sechstel": 6, "achtel": 8, "zehntel": 10, "zwölftel": 12},
-}
+_FRACTIONS = {"en": {"thirds": 3, "fifths": 5, "sixths": 6, "eighths": 8, "tenths": 10, "twelfths": 12},
+              "de": {"drittel": 3, "viertel": 4, "fünftel": 5, "sechstel": 6, "achtel": 8, "zehntel": 10, "zwölftel": 12}}
 # An English source's ordinal may be a fraction ("one third of the pay").
 _ORDINAL_FRACTIONS = {"third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "eighth": 8, "tenth": 10, "twelfth": 12}
 

@@ -48,9 +48,7 @@ class IdSet:
 
 def _shape(token: str) -> tuple[str, int] | None:
     parts = token.casefold().split("-")
-    if len(parts) < 2 or not any(ch.isdigit() for ch in token):
-        return None
-    return parts[0], len(parts)
+    return (parts[0], len(parts)) if len(parts) >= 2 and any(ch.isdigit() for ch in token) else None
 
 
 def _unmistakable(token: str) -> bool:
@@ -77,17 +75,13 @@ def _bracket_ref(match: re.Match[str], known: IdSet) -> Ref | None:
 def find_refs(text: str, known: IdSet) -> list[Ref]:
     """All references in `text`, in order of position."""
     refs = [r for m in _BRACKET.finditer(text) if (r := _bracket_ref(m, known))]
-    taken = [(m.start(), m.end()) for m in _BRACKET.finditer(text)]
-
-    def outside(start: int) -> bool:
-        return not any(a <= start < b for a, b in taken)
-
+    taken = [m.span() for m in _BRACKET.finditer(text)]
     for m in known.bare_mentions(text):
-        if outside(m.start()):
+        if not any(a <= m.start() < b for a, b in taken):
             refs.append(Ref(m.start(), m.end(), (known.get(m.group(1)) or m.group(1),), (), bare=True))
     for m in re.finditer(r"(?<![\w\-/])[A-Za-z][\w]*(?:-[\w]+)+(?![\w\-/])", text):
         token = m.group(0)
-        if outside(m.start()) and not known.get(token) and known.has_shape_of_known(token):
+        if not any(a <= m.start() < b for a, b in taken) and not known.get(token) and known.has_shape_of_known(token):
             refs.append(Ref(m.start(), m.end(), (), (token,), bare=True))
     return sorted(refs, key=lambda r: r.start)
 

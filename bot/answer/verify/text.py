@@ -63,17 +63,14 @@ _ELLIPSIS = re.compile(r"\s*(?:\[\s*(?:\.\.\.|…)\s*\]|\(\s*(?:\.\.\.|…)\s*\)
 def quote_in(passage: str, source: str) -> bool:
     """Is `passage` verbatim in `source`? An ellipsis in the quote stands for an omission:
     each fragment must then appear, in order."""
-    haystack = squash(source)
-    position = 0
+    haystack, position = squash(source), 0
     fragments = [f for f in (squash(p) for p in _ELLIPSIS.split(passage)) if f]
-    if not fragments:
-        return False
     for fragment in fragments:
-        found = haystack.find(fragment, position)
-        if found < 0:
+        position = haystack.find(fragment, position)
+        if position < 0:
             return False
-        position = found + len(fragment)
-    return True
+        position += len(fragment)
+    return bool(fragments)
 
 
 _PUNCT = str.maketrans({ch: " " for ch in string.punctuation + "„“”‚‘’«»…–—"})
@@ -83,8 +80,7 @@ def fold(text: str) -> str:
     """Lower case, no accents, no punctuation, single spaces: for phrase comparison."""
     text = unicodedata.normalize("NFKD", text.replace("ß", "ss").replace("’", "'").casefold())
     text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    text = text.replace("n't", " not")
-    return " ".join(text.translate(_PUNCT).split())
+    return " ".join(text.replace("n't", " not").translate(_PUNCT).split())
 
 
 _REFUSAL_PHRASES = tuple(fold(p) for p in all_translations(Key.REFUSAL))
