@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bot.answer.verify.text import as_read
+
 URL, EMAIL, PHONE, SLACK = "url", "email", "phone", "slack"
 
 _SLACK = re.compile(r"<((?:[a-z][a-z0-9+.-]*:|[!@#])[^<>|\s]*)(?:\|[^<>]*)?>", re.I)
@@ -80,6 +82,7 @@ def _slack(target: str, raw: str) -> Link:
 def find_links(text: str, *, phones: bool = True) -> list[Link]:
     """Every link, address and phone number in `text`, in the order the patterns find them."""
     found: list[Link] = []
+    text = as_read(text)
     for m in _SLACK.finditer(text):
         found.append(_slack(m.group(1), m.group(0)))
         text = _mask(text, m.span())
@@ -131,6 +134,7 @@ def _source_haystack(sources: list[str]) -> str:
 
 def missing_links(text: str, sources: list[str]) -> list[str]:
     """The links, addresses and phone numbers of `text` (as written) that no source states."""
+    sources = [as_read(s) for s in sources]
     haystack = _source_haystack(sources)
     stated_phones = {re.sub(r"\D", "", m.group(0)) for s in sources for m in _PHONE.finditer(s)}
     stated_phones |= {link.key for s in sources for link in find_links(s, phones=False) if link.kind == PHONE}

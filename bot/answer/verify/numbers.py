@@ -15,6 +15,8 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from itertools import pairwise
 
+from bot.answer.verify.text import as_read
+
 _MONTH_NAMES = {
     "januar": 1, "jänner": 1, "februar": 2, "märz": 3, "maerz": 3, "april": 4, "mai": 5, "juni": 6, "juli": 7,
     "august": 8, "september": 9, "oktober": 10, "november": 11, "dezember": 12,
@@ -204,6 +206,7 @@ def _word_numbers(text: str, language: str, source: bool) -> list[Number]:
 @lru_cache(maxsize=16_384)  # the verifiers read the same block sentences for every statement of an answer
 def find_numbers(text: str, language: str = "en", *, source: bool = False) -> tuple[Number, ...]:
     """Numbers, dates, times and spelled-out numbers in `text`, in order of position."""
+    text = as_read(text)  # "_0:01_": "_" is a word character to the patterns
     found = [
         Number(m.group(0), frozenset(_match_readings(m, source)), m.start(), m.end())
         for m in _TOKEN.finditer(text)

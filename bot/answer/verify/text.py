@@ -36,9 +36,10 @@ def strip_think(text: str) -> str:
 
 
 def evidence_text(ev: Evidence) -> str:
-    """A block as the model saw it: the header counts, an answer may repeat the Stand or a legal basis."""
+    """A block as the model saw it. The header counts (an answer may repeat its Stand); it is a paragraph of its
+    own, so that the Stand does not run into a phone number on the text's first line."""
     c = ev.chunk
-    return " ".join(filter(None, [c.title, c.section, c.stand or "", *c.legal_bases])) + "\n" + c.text
+    return " ".join(filter(None, [c.title, c.section, c.stand or "", *c.legal_bases])) + "\n\n" + c.text
 
 
 DOUBLE_QUOTE_CHARS = "\"“”„‟«»"
@@ -57,14 +58,25 @@ def squash(text: str) -> str:
     return " ".join(text.split())
 
 
+# As a text reads: a hard-wrapped line ("+49 421\n555 0199") is one, a list item or a paragraph is not; Markdown
+# emphasis around words ("_0:01_", "**1.000 €**") is no part of them, unlike "_" inside one ("pto_2026").
+_WRAP = re.compile(r"[ \t]*\n[ \t]*(?!\n|[-*+] |1[.)] )")
+_EMPHASIS = re.compile(r"(?<![^\s(\[„“\"'«»])[*_]+(?=[^\s*_])|(?<=[^\s*_])[*_]+(?=[.,;:!?)\]“”\"'«»]*(?:\s|$))")
+
+
+def as_read(text: str, fill: str = " ") -> str:
+    """`text` as a reader sees it: wrapped lines joined, each character of an emphasis marker made `fill`."""
+    return _EMPHASIS.sub(lambda m: fill * len(m.group()), _WRAP.sub(" ", text))
+
+
 _ELLIPSIS = re.compile(r"\s*(?:\[\s*(?:\.\.\.|…)\s*\]|\(\s*(?:\.\.\.|…)\s*\)|\.\.\.|…)\s*")
 
 
 def quote_in(passage: str, source: str) -> bool:
     """Is `passage` verbatim in `source`? An ellipsis in the quote stands for an omission:
     each fragment must then appear, in order."""
-    haystack, position = squash(source), 0
-    fragments = [f for f in (squash(p) for p in _ELLIPSIS.split(passage)) if f]
+    haystack, position = squash(as_read(source, "")), 0
+    fragments = [f for f in (squash(as_read(p, "")) for p in _ELLIPSIS.split(passage)) if f]
     for fragment in fragments:
         position = haystack.find(fragment, position)
         if position < 0:
