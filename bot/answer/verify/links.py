@@ -28,13 +28,14 @@ _HOST = r"(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+"
 _HOST_WITH_PATH = re.compile(rf"(?<![\w.@/-]){_HOST}[a-z]{{2,}}(?::\d+)?/[^\s<>\"'`|\[\]{{}}]*")
 _COMMON_TLDS = "com|org|net|de|io|info|biz|eu|at|ch|uk|us|co|app|dev|gov|edu|example|test|invalid|local"
 _BARE_HOST = re.compile(rf"(?<![\w.@/-]){_HOST}(?:{_COMMON_TLDS})(?![\w.-]*\w)")
-# Digit groups with separators; the filters in _phone() decide what is a phone number.
-_PHONE = re.compile(r"(?<![\w.,/+-])(?:\+|\(\+?)?\d[\d \t()./-]*\d\)?(?![\w,]|[.,/-]\d)")
-_TRAILING = ".,;:!?'\")]}>*_"
+# Digit groups, "." only between digits, that may end before "," ("0199, staffed"); _phone() decides what is one.
+_PHONE = re.compile(r"(?<![\w.,/+-])(?:\+|\(\+?)?\d(?:[\d \t()/-]|\.(?=\d))*\d\)?(?!\w|[.,/-]\d)")
+_TRAILING = ".,;:!?'\")]}>*_“”„«»‘’"
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 
-_DATE_OR_RANGE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}|\d{1,2}\.\d{1,2}\.\d{2,4}|\d{4}\s*[-/]\s*\d{4}|\d{1,2}:\d{2})$")
-_THOUSANDS = re.compile(r"^\d{1,3}(?:([. ])\d{3})(?:\1\d{3})*$")
+_DATE_OR_RANGE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}|\d{1,2}([./])\d{1,2}\1\d{2,4}|\d{1,2}:\d{2}"
+                            r"|(?:19|20)\d\d\s*[-/]\s*(?:19|20)\d\d)$")  # "2023/2024", not "0421/5550"
+_THOUSANDS = re.compile(r"^[1-9]\d{0,2}(?:([. ])\d{3})(?:\1\d{3})*$")  # but "030 555 019" is no amount
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,13 @@ def _phone(raw: str) -> Link | None:
         return None  # one run of digits is a number; the number rule checks it
     if raw.count("(") != raw.count(")") or all(_YEAR.match(g) for g in re.findall(r"\d+", raw)):
         return None  # "seit 2024 (2023: 9,50 €)", "2023 2024": years beside each other
-    return Link(raw, PHONE, digits)
+    return Link(raw, PHONE, _phone_key(raw))
+
+
+def _phone_key(raw: str) -> str:
+    """Its digits; "+" and the country code first where it has one ("+49 (0)30 …", "0049 30 …")."""
+    digits = re.sub(r"\D", "", raw.replace("(0)", ""))
+    return "+" + digits.removeprefix("00") if raw.lstrip("(")[:1] == "+" or digits[:2] == "00" else digits
 
 
 def _slack(target: str, raw: str) -> Link:
@@ -73,7 +80,7 @@ def _slack(target: str, raw: str) -> Link:
     if lowered.startswith("mailto:"):
         return Link(raw, EMAIL, lowered.removeprefix("mailto:"))
     if lowered.startswith("tel:"):
-        return Link(raw, PHONE, re.sub(r"\D", "", target))
+        return Link(raw, PHONE, _phone_key(target[4:]))
     if lowered[:1] in ("!", "@", "#"):
         return Link(raw, SLACK, raw.casefold())
     return Link(raw, URL, _url_key(target))
@@ -99,17 +106,16 @@ def find_links(text: str, *, phones: bool = True) -> list[Link]:
     return found
 
 
-def _phone_matches(digits: str, stated: set[str]) -> bool:
-    """Same digits, or the same number with and without a country code ("+49 30 …" / "030 …")."""
-    national = digits.lstrip("0")
-    for other in stated:
-        other_national = other.lstrip("0")
-        if digits == other or national == other_national:
-            return True
-        long, short = sorted((national, other_national), key=len, reverse=True)
-        if len(short) >= 6 and long.endswith(short) and len(long) - len(short) <= 3:
-            return True
-    return False
+def _phone_matches(key: str, stated: set[str]) -> bool:
+    """The same number, or the same with and without its country code ("+49 30 …" / "030 …")."""
+    return any(key == other or _national(key, other) or _national(other, key) for other in stated)
+
+
+def _national(international: str, national: str) -> bool:
+    """Is `national` ("030 …" with a trunk 0, "(555) …" without) the number `international` is?"""
+    rest = national.removeprefix("0")
+    return international[:1] == "+" != national[:1] and 1 <= len(international) - 1 - len(rest) <= 3 \
+        and international.endswith(rest)
 
 
 def _url_in(key: str, haystack: str) -> bool:
@@ -136,7 +142,7 @@ def missing_links(text: str, sources: list[str]) -> list[str]:
     """The links, addresses and phone numbers of `text` (as written) that no source states."""
     sources = [as_read(s) for s in sources]
     haystack = _source_haystack(sources)
-    stated_phones = {re.sub(r"\D", "", m.group(0)) for s in sources for m in _PHONE.finditer(s)}
+    stated_phones = {_phone_key(m.group(0)) for s in sources for m in _PHONE.finditer(s)}
     stated_phones |= {link.key for s in sources for link in find_links(s, phones=False) if link.kind == PHONE}
     missing = []
     for link in find_links(text):
