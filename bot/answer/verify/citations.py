@@ -45,9 +45,10 @@ def _sentences(text: str, known: IdSet, language: str) -> list[list[_Sentence]]:
     """The answer's sentences, grouped by paragraph (a list or a table is one group): its Markdown
     units (kb_index.markdown), so a hard-wrapped line does not end a sentence."""
     paragraphs: dict[int, list[str]] = {}
+    lines = text.splitlines()
     for unit in markdown.units(text, html=False):
         if unit.kind != "code":
-            paragraphs.setdefault(unit.group, []).append(unit.text)
+            paragraphs.setdefault(unit.group, []).append(_unit_text(unit, lines[unit.line], language))
     out, index = [], 0
     for paragraph in paragraphs.values():
         group = []
@@ -57,6 +58,14 @@ def _sentences(text: str, known: IdSet, language: str) -> list[list[_Sentence]]:
                 index += 1
         out.append(group)
     return out
+
+
+def _unit_text(unit: markdown.Unit, line: str, language: str) -> str:
+    """A unit's text; with the number its line opens with where that is a date's day ("1. März 2026"), no item's."""
+    opening = re.match(r"(?:\s*[-*+>]\s)*\s*(\d+\.\s)", line) if unit.marker.strip()[:1].isdigit() else None
+    whole = opening.group(1) + unit.text if opening else ""
+    dated = opening and any(n.start == 0 and n.end > len(opening.group(1)) for n in find_numbers(whole, language))
+    return whole if dated else unit.text
 
 
 def _inherit(group: list[_Sentence]) -> None:

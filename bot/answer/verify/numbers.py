@@ -31,6 +31,7 @@ _TOKEN = re.compile(
     r"(?<![\w.,])(?:"
     r"(?P<iso>(?P<iy>\d{4})-(?P<im>\d{2})(?:-(?P<id>\d{2}))?)(?![\d-])"
     r"|(?P<dmy>(?P<dd>\d{1,2})\.(?P<dm>\d{1,2})\.(?P<dy>\d{4}))(?!\d)"
+    r"|(?P<slash>(?P<sa>\d{1,2})/(?P<sb>\d{1,2})/(?P<sy>\d{4}))(?![\d/])"
     rf"|(?P<dname>(?P<nd>\d{{1,2}})(?:\.|st|nd|rd|th)?\s+(?:of\s+)?(?P<nm>{_MONTH})(?:,?\s+(?P<ny>\d{{4}}))?)(?!\w)"
     # ("im November 1.500 € Bonus" is no 1 November)
     rf"|(?P<mname>(?P<mm>{_MONTH})\s+(?P<md>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<my>\d{{4}}))?)(?!\w|[.,]\d)"
@@ -130,10 +131,10 @@ def _date(year: str | None, month: int, day: int | None) -> str | None:
     return f"{year}-{month:02d}" + (f"-{day:02d}" if day is not None else "")
 
 
-def _date_readings(full: str | None, year: str | None, source: bool, *, day: int | None = None) -> set[str] | None:
-    """A date's readings; a source's also its parts ("2026", "15.01." and "15." of "2026-01-15")."""
+def _date_readings(full: str | None, year: str | None, source: bool, *, day: int | None = None) -> set[str]:
+    """A date's readings, none for no date; a source's also its parts ("2026", "15.01." and "15." of "2026-01-15")."""
     if full is None:
-        return None
+        return set()
     if not source:
         # "1. Juli 2026" is also the day of a yearly date a source names ("jedes Jahr zum 1. Juli").
         return {full, _ANY_YEAR + full[5:]} if year and len(full) == 10 else {full}
@@ -149,19 +150,27 @@ def _date_readings(full: str | None, year: str | None, source: bool, *, day: int
     return parts
 
 
+def _no_date(m: re.Match[str], number: str, source: bool) -> set[str]:
+    """A date that is none ("2026-13-01", "0. Januar", "2025-26"): as written; a source's states its number too."""
+    return {m.group(0)} | (_number_readings(number) if source else set())
+
+
 def _match_readings(m: re.Match[str], source: bool) -> set[str]:
     if m["iso"] or m["dmy"]:
         year, month, day = (m["iy"], m["im"], m["id"]) if m["iso"] else (m["dy"], m["dm"], m["dd"])
         readings = _date_readings(_date(year, int(month), int(day) if day else None), year, source)
-        return readings if readings is not None else _number_readings(year)
+        return readings or _no_date(m, year, source)
+    if m["slash"]:  # "03/01/2026": 1 March in the US, 3 January elsewhere; a draft cannot say which is meant
+        a, b, year = int(m["sa"]), int(m["sb"]), m["sy"]
+        readings = _date_readings(_date(year, a, b), year, source) | _date_readings(_date(year, b, a), year, source)
+        return readings or _no_date(m, year, source)
     if m["dname"] or m["mname"]:
         day, month_name, year = (m["nd"], m["nm"], m["ny"]) if m["dname"] else (m["md"], m["mm"], m["my"])
         if month_name == "may":  # lower case: the verb ("up to 5 may be carried over")
             return _number_readings(day)
         name = month_name.casefold().rstrip(".")
         month = _MONTH_NAMES.get(name) or _MONTH_ABBREVIATIONS[name]
-        readings = _date_readings(_date(year, month, int(day)), year, source, day=int(day))
-        return readings if readings is not None else _number_readings(day)
+        return _date_readings(_date(year, month, int(day)), year, source, day=int(day)) or _no_date(m, day, source)
     if m["dm_only"]:
         month, day = int(m["om"]), int(m["od"])
         if 1 <= month <= 12 and 1 <= day <= 31:
