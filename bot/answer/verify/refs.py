@@ -7,11 +7,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kb_index.sentences import QUOTED
+
 # Square brackets not followed by "(": "[text](url)" is a Markdown link, not a citation.
 _BRACKET = re.compile(r"\[([^\[\]\n]{1,200})\](?!\()")
 _PART_SPLIT = re.compile(r"\s*[,;]\s*|\s+(?:und|and|&)\s+")
 _LABEL = re.compile(r"^(?:kb-id|kb|id|quelle|quellen|source|sources|siehe|see|vgl\.?|cf\.?)\s*:?\s+", re.I)
 _ID_LIKE = re.compile(r"^[A-Za-z0-9][\w.\-/]*$")
+# A bare id stands alone, not as a part of an address or a host name ("hb-01@example.com", "wiki.hb-01.de").
+_ALONE = r"(?<![\w\-/@.])({})(?![\w\-/@]|\.\w)"
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,7 @@ class IdSet:
         self._shapes = {_shape(i) for i in ids if _shape(i)}
         bare = sorted(filter(_unmistakable, ids), key=len, reverse=True)
         alternatives = "|".join(re.escape(i) for i in bare)
-        self._bare = re.compile(rf"(?<![\w\-/])({alternatives})(?![\w\-/])", re.I) if bare else None
+        self._bare = re.compile(_ALONE.format(alternatives), re.I) if bare else None
 
     def get(self, token: str) -> str | None:
         return self._canonical.get(token.casefold())
@@ -56,7 +60,8 @@ def _unmistakable(token: str) -> bool:
     return any(ch.isdigit() or ch in "-_/." for ch in token)
 
 
-def _bracket_ref(match: re.Match[str], known: IdSet) -> Ref | None:
+def _bracket_ref(match: re.Match[str], known: IdSet, quoted: bool) -> Ref | None:
+    """A bracket's reference; in a quotation only to a known id: "[2026-01-01]" there is the quoted text's."""
     ids: list[str] = []
     unknown: list[str] = []
     for part in _PART_SPLIT.split(match.group(1).strip()):
@@ -65,7 +70,7 @@ def _bracket_ref(match: re.Match[str], known: IdSet) -> Ref | None:
         if canonical:
             if canonical not in ids:
                 ids.append(canonical)
-        elif _ID_LIKE.match(token) and _unmistakable(token):
+        elif _ID_LIKE.match(token) and _unmistakable(token) and not quoted:
             unknown.append(token)
     if not ids and not unknown:
         return None  # "[sic]", "[Hinweis]", "[Stand 2026]": editorial brackets, not citations
@@ -74,12 +79,13 @@ def _bracket_ref(match: re.Match[str], known: IdSet) -> Ref | None:
 
 def find_refs(text: str, known: IdSet) -> list[Ref]:
     """All references in `text`, in order of position."""
-    refs = [r for m in _BRACKET.finditer(text) if (r := _bracket_ref(m, known))]
+    quotes = [m.span() for m in QUOTED.finditer(text)]
+    refs = [r for m in _BRACKET.finditer(text) if (r := _bracket_ref(m, known, any(a < m.start() < b for a, b in quotes)))]
     taken = [m.span() for m in _BRACKET.finditer(text)]
     for m in known.bare_mentions(text):
         if not any(a <= m.start() < b for a, b in taken):
             refs.append(Ref(m.start(), m.end(), (known.get(m.group(1)) or m.group(1),), (), bare=True))
-    for m in re.finditer(r"(?<![\w\-/])[A-Za-z][\w]*(?:-[\w]+)+(?![\w\-/])", text):
+    for m in re.finditer(_ALONE.format(r"[A-Za-z]\w*(?:-\w+)+"), text):
         token = m.group(0)
         if not any(a <= m.start() < b for a, b in taken) and not known.get(token) and known.has_shape_of_known(token):
             refs.append(Ref(m.start(), m.end(), (), (token,), bare=True))
