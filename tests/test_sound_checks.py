@@ -3,6 +3,8 @@ what the judge is asked, and the sentences that say what the knowledge base does
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bot.answer.prompt import build_evidence
@@ -164,3 +166,109 @@ def test_a_link_of_another_block_the_answer_cites_is_no_made_up_link():
     assert check(draft, travel, portal, language="en").ok
     made_up = draft.replace("travel.example.com", "trips.example.com")
     assert "LINK_NOT_IN_SOURCE" in kinds(check(made_up, travel, portal, language="en"))
+
+
+# ------------------------------------------------------------------ what the property tests found
+# tests/test_sound_check_properties.py, shrunk: each counterexample as it was found, in a block with the
+# header those tests give (title and section words, Stand 2026-01). The first part are restatements that were
+# held back, the second changed facts that went through.
+
+
+def shrunk(text: str, entry_id: str = "A-0") -> ChunkResult:
+    return ChunkResult(chunk_id=f"{entry_id}#0", entry_id=entry_id, section="the", text=text, title="the",
+                       stand="2026-01", language="de")
+
+
+def claims_draft(*texts: str) -> str:
+    return json.dumps({"claims": [{"text": t, "evidence_ids": ["E1"]} for t in texts]}, ensure_ascii=False)
+
+
+HOTLINE = block("it-sd-01", "The Service Desk hotline (+49 421 555 0199) is staffed 24/7.", "en")
+
+
+def test_a_phone_number_before_a_comma_is_the_whole_number():
+    # The issue: "(?![\w,]…)" took "+49 421 555" for the number, which no block states.
+    verdict = check("Call the Service Desk (hotline +49 421 555 0199, staffed 24/7) [it-sd-01].", HOTLINE, language="en")
+    assert verdict.ok, verdict.violations
+    changed = check("Call the Service Desk (hotline +49 421 555 0198, staffed 24/7) [it-sd-01].", HOTLINE, language="en")
+    assert "LINK_NOT_IN_SOURCE" in kinds(changed)
+
+
+@pytest.mark.parametrize("text, draft", [
+    ("0:00. _0:01_.", "0:00. 0:01 [A-0]."),  # "_" of the emphasis glued to a number
+    ("_1.\nJanuar\n1990_.", "the 1. Januar 1990 [A-0]."),
+    ("<@U00000000>. <@U00000000>. _0:00_.", "<@U00000000>. <@U00000000>. 0:00 [A-0]."),
+    ("_https://0.com/0_.", "https://0.com/0 [A-0]."),  # "_" of the emphasis glued to a link
+    ("_0@0.com_.", "0@0.com [A-0]."),
+    ("010/10\n00.", "010/10 00 [A-0]."),  # a phone number across a hard-wrapped line
+    ("010/10\n00. 01/10-00-0.", "010/10 00. 01/10-00-0 [A-0]."),  # a wrapped line opening "00. " is no list
+    ("(200)\n200-0000. (200)\n200-0000.", "(200) 200-0000. (200) 200-0000 [A-0]."),  # no number across ". "
+    ("(200)\n200-0000. (200)\n201-0000,.", "(200) 200-0000. (200) 201-0000 [A-0]."),  # one before a comma
+    ("**1\n000\n€**\nthe.", "„1 000 € the.“ [A-0]."),  # a quotation as the reader sees it, no emphasis
+    ("https://0.com/0.", "„https://0.com/0.“ [A-0]."),  # the closing quotation mark is no part of the link
+    ("[1990-01-01].", "„[1990-01-01].“ [A-0]."),  # a bracket inside a quotation is the quotation's
+    ("13. 0:00.", "03. 0:00 [A-0]."),  # a line opening with "03. " is an item of a numbered list
+    ("**0\n€**. 0:00.", "„**1“ [A-0]."),  # a quotation "1", emphasis aside, is in the Stand "2026-01"
+])
+def test_a_restatement_the_property_tests_found_held_back_passes(text, draft):
+    verdict = check(draft, shrunk(text))
+    assert verdict.ok, verdict.violations
+
+
+@pytest.mark.parametrize("text, claims", [
+    ("010/10\n00. 0:00.", ["010/10 00"]),
+    ("010/10\n00,.", ["010/10 00"]),
+    ("0@0.com. _1@0.com_.", ["0@0.com", "1@0.com"]),
+    ("19/01/1990. 01/09/1990.", ["09/01/1990"]),  # 9 January or 1 September, as "01/09/1990" in the block
+])
+def test_a_claim_restating_what_the_property_tests_found_held_back_passes(text, claims):
+    verdict = verify_claims(claims_draft(*claims), build_evidence([shrunk(text)]), "de")
+    assert verdict.ok, verdict.violations
+
+
+@pytest.mark.parametrize("text, draft, kind", [
+    ("1\n€.", "_0 €_ [A-0].", "NUMBER_NOT_IN_SOURCE"),
+    ("1.\nJanuar.", "0. Januar [A-0].", "NUMBER_NOT_IN_SOURCE"),  # "0." opening a line is a date's day here
+    ("1.\nJanuar\n1990.", "0. Januar 1990 [A-0].", "NUMBER_NOT_IN_SOURCE"),
+    ("1.\nJanuar\n1990.", "- 0. Januar 1990 [A-0].", "NUMBER_NOT_IN_SOURCE"),
+    ("1.\nJanuar. 0\n€.", "0. Januar [A-0].", "NUMBER_NOT_IN_SOURCE"),  # no day 0: not the number 0 either
+    ("(200)\n200-0000.", "(000) 200-0000 [A-0].", "LINK_NOT_IN_SOURCE"),  # leading zeros are digits
+    ("0@0.com.", "_1@0.com_ [A-0].", "LINK_NOT_IN_SOURCE"),
+    ("b-0@0.com.", "a-0@0.com [A-0].", "LINK_NOT_IN_SOURCE"),  # the KB-ID inside an address cites nothing
+    ("[1990-01-01]. 0:00.", "„[0990-01-01].“ [A-0].", "QUOTE_NOT_IN_SOURCE"),
+])
+def test_a_change_the_property_tests_found_going_through_is_flagged(text, draft, kind):
+    assert kind in kinds(check(draft, shrunk(text)))
+
+
+def test_an_address_holding_the_shape_of_a_kb_id_is_no_citation():
+    verdict = check("a-0@0.com [A-00].", shrunk("b-0@0.com.", "A-00"))
+    assert kinds(verdict) == {"LINK_NOT_IN_SOURCE"}
+
+
+@pytest.mark.parametrize("text, claims", [
+    ("https://0.com/0.", ["_https://1.com/0_"]),
+    ("0100/1000.", ["1100/1000"]),  # a phone number, not a range of years
+    ("01/10-00-0. 200-200-0000.", ["01/10-00-0", "000-200-0000,"]),  # before a comma
+    ("010/10\n00. the\n200-200-0000.", ["010/10 00", "000-200-0000,"]),
+])
+def test_a_changed_link_in_a_claim_the_property_tests_found_going_through_is_flagged(text, claims):
+    verdict = verify_claims(claims_draft(*claims), build_evidence([shrunk(text)]), "de")
+    assert [v.claim for v in verdict.violations if v.kind == "LINK_NOT_IN_SOURCE"] == [len(claims) - 1]
+
+
+def test_a_date_in_slashes_is_a_date_not_a_phone_number():
+    verdict = verify_claims(claims_draft("08/01/1990"), build_evidence([shrunk("19/01/1990. 01/09/1990.")]), "de")
+    assert kinds(verdict) == {"NUMBER_NOT_IN_SOURCE"}  # 1 August or 8 January: neither is stated
+
+
+def test_a_berlin_number_in_groups_of_three_is_a_phone_number_not_an_amount():
+    assert "LINK_NOT_IN_SOURCE" in kinds(check("Tel. 030 555 018 [A-0].", shrunk("Tel. 030 555 019.")))
+    assert check("Tel. 030 555 019 [A-0].", shrunk("Tel. 030 555 019.")).ok
+
+
+def test_a_blocks_line_opening_with_1_and_a_full_stop_is_an_item_of_a_list():
+    # A wrap the property tests once made inside a phone number: Markdown reads "1. 0:00." as a list's first item,
+    # so the block states "+1 1 10 00", and a draft with "+1 1 10 00 1" a number it does not.
+    verdict = verify_claims(claims_draft("+1 1 10 00 1"), build_evidence([shrunk("+1\n1\n10\n00\n1. 0:00.")]), "de")
+    assert "LINK_NOT_IN_SOURCE" in kinds(verdict)
