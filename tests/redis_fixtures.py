@@ -11,11 +11,12 @@ a silent skip there would hide a broken setup.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from urllib.parse import urlsplit
 
 import pytest
 import redis
+import redis.asyncio as aioredis
 
 TEST_REDIS_URL = os.environ.get("CITEBOT_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 PING_TIMEOUT_S = 1.0  # a local Redis answers in microseconds; this only bounds a dead port
@@ -61,3 +62,11 @@ def redis_url() -> Iterator[str]:
     flush(TEST_REDIS_URL)
     yield TEST_REDIS_URL
     flush(TEST_REDIS_URL)
+
+
+@pytest.fixture(name="redis")
+async def redis_client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    """A redis.asyncio client on the test's own Redis DB (`redis_url`, flushed around each test)."""
+    client = aioredis.Redis.from_url(redis_url, socket_connect_timeout=5.0, socket_timeout=5.0)
+    yield client
+    await client.aclose()

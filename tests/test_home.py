@@ -21,7 +21,6 @@ from bot.inbound.web import create_web_app
 from bot.jobs.queue import JobQueue
 from bot.models import Outcome
 from bot.store.audit import AuditEntry, AuditTrail
-from bot.store.connection import connect
 from bot.store.records import Records, ReviewRecord
 from tests.fakes.slack_server import FakeSlackServer
 from tests.harness import BOT_TOKEN, REVIEW_CHANNEL, SIGNING_SECRET, dm_event, envelope, mention_event, signed_headers
@@ -34,13 +33,6 @@ _events = iter(range(1, 1_000_000))
 def slack():
     with FakeSlackServer(token=BOT_TOKEN) as server:
         yield server
-
-
-@pytest.fixture
-async def redis(redis_url):
-    client = connect(redis_url, timeout=1.0)
-    yield client
-    await client.aclose()
 
 
 @pytest.fixture

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import pytest
-import redis.asyncio as aioredis
-
 from bot.models import Outcome
 from bot.store import keys
 from bot.store.audit import AuditEntry, AuditTrail, CitedChunk
@@ -14,14 +11,6 @@ from bot.store.shared_history import note_shared, note_unshared, restricted_in_s
 from kb_index.collection import EVERY_MEMBER, CollectionAccess
 
 ACCESSES = {"handbook": EVERY_MEMBER, "partners": CollectionAccess(external=True)}
-
-
-@pytest.fixture
-async def redis(redis_url):
-    client = aioredis.Redis.from_url(redis_url)
-    await client.flushdb()
-    yield client
-    await client.aclose()
 
 
 def answered(qid: str, *collections: str, **where) -> AuditEntry:

@@ -42,6 +42,16 @@ def responses(bot, url: str, count: int = 1, timeout: float = 20.0) -> list[dict
     return wait_until(sent, timeout, f"{count} message(s) to the response URL")
 
 
+def answered_with_slash(citebot) -> tuple[object, dict]:
+    """A running citebot and the answer /citebot gave the asker alone (the PTO question, a good draft)."""
+    bot = citebot()
+    bot.llm.script(GOOD)
+    url = bot.slack.response_url()
+    bot.send_command(slash_command(PTO_QUESTION, response_url=url))
+    [reply] = responses(bot, url)
+    return bot, reply
+
+
 def settle(bot) -> None:
     """Until the queue is empty, and a moment more for anything a worker would still post."""
     wait_until(bot.queue_idle, 20, "the queue to empty")
@@ -84,11 +94,7 @@ def test_an_empty_slash_command_shows_how_to_ask_and_queues_nothing(citebot):
 
 
 def test_post_in_channel_posts_the_verified_answer_once_however_often_it_is_clicked(citebot):
-    bot = citebot()
-    bot.llm.script(GOOD)
-    url = bot.slack.response_url()
-    bot.send_command(slash_command(PTO_QUESTION, response_url=url))
-    [reply] = responses(bot, url)
+    bot, reply = answered_with_slash(citebot)
     answer_id = button_value(reply, "citebot_post_in_channel")
     click = block_action("citebot_post_in_channel", answer_id, channel="CGENERAL", user="UASKER")
     assert [bot.send_action(click).status_code, bot.send_action(click).status_code] == [200, 200]
@@ -208,11 +214,7 @@ def test_after_post_in_channel_the_askers_copy_says_so_and_a_later_click_posts_n
 
 
 def test_a_click_by_someone_who_did_not_ask_is_refused_privately_and_never_blocks_the_askers_own(citebot):
-    bot = citebot()
-    bot.llm.script(GOOD)
-    url = bot.slack.response_url()
-    bot.send_command(slash_command(PTO_QUESTION, response_url=url))
-    [reply] = responses(bot, url)
+    bot, reply = answered_with_slash(citebot)
     answer_id = button_value(reply, "citebot_post_in_channel")
     # The answer's id in a click forged by someone else, twice: refused, and they alone hear why, once a click.
     forged = block_action("citebot_post_in_channel", answer_id, channel="CGENERAL", user="UCOLLEAGUE")
@@ -232,11 +234,7 @@ def test_a_click_by_someone_who_did_not_ask_is_refused_privately_and_never_block
 
 
 def test_post_in_channel_that_slack_refuses_tells_the_asker_why_and_leaves_their_copy(citebot):
-    bot = citebot()
-    bot.llm.script(GOOD)
-    url = bot.slack.response_url()
-    bot.send_command(slash_command(PTO_QUESTION, response_url=url))
-    [reply] = responses(bot, url)
+    bot, reply = answered_with_slash(citebot)
     bot.slack.fail(error="not_in_channel", method="chat.postMessage")
     click = block_action("citebot_post_in_channel", button_value(reply, "citebot_post_in_channel"), channel="CGENERAL",
                          user="UASKER")
