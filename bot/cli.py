@@ -59,6 +59,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func="bot.commands.kb:cmd_index")
 
+    p = sub.add_parser("sync", help="bring the Confluence spaces and Drive folders of the sources file into the index, with their permissions")
+    p.add_argument("--source", metavar="NAME", help="sync this source only (default: every source in CITEBOT_SOURCES_FILE)")
+    p.add_argument("--full", action="store_true", help="list every document and fetch each one again, instead of only what changed since the last sync")
+    p.add_argument("--keep-going", action="store_true", help="switch in the new index even if some KB files were skipped (as citebot index --keep-going)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func="bot.commands.sync:cmd_sync")
+
     p = sub.add_parser("search", help="show the ranked knowledge-base chunks for a question")
     p.add_argument("query", help="the question, as plain text")
     p.add_argument("-k", type=int, default=10, help="number of main hits (default 10)")

@@ -29,6 +29,7 @@ from bot.answering.delivery import Deliveries, OwnReplies, Recorder
 from bot.answering.private import PrivateAnswers
 from bot.answering.share import Shares
 from bot.answering.source_changes import note_source_changes
+from bot.answering.source_sync import SourceSchedule
 from bot.channels import load_channels
 from bot.config import Settings
 from bot.embedder import make_embedder
@@ -206,6 +207,9 @@ async def run_worker(settings: Settings, *, concurrency: int, metrics_port: int 
         # Questions are taken meanwhile: a model that is slow or down is reported, not waited for.
         probing = asyncio.create_task(_report_model(backend, settings), name="model-probe")
         stack.callback(probing.cancel)
+        if settings.sources_file is not None and settings.sync_in_worker:
+            syncing = asyncio.create_task(SourceSchedule(settings, redis).run_forever(), name="source-sync")
+            stack.callback(syncing.cancel)
         consumer = Consumer(
             handlers.handle, on_dead=handlers.on_dead, redis_url=settings.redis, concurrency=concurrency,
             **consumer_options,

@@ -27,7 +27,7 @@ refused file closes its collection (NOBODY) when the index is built anyway.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Collection as Sized, Hashable
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
@@ -40,7 +40,8 @@ from citebot_core.errors import Permanent
 from citebot_core.languages import LANGUAGES
 from kb_index.files import COLLECTION_FILE
 
-__all__ = ["COLLECTION_FILE", "Audience", "Collection", "CollectionAccess", "CollectionError", "parse_collection"]
+__all__ = ["COLLECTION_FILE", "Audience", "Collection", "CollectionAccess", "CollectionError", "load_strict_yaml",
+           "parse_collection"]
 
 # PDF and Word files are served as the files themselves (a file share, a
 # SharePoint library): their link keeps the suffix. Markdown, text and HTML
@@ -118,6 +119,13 @@ class CollectionAccess(BaseModel):
     guests: bool = False
     external: bool = False
     closed: bool = False  # nobody: the collection file is invalid, so its audience is unknown
+    # Audiences that must each admit the reader too: a synced page's view restrictions (its own and its
+    # ancestors') on top of its space's readers (kb_index/sources). A collection file never sets them.
+    also: tuple[Audience, ...] = ()
+
+    def audiences(self) -> tuple[Audience, ...]:
+        """Every audience a reader must be in (none: only the kind of person counts)."""
+        return ((self.audience,) if self.audience is not None else ()) + self.also
 
 
 EVERY_MEMBER = CollectionAccess()
@@ -184,6 +192,22 @@ class Collection(BaseModel):
 
 NO_COLLECTION_FILE = Collection()
 
+# A synced collection (kb_index/sources) comes in parts, one per set of readers: "handbook~all" for what every
+# reader of the source may read, "handbook~3fa9c2d1" for the pages restricted alike. A part's name always has the
+# separator, so a name without it in a list of what someone may read is a folder's collection, never a part.
+PART_SEPARATOR = "~"
+
+
+def collection_base(name: str) -> str:
+    """'handbook~3fa9c2d1' -> 'handbook' (the name channels.yml and --collection use); a folder's name itself."""
+    return name.split(PART_SEPARATOR, 1)[0]
+
+
+def in_collections(name: str, names: Sized[str]) -> bool:
+    """Whether the index's collection `name` is among `names`: by its own name, or a part of a synced collection
+    that `names` names by its base. Never a part by another part: "handbook~all" does not admit "handbook~3fa9"."""
+    return name in names or (PART_SEPARATOR in name and collection_base(name) in names)
+
 
 # A collection file is at most three levels deep (audience: groups: [..]); so much deeper is a broken or hostile
 # file, refused before PyYAML's recursive composer could overflow the stack on it.
@@ -197,16 +221,7 @@ def parse_collection(data: bytes) -> Collection:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CollectionError(1, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    try:
-        _check_shape(text)
-        raw = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader that also refuses duplicate keys
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = str(getattr(exc, "problem", None) or exc)
-        hint = " (a handle with @ is written in quotes: '@payroll')" if "'@'" in problem else ""
-        raise CollectionError(mark.line + 1 if mark else 1, f"invalid YAML: {problem}{hint}") from exc
-    except RecursionError:  # not reached after _check_shape; a traceback is never the answer to a bad file
-        raise CollectionError(1, f"nested deeper than {MAX_DEPTH} levels") from None
+    raw = load_strict_yaml(text)
     if raw is not None and not isinstance(raw, dict):
         raise CollectionError(1, "must be a mapping of 'key: value' lines")
     _check_audience_not_commented_out(text, raw or {})
@@ -220,6 +235,21 @@ def parse_collection(data: bytes) -> Collection:
         known = "audience: groups, channels, users" if len(first["loc"]) > 1 else f"known: {', '.join(Collection.model_fields)}"
         message = f"unknown key ({known})" if first["type"] == "extra_forbidden" else first["msg"].removeprefix("Value error, ")
         return _raise_at(data, str(first["loc"][0]) if first["loc"] else key, f"'{key}': {message}")
+
+
+def load_strict_yaml(text: str) -> Any:
+    """YAML that can be read one way only: no key twice, no aliases, no deep nesting (CollectionError with the
+    line). The sources file (kb_index/sources/config.py) is read the same way."""
+    try:
+        _check_shape(text)
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader that also refuses duplicate keys
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = str(getattr(exc, "problem", None) or exc)
+        hint = " (a handle with @ is written in quotes: '@payroll')" if "'@'" in problem else ""
+        raise CollectionError(mark.line + 1 if mark else 1, f"invalid YAML: {problem}{hint}") from exc
+    except RecursionError:  # not reached after _check_shape; a traceback is never the answer to a bad file
+        raise CollectionError(1, f"nested deeper than {MAX_DEPTH} levels") from None
 
 
 def _check_shape(text: str) -> None:

@@ -34,8 +34,9 @@ from citebot_core.errors import Permanent
 from citebot_core.languages import LANGUAGES
 from kb_index import docstore, impacts, last_good, vectors
 from kb_index.analysis import analyzer, subword_analyzer
-from kb_index.collection import EVERY_MEMBER, NOBODY, Collection, CollectionAccess
-from kb_index.entries import Entry, LoadError, chunk_hash, load_kb
+from kb_index.collection import EVERY_MEMBER, NOBODY, Collection, CollectionAccess, collection_base
+from kb_index.entries import Entry, LoadError, LoadResult, chunk_hash, load_kb
+from kb_index.sources.store import stored_entries
 
 # Bump when the schema, the analyzers or the stored document change: an index
 # of another version is rebuilt from scratch instead of updated.
@@ -140,6 +141,7 @@ def build_index(
     embedder=None,
     seed_vectors: Path | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
+    synced_dir: Path | None = None,
 ) -> BuildReport:
     """Build or update the index of `kb_dir` in `index_dir` and switch to it.
 
@@ -149,6 +151,8 @@ def build_index(
     chunks whose text changed are embedded again, unless the model changed.
     `seed_vectors` is a folder of vectors shipped with the KB (vectors.write_seed):
     chunks whose text and model match are taken from there instead of embedded.
+    `synced_dir` is the synced store of `citebot sync` (kb_index/sources/store.py):
+    its entries are indexed with the KB's, each with the access its source gave it.
 
     A file that fails to load never costs the live index its entry: the id
     stays with the file that backs it there, and an entry that fails keeps its
@@ -163,7 +167,8 @@ def build_index(
         established = last_good.established_paths(live)
         loaded = load_kb(kb_dir, language=language, progress=_stage(progress, "load", None), established=established)
         kept = last_good.kept_entries(live, loaded.held)
-        entries = loaded.entries + kept
+        synced, synced_access = synced_entries(synced_dir, loaded)
+        entries = loaded.entries + kept + synced
         previous = None if rebuild else live
         generation = _next_generation(index_dir)
         gen_dir = index_dir / generation
@@ -181,7 +186,9 @@ def build_index(
                 _write_vectors(gen_dir, live, embedder, report, progress, seed_vectors)
             report.entries = len(entries)
             report.seconds = time.perf_counter() - started
-            _write_manifest(gen_dir, entries, report, language, Path(kb_dir), access_of(entries, loaded.collections, loaded.unreadable_collections))
+            access = {**access_of(loaded.entries + kept, loaded.collections, loaded.unreadable_collections),
+                      **synced_access}
+            _write_manifest(gen_dir, entries, report, language, Path(kb_dir), access)
             report.switched = keep_going or not report.errors
             if report.switched:
                 _switch(index_dir, generation)
@@ -378,6 +385,30 @@ def access_of(entries: list[Entry], files: Mapping[str, Collection], unreadable:
         return files[name].access if name in files else EVERY_MEMBER
 
     return {name: of(name) for name in sorted(names)}
+
+
+def synced_entries(synced_dir: Path | None, loaded: LoadResult) -> tuple[list[Entry], dict[str, CollectionAccess]]:
+    """The synced store's entries and the access of each of their collection parts.
+
+    A synced entry never takes the place of a KB file: one whose collection is also a folder of the KB (its
+    `_collection.yml` would say one thing, the source another) or whose id a KB file has is an error line.
+    """
+    folders = {e.collection for e in loaded.entries} | set(loaded.collections) | set(loaded.unreadable_collections)
+    ids = {e.id for e in loaded.entries}
+    entries: list[Entry] = []
+    accesses: dict[str, CollectionAccess] = {}
+    for stored in stored_entries(synced_dir):
+        entry = stored.entry
+        if collection_base(entry.collection) in folders:
+            loaded.errors.append(LoadError(entry.path, 1, f"the synced collection {collection_base(entry.collection)!r} "
+                                           "is also a folder of the KB: give the source a collection of its own"))
+        elif entry.id in ids:
+            loaded.errors.append(LoadError(entry.path, 1, f"id {entry.id!r} is also a KB file's: not indexed"))
+        else:
+            ids.add(entry.id)
+            entries.append(entry)
+            accesses[entry.collection] = stored.access
+    return entries, accesses
 
 
 def read_access(gen_dir: Path) -> dict[str, CollectionAccess]:

@@ -29,6 +29,7 @@ import numpy as np
 
 from kb_index.analysis import SUBWORD_GRAM, guess_language, query_terms
 from kb_index.answerability import Answerability, Calibration, PartSignals, calibration_for, decide
+from kb_index.collection import in_collections
 from kb_index.docstore import DocStore
 from kb_index.embedding import EmbedderError
 from kb_index.impacts import Impacts
@@ -333,7 +334,8 @@ class Retriever:
     def _allowed(self, imp: Impacts, collections: list[str] | None) -> np.ndarray:
         if collections is None:
             return imp.live
-        codes = [i for i, name in enumerate(imp.collections) if name in set(collections)]
+        wanted = set(collections)
+        codes = [i for i, name in enumerate(imp.collections) if in_collections(name, wanted)]
         return imp.live & np.isin(imp.collection_of, codes)
 
     def _cosines(self, gen: _Generation, texts: list[str], allowed: np.ndarray) -> np.ndarray | None:

@@ -85,7 +85,7 @@ def test_index_with_errors_leaves_the_live_index_unless_keep_going(env, capsys, 
     live = current_generation(env / "index").name
     (env / "kb" / "handbook" / "pto-01.md").write_text("---\nid: hb-pto-01\ntitle: [unclosed\n---\n## S\nt\n")
     notified = []
-    monkeypatch.setattr("bot.commands.kb._notify_source_changes", lambda *a: notified.append(a))
+    monkeypatch.setattr("bot.commands.kb.note_source_changes", lambda *a: notified.append(a))
     capsys.readouterr()
     assert main(["index", "-q"]) == 1
     captured = capsys.readouterr()

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from kb_index.collection import CollectionAccess
+from kb_index.collection import Audience, CollectionAccess
 
 
 class Kind(StrEnum):
@@ -59,23 +59,37 @@ def may_read(person: Person, access: CollectionAccess, directory: Directory) -> 
         return Decision(False, "of another organization, and the collection is not external: true")
     if person.kind is Kind.GUEST and not access.guests:
         return Decision(False, "a guest, and the collection is not guests: true")
-    audience = access.audience
-    if audience is None:
+    audiences = access.audiences()
+    if not audiences:
         if person.kind is Kind.EXTERNAL:
             return Decision(True, "external: true, no audience")
         return Decision(True, "no audience: every full member" + (" and guest (guests: true)" if access.guests else ""))
+    whys = []
+    for audience in audiences:
+        why = _in_audience(person, audience, directory)
+        if why is None:
+            restriction = "its audience" if audience is access.audience else "its source's view restriction"
+            if person.kind is Kind.EXTERNAL:
+                # Another organization's people are in no group of ours, and a channel they share is no audience.
+                return Decision(False, f"of another organization, and not named in {restriction}")
+            return Decision(False, f"not in {restriction}")
+        whys.append(why)
+    return Decision(True, "; ".join(whys))
+
+
+def _in_audience(person: Person, audience: Audience, directory: Directory) -> str | None:
+    """Why `person` is in `audience`, or None."""
     if person.id in audience.users:
-        return Decision(True, f"named in its audience ({person.id})")
+        return f"named in its audience ({person.id})"
     if person.kind is Kind.EXTERNAL:
-        # Another organization's people are in no group of ours, and a channel they share is no audience.
-        return Decision(False, "of another organization, and not named in its audience")
+        return None
     for group in audience.groups:
         if person.id in directory.groups.get(group, frozenset()):
-            return Decision(True, f"member of the user group {group}")
+            return f"member of the user group {group}"
     for channel in audience.channels:
         if person.id in directory.channels.get(channel, frozenset()):
-            return Decision(True, f"member of the channel {channel}")
-    return Decision(False, "not in its audience")
+            return f"member of the channel {channel}"
+    return None
 
 
 def readable(person: Person, accesses: Mapping[str, CollectionAccess], directory: Directory) -> dict[str, Decision]:
@@ -116,8 +130,8 @@ def _named(accesses: Mapping[str, CollectionAccess], directory: Directory) -> se
     for members in (*directory.groups.values(), *directory.channels.values()):
         named |= members
     for access in accesses.values():
-        if access.audience is not None:
-            named.update(access.audience.users)
+        for audience in access.audiences():
+            named.update(audience.users)
     return named
 
 
@@ -126,7 +140,7 @@ def audience_names(accesses: Mapping[str, CollectionAccess]) -> tuple[set[str], 
     groups: set[str] = set()
     channels: set[str] = set()
     for access in accesses.values():
-        if access.audience is not None:
-            groups.update(access.audience.groups)
-            channels.update(access.audience.channels)
+        for audience in access.audiences():
+            groups.update(audience.groups)
+            channels.update(audience.channels)
     return groups, channels

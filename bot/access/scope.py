@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bot.access.policy import Kind, Person, readable_by, readable_by_all
 from bot.access.resolver import AccessResolver
-from kb_index.collection import CollectionAccess
+from kb_index.collection import CollectionAccess, in_collections
 from kb_index.index import IndexNotFound, current_generation, read_access
 
 
@@ -28,7 +28,7 @@ class Scope:
 
     def within(self, policy: list[str] | None) -> list[str]:
         """The question's collections: the channel policy's (None: all) narrowed to this scope."""
-        allowed = self.collections if policy is None else self.collections & set(policy)
+        allowed = self.collections if policy is None else {c for c in self.collections if in_collections(c, policy)}
         return sorted(allowed)
 
     @property

@@ -36,6 +36,7 @@ from bot.commands import EXIT_FAILED, EXIT_OK
 from bot.commands.finding import FAIL, OK, WARN, Finding
 from bot.commands.help_doctor import check_help_channels
 from bot.commands.shared import shared_history_lines, unknown_audience_names
+from bot.commands.sources_doctor import check_sources
 from bot.config import ConfigError, Settings
 from bot.embedder import make_embedder
 from bot.models import AnswerMode, GenerationRequest
@@ -45,7 +46,7 @@ from bot.slack.startup import StartupError, check_app_token, check_bot_token, re
 from bot.store.connection import connect, redis_location
 from bot.store.shared_history import restricted_in_shared_channels
 from bot.terminal import echo, json_text
-from kb_index.collection import CollectionAccess
+from kb_index.collection import Audience, CollectionAccess
 from kb_index.entries import collection_file_problems
 from kb_index.index import IndexNotFound, built_from, check_generation, current_generation, read_access, read_manifest
 from kb_index.vectors import model_of
@@ -73,7 +74,7 @@ async def examine(settings: Settings) -> list[Finding]:
 
     return [*await check_model(settings), *await check_judge(settings), *await check_slack(settings),
             *await check_help_channels(settings), await check_redis(settings), *check_index(settings),
-            *await check_access(settings)]
+            *await check_access(settings), *await check_sources(settings)]
 
 
 # ---------------------------------------------------------------- the model
@@ -243,11 +244,15 @@ def _collection_file_problems(settings: Settings) -> list[Finding]:
 def _audience_line(access: CollectionAccess) -> str:
     if access.closed:
         return "read by nobody: its collection file is invalid or misplaced (`citebot index` says why)"
-    audience = access.audience
-    who = "every full member" if audience is None else "; ".join(
-        f"{kind} {', '.join(names)}" for kind, names in
-        (("groups", audience.groups), ("channels", audience.channels), ("users", audience.users)) if names)
+    who = "every full member" if access.audience is None else _audience_names(access.audience)
+    if access.also:
+        who += "".join(f"; and only {_audience_names(a)}" for a in access.also)
     return f"{who}; guests {'yes' if access.guests else 'no'}; other organizations {'yes' if access.external else 'no'}"
+
+
+def _audience_names(audience: Audience) -> str:
+    return "; ".join(f"{kind} {', '.join(names)}" for kind, names in
+                     (("groups", audience.groups), ("channels", audience.channels), ("users", audience.users)) if names)
 
 
 async def _check_access_in_slack(settings: Settings, accesses: dict[str, Any]) -> list[Finding]:

@@ -10,7 +10,7 @@ OK, WARN, FAIL = "ok", "warn", "fail"
 
 @dataclass(frozen=True)
 class Finding:
-    check: str  # model, judge, slack, help, redis, index, access
+    check: str  # model, judge, slack, help, redis, index, access, sources
     status: str  # OK, WARN or FAIL
     detail: str
     data: dict[str, Any] = field(default_factory=dict)

@@ -47,7 +47,7 @@ def cmd_index(args, settings: Settings) -> int:
     index_dir = args.index or settings.index_dir
     if not kb_dir.is_dir():
         raise CliError(f"knowledge base folder not found: {kb_dir}", EXIT_USAGE)
-    previous = _live_entry_hashes(index_dir)
+    previous = live_entry_hashes(index_dir)
     # A group or channel an audience names that Slack does not know is an error like any other: checked before
     # the build, so that without --keep-going the new index is not switched in.
     unknown = _unknown_audiences(kb_dir, settings)
@@ -60,12 +60,13 @@ def cmd_index(args, settings: Settings) -> int:
         kb_dir,
         index_dir,
         settings.language,
-        embedder=_embedder(settings),
+        embedder=embedder_of(settings),
         rebuild=args.rebuild,
         quiet=args.quiet,
         keep_going=args.keep_going,
+        synced_dir=settings.sync_dir,
     )
-    _print_errors(kb_dir, report)
+    print_errors(kb_dir, report)
     print(report.summary())
     if report.switched and report.chunks == 0:
         print(f"citebot: the new index is empty: no file of {kb_dir} could be indexed (see above); "
@@ -78,7 +79,7 @@ def cmd_index(args, settings: Settings) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
-    _notify_source_changes(report, previous, index_dir, settings)
+    note_source_changes(report, previous, index_dir, settings)
     return EXIT_FAILED if unknown else EXIT_OK
 
 
@@ -110,7 +111,7 @@ def _unknown_audiences(kb_dir: Path, settings: Settings) -> bool:
     return bool(problems)
 
 
-def _print_errors(kb_dir: Path, report) -> None:
+def print_errors(kb_dir: Path, report) -> None:
     """Every file that is not indexed as it is, one line each: errors, warnings, other types.
 
     File names and the YAML parser's words about them come from the KB: one escaped line each.
@@ -123,7 +124,7 @@ def _print_errors(kb_dir: Path, report) -> None:
         echo(f"{kb_dir / other.path}: not indexed: {other.message}", file=sys.stderr, newlines=False)
 
 
-def _live_entry_hashes(index_dir: Path) -> dict[str, str] | None:
+def live_entry_hashes(index_dir: Path) -> dict[str, str] | None:
     """Entry id -> content hash of the live index, read before a build replaces it."""
     try:
         return dict(read_manifest(current_generation(index_dir))["entries"])
@@ -131,7 +132,7 @@ def _live_entry_hashes(index_dir: Path) -> dict[str, str] | None:
         return None
 
 
-def _notify_source_changes(report, previous, index_dir: Path, settings: Settings) -> None:
+def note_source_changes(report, previous, index_dir: Path, settings: Settings) -> None:
     """Answers of the last 30 days that cited a changed or removed entry get a note in Slack.
 
     The index is live whatever happens here: Redis being down is a note, not a failure.
@@ -156,7 +157,7 @@ def _notify_source_changes(report, previous, index_dir: Path, settings: Settings
     print(f"source changes: {count} answer(s) in Slack cited a changed or removed entry and will get a note")
 
 
-def _embedder(settings: Settings):
+def embedder_of(settings: Settings):
     try:
         return make_embedder(settings)
     except ConfigError as exc:
@@ -172,19 +173,20 @@ def build_kb_index(
     rebuild: bool = False,
     quiet: bool = False,
     keep_going: bool = False,
+    synced_dir: Path | None = None,
 ):
     seed = BUNDLED_VECTORS_DIR if kb_dir.resolve() == BUNDLED_KB_DIR and BUNDLED_VECTORS_DIR.is_dir() else None
-    with _Progress(enabled=not quiet) as progress:
+    with Progress(enabled=not quiet) as progress:
         try:
             return build_index(
                 kb_dir, index_dir, language=language, embedder=embedder, seed_vectors=seed, rebuild=rebuild,
-                keep_going=keep_going, progress=progress,
+                keep_going=keep_going, progress=progress, synced_dir=synced_dir,
             )
         except EmbedderError as exc:
             raise CliError(f"embedding failed, the live index is unchanged: {exc}", EXIT_FAILED) from None
 
 
-class _Progress:
+class Progress:
     """A tqdm bar per build stage on stderr.
 
     When stderr is not a terminal (a log, CI), the one slow stage still says
@@ -198,7 +200,7 @@ class _Progress:
         "score": "scoring terms",
         "store": "storing chunks",
         "embed": "embedding chunks",
-    }
+    }  # and "sync NAME": a source's documents (kb_index.sources.sync)
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
@@ -210,10 +212,9 @@ class _Progress:
         if not self.enabled:
             return
         if not self.bars:
-            if stage == "embed" and stage != self._stage:
+            if stage != self._stage and (line := self._slow_stage_line(stage, total)):
                 self._stage = stage
-                print(f"citebot: embedding {total} chunks (only new or changed ones; this can take a while)…",
-                      file=sys.stderr, flush=True)
+                print(line, file=sys.stderr, flush=True)
             return
 
         if stage != self._stage:
@@ -222,6 +223,14 @@ class _Progress:
             self._bar = tqdm(total=total, desc=self.LABELS.get(stage, stage), unit="", file=sys.stderr, leave=False)
         if self._bar is not None:
             self._bar.update(done - self._bar.n)
+
+    @staticmethod
+    def _slow_stage_line(stage: str, total: int | None) -> str | None:
+        if stage == "embed":
+            return f"citebot: embedding {total} chunks (only new or changed ones; this can take a while)…"
+        if stage.startswith("sync "):
+            return f"citebot: {stage}: {total} document(s) to check (only changed ones are fetched)…"
+        return None
 
     def _close(self) -> None:
         if self._bar is not None:
@@ -240,7 +249,7 @@ class _Progress:
 
 def open_retriever(index_dir: Path, settings: Settings):
     try:
-        return Retriever(index_dir, embedder=_embedder(settings), min_cosine=settings.min_cosine)
+        return Retriever(index_dir, embedder=embedder_of(settings), min_cosine=settings.min_cosine)
     except IndexNotFound as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
 
@@ -303,7 +312,7 @@ def ensure_index(settings: Settings) -> None:
     never rebuilt: the index may be the live one of a running bot, and a wrong
     or unset CITEBOT_KB_DIR must not replace it with another knowledge base.
     """
-    embedder = _embedder(settings)
+    embedder = embedder_of(settings)
 
     try:
         gen_dir = current_generation(settings.index_dir)
@@ -337,8 +346,9 @@ def ensure_index(settings: Settings) -> None:
 
 def _index_first(settings: Settings, embedder, why: str) -> None:
     print(f"citebot: {why}", file=sys.stderr)
-    report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language, embedder=embedder, keep_going=True)
-    _print_errors(settings.kb_dir, report)
+    report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language, embedder=embedder, keep_going=True,
+                            synced_dir=settings.sync_dir)
+    print_errors(settings.kb_dir, report)
     print(report.summary(), file=sys.stderr)
 
 

@@ -38,8 +38,8 @@ async def unknown_audience_names(slack: AsyncWebClient, accesses: Mapping[str, C
                                  ) -> list[tuple[str, str]]:
     """(collection, what is wrong) for each group or channel an audience names that Slack does not know: it
     grants nobody access. SlackError when Slack cannot be asked."""
-    groups_of = {name: set(a.audience.groups) for name, a in accesses.items() if a.audience is not None}
-    channels_of = {name: set(a.audience.channels) for name, a in accesses.items() if a.audience is not None}
+    groups_of = {name: {g for au in a.audiences() for g in au.groups} for name, a in accesses.items()}
+    channels_of = {name: {c for au in a.audiences() for c in au.channels} for name, a in accesses.items()}
     found: list[tuple[str, str]] = []
     if any(groups_of.values()):
         listed = (await call(slack.usergroups_list(), "usergroups.list")).get("usergroups") or []

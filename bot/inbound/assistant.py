@@ -38,6 +38,7 @@ from bot.inbound.assistant_prompts import greeting_language, suggested_prompts
 from bot.inbound.intake import AppDeps, bot_user_id_of, enqueue_question, is_question_in_dm, make_question
 from bot.slack.event_text import scrubbed
 from bot.store.assistant_threads import AssistantThreads
+from kb_index.collection import in_collections
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,8 @@ def register_assistant(app: AsyncApp, deps: AppDeps) -> None:
         if deps.access is not None:
             # Prompts name collections and earlier answered questions: only those the user may read now.
             reads = await deps.access.user_reads(user)
-            allowed = reads if policy.collections is None else reads & set(policy.collections)
+            allowed = reads if policy.collections is None else {
+                c for c in reads if in_collections(c, policy.collections)}
             policy = policy.model_copy(update={"collections": tuple(sorted(allowed))})
         prompts = await suggested_prompts(user, policy, language, settings=settings, redis=redis)
         if prompts:

@@ -29,6 +29,7 @@ from bot.review.gaps import GapQuestion, group_questions
 from bot.slack.mrkdwn import clip
 from bot.store.asked import AskedIndex
 from bot.store.audit import AuditTrail
+from kb_index.collection import collection_base, in_collections
 from kb_index.entries import DEFAULT_COLLECTION
 from kb_index.index import IndexNotFound, current_generation, read_manifest
 
@@ -73,7 +74,8 @@ async def most_asked(user: str, policy: ChannelPolicy, *, redis: aioredis.Redis)
         entry = await audit.get(asked.question_id)
         if entry is None or entry.outcome is not Outcome.ANSWERED or not entry.cited:
             continue
-        if policy.collections is not None and not {c.collection for c in entry.cited} <= set(policy.collections):
+        if policy.collections is not None and not all(in_collections(c.collection, policy.collections)
+                                                      for c in entry.cited):
             continue
         answered.append(GapQuestion(text=asked.text, language=entry.language, at=asked.at, outcome=str(entry.outcome)))
     return [group.representative for group in group_questions(answered)][:MAX_PROMPTS]
@@ -88,7 +90,8 @@ def searchable_collections(settings: Settings, policy: ChannelPolicy) -> list[st
     names = {path.split("/", 1)[0] for path in (manifest.get("paths") or {}).values() if "/" in path}
     names.discard(DEFAULT_COLLECTION)
     if policy.collections is not None:
-        names &= set(policy.collections)
+        # A synced collection's parts are shown by their base name: one line for "handbook", not one per part.
+        names = {n for n in names if n in {collection_base(c) for c in policy.collections}}
     return sorted(names)
 
 

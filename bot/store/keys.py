@@ -212,6 +212,17 @@ SOURCE_NOTE_LOCK_PREFIX = PREFIX + "source-note-lock:"  # + question id
 SOURCE_NOTE_LOCK_TTL_S = 30
 
 
+# `citebot sync` in the workers (bot.answering.source_sync): one sync at a time across all workers. The lock
+# lives SYNC_LOCK_TTL_S and is renewed while its sync runs, so a worker killed mid-sync frees it within that time.
+SYNC_LOCK = PREFIX + "sync:lock"
+SYNC_LOCK_TTL_S = 120
+SYNC_LAST_PREFIX = PREFIX + "sync:last:"  # + source name: when it was last synced (epoch seconds), no TTL
+
+
+def sync_last_key(source: str) -> str:
+    return SYNC_LAST_PREFIX + source
+
+
 def answer_key(answer_id: str) -> str:
     return ANSWER_PREFIX + answer_id
 

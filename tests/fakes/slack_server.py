@@ -572,6 +572,14 @@ class FakeSlackServer(Scripting, ThreadedFake):
                 "is_ultra_restricted": False, "team_id": self.team_id, **user}
         return {"ok": True, "user": full}
 
+    def _users_lookup_by_email(self, body: dict[str, Any]) -> dict[str, Any]:
+        """users.lookupByEmail over the `users` a test gave a `profile.email` (case as Slack: ignored)."""
+        email = str(body.get("email") or "").lower()
+        for uid, user in self.users.items():
+            if str((user.get("profile") or {}).get("email") or "").lower() == email and email:
+                return {"ok": True, "user": self._users_info({"user": uid})["user"]}
+        return _error("users_not_found")
+
     def _users_list(self, body: dict[str, Any]) -> dict[str, Any]:
         """This team's people, `limit` per page (at most 200, as Slack advises), the cursor the next page's offset:
         those in `users` of this team and, unless `users` was set whole, every other U… member of a channel.
@@ -702,6 +710,7 @@ _METHODS = {
     "conversations.members": FakeSlackServer._conversation_members,
     "users.info": FakeSlackServer._users_info,
     "users.list": FakeSlackServer._users_list,
+    "users.lookupByEmail": FakeSlackServer._users_lookup_by_email,
     "usergroups.list": FakeSlackServer._usergroups_list,
     "usergroups.users.list": FakeSlackServer._usergroups_users,
     "apps.connections.open": FakeSlackServer._connections_open,
