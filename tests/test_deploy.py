@@ -609,6 +609,8 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "users_info": {"users:read"},
     # A cold large channel's people in bulk (bot/access/resolver.py).
     "users_list": {"users:read"},
+    # The readers of a synced page, by e-mail (bot/access/by_email.py, citebot sync).
+    "users_lookupByEmail": {"users:read.email"},
     "usergroups_list": {"usergroups:read"},
     "usergroups_users_list": {"usergroups:read"},
     "views_open": set(),

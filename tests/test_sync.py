@@ -219,9 +219,10 @@ def test_slack_down_keeps_the_ids_it_gave_and_matches_nobody_new(place):
     sync(place, source, people)
     people.down = True
     source.docs["1"].grants = (EVERYONE, Grant(users=frozenset({"ana@example.com", "ben@example.com"})))
-    sync(place, source, people)
+    report = sync(place, source, people).reports[0]
     access = read_access(current_generation(place[1]))[indexed(place)["wiki-1"]]
     assert access.audience == Audience(users=("UANA",))  # Ben was never looked up: not let in on a guess
+    assert any("HTTP 503" in note for note in report.notes)
 
 
 def test_a_sync_killed_half_way_loses_nothing_and_takes_nothing_twice(place, monkeypatch):

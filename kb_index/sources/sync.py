@@ -135,6 +135,7 @@ class SourceSync:
         self.progress = progress
         self.report = SourceReport(name)
         self._unmapped_groups: set[str] = set()
+        self._slack_problems: set[str] = set()
 
     def run(self, *, full: bool = False) -> SourceReport:
         started = time.perf_counter()
@@ -162,6 +163,9 @@ class SourceSync:
         if self._unmapped_groups:
             self.report.notes.append("source groups sources.yml does not map to Slack (they grant nobody): "
                                      + ", ".join(sorted(self._unmapped_groups)))
+        if self._slack_problems:
+            self.report.notes.append("Slack could not say who some readers are, so they were matched as at the last "
+                                     "sync or not at all: " + "; ".join(sorted(self._slack_problems)))
         state.cursor = cursor
         state.synced_at = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.store.save_state(state)
@@ -251,8 +255,9 @@ class SourceSync:
         email = email.lower()
         try:
             found = self.people.user_id(email)
-        except PeopleUnavailable:
+        except PeopleUnavailable as exc:
             # Slack could not be asked: the id it gave before, if any; an address never matched reads nothing.
+            self._slack_problems.add(str(exc))
             return state.people.get(email)
         if found is None:
             state.people.pop(email, None)
