@@ -73,19 +73,19 @@ class SourceHTTP:
 
     def get_bytes(self, path: str, *, kind: str, params: Mapping[str, Any] | None = None,
                   max_bytes: int | None = None) -> bytes:
-        response = self.request("GET", path, kind=kind, params=params, headers={"Accept": "*/*"})
-        if max_bytes is not None and len(response.content) > max_bytes:
-            raise HTTPFailed(413, str(response.request.url), f"larger than {max_bytes // (1024 * 1024)} MB")
-        return response.content
+        """A file's bytes; HTTPFailed(413) as soon as it is known to be over `max_bytes`, before it is all read."""
+        return self.request("GET", path, kind=kind, params=params, headers={"Accept": "*/*"},
+                            max_bytes=max_bytes).content
 
     def request(self, method: str, path: str, *, kind: str, params: Mapping[str, Any] | None = None,
-                headers: Mapping[str, str] | None = None, data: Mapping[str, str] | None = None) -> httpx.Response:
+                headers: Mapping[str, str] | None = None, data: Mapping[str, str] | None = None,
+                max_bytes: int | None = None) -> httpx.Response:
         wait = 1.0
         problem = ""
         for attempt in range(1, self.attempts + 1):
             self.calls.add(kind)
             try:
-                response = self._client.request(method, path, params=params, headers=headers, data=data)
+                response = self._send(method, path, params=params, headers=headers, data=data, max_bytes=max_bytes)
             except httpx.TransportError as exc:
                 problem = f"{type(exc).__name__}: {exc}"
             else:
@@ -100,6 +100,27 @@ class SourceHTTP:
                 wait = min(wait * 2, self.max_wait_s)
         raise SourceUnavailable(f"{method} {path}: {problem} after {self.attempts} tries")
 
+    def _send(self, method: str, path: str, *, params: Mapping[str, Any] | None, headers: Mapping[str, str] | None,
+              data: Mapping[str, str] | None, max_bytes: int | None) -> httpx.Response:
+        """One request, its body read whole, or streamed and cut off past `max_bytes`: a runaway attachment never
+        sits in memory whole."""
+        with self._client.stream(method, path, params=params, headers=headers, data=data) as response:
+            if max_bytes is None or response.status_code >= 300:
+                response.read()
+                return response
+            too_large = HTTPFailed(413, str(response.request.url), f"larger than {max_bytes // (1024 * 1024)} MB")
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > max_bytes:
+                raise too_large
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > max_bytes:
+                    raise too_large
+            # The bytes are decoded already: the encoding headers would have them decoded a second time.
+            kept = [(k, v) for k, v in response.headers.items() if k.lower() not in ("content-encoding", "content-length")]
+            return httpx.Response(response.status_code, headers=kept, content=bytes(body), request=response.request)
+
     @staticmethod
     def _retried(response: httpx.Response) -> bool:
         if response.status_code in RETRIED:
@@ -110,6 +131,12 @@ class SourceHTTP:
 
     def close(self) -> None:
         self._client.close()
+
+    def __enter__(self) -> SourceHTTP:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def _detail(response: httpx.Response) -> str:
