@@ -168,6 +168,11 @@ class DriveSource(_Source):
     credentials: DriveCredentials
     api_url: str = "https://www.googleapis.com"  # only a proxy (or a test) changes it
 
+    @field_validator("domains")
+    @classmethod
+    def _lower_case(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(d.lower().lstrip("@") for d in value)
+
     @model_validator(mode="after")
     def _scope_given(self) -> DriveSource:
         if not (self.folders or self.shared_drives):

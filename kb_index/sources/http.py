@@ -125,9 +125,8 @@ class SourceHTTP:
     def _retried(response: httpx.Response) -> bool:
         if response.status_code in RETRIED:
             return True
-        # Drive says "slow down" with 403 and a reason, not always with 429.
-        return response.status_code == 403 and "rateLimitExceeded" in response.text[:2000] or (
-            response.status_code == 403 and "userRateLimitExceeded" in response.text[:2000])
+        # Drive says "slow down" with 403 and a reason (rateLimitExceeded, userRateLimitExceeded), not always 429.
+        return response.status_code == 403 and "RateLimitExceeded" in response.text[:2000].replace("rateLimit", "RateLimit")
 
     def close(self) -> None:
         self._client.close()

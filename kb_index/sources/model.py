@@ -69,7 +69,8 @@ class Changes:
     """What changed since a cursor, from a source with a change feed (Drive's changes.list)."""
 
     changed: tuple[Listed, ...]  # in scope now, and changed (content or permissions) since the cursor
-    removed: tuple[str, ...]  # ids deleted, trashed or moved out of scope
+    # ids deleted, trashed or moved out of scope; may hold ids never synced (a file changed outside the scope)
+    removed: tuple[str, ...]
     cursor: str  # where the next increment starts
 
 
