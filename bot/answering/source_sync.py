@@ -51,6 +51,8 @@ class SourceSchedule:
         self.clock = clock
         self.lock_ttl_s = lock_ttl_s
         self._warned: str | None = None
+        self._renew_lock = redis.register_script(_RENEW)
+        self._release_lock = redis.register_script(_RELEASE)
 
     async def run_forever(self, tick_s: float = TICK_S) -> None:
         while True:
@@ -80,7 +82,7 @@ class SourceSchedule:
                 renewing.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await renewing
-                await self.redis.eval(_RELEASE, 1, keys.SYNC_LOCK, token)
+                await self._release_lock(keys=[keys.SYNC_LOCK], args=[token])
         return synced
 
     async def _run(self, sources: SourcesFile, name: str) -> None:
@@ -120,7 +122,7 @@ class SourceSchedule:
     async def _renew(self, token: str) -> None:
         while True:
             await asyncio.sleep(self.lock_ttl_s / 3)
-            await self.redis.eval(_RENEW, 1, keys.SYNC_LOCK, token, int(self.lock_ttl_s * 1000))
+            await self._renew_lock(keys=[keys.SYNC_LOCK], args=[token, int(self.lock_ttl_s * 1000)])
 
     def _sources(self) -> SourcesFile:
         try:
