@@ -21,7 +21,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb_index.collection import CollectionAccess
@@ -72,8 +72,8 @@ class SyncedStore:
 
     def save_state(self, state: SourceState) -> None:
         payload = {"cursor": state.cursor, "synced_at": state.synced_at, "people": state.people,
-                   "docs": {key: asdict(value) for key, value in sorted(state.docs.items())}}
-        _atomic_write(self.root / STATE_FILE, json.dumps(payload, indent=0, sort_keys=True))
+                   "docs": {key: vars(value) for key, value in state.docs.items()}}
+        _atomic_write(self.root / STATE_FILE, json.dumps(payload, separators=(",", ":")))
 
     def write(self, doc_id: str, stored: StoredEntry) -> None:
         _atomic_write(self._file(doc_id), json.dumps(_to_json(stored), ensure_ascii=False))

@@ -155,11 +155,13 @@ class SourceSync:
         for doc_id in removed:
             self._remove(state, doc_id)
         tick = self._stage(len(changed))
-        for n, doc in enumerate(changed, start=1):
-            self._take(state, doc, refetch=full)
+        unsaved = 0
+        for doc in changed:
+            unsaved += self._take(state, doc, refetch=full)
             tick()
-            if n % CHECKPOINT_EVERY == 0:
+            if unsaved >= CHECKPOINT_EVERY:
                 self.store.save_state(state)
+                unsaved = 0
         if self._unmapped_groups:
             self.report.notes.append("source groups sources.yml does not map to Slack (they grant nobody): "
                                      + ", ".join(sorted(self._unmapped_groups)))
@@ -175,35 +177,37 @@ class SourceSync:
 
     # -- one document -----------------------------------------------------------------------------------------
 
-    def _take(self, state: SourceState, doc: Listed, *, refetch: bool) -> None:
+    def _take(self, state: SourceState, doc: Listed, *, refetch: bool) -> bool:
+        """Bring one listed document up to date; whether the store changed (the state is then saved soon)."""
         access, why_not = self._access(doc, state)
         if access is None:
             self.report.not_indexed.append(Problem(doc.id, doc.title, why_not))
-            self._remove(state, doc.id, count=False)
-            return
+            return self._remove(state, doc.id, count=False)
         part = part_name(self.source.collection, access)
         known = state.docs.get(doc.id)
         if known is not None and known.version == doc.version and not refetch:
             if known.readers == part:
                 self.report.unchanged += 1
-                return
+                return False
             if self._move(doc.id, part, access):
                 known.readers = part
                 self.report.readers_changed += 1
-                return
+                return True
         try:
             entry = self._entry(self.connector.fetch(doc), part)
         except DocumentError as exc:
             self.report.failed.append(Problem(doc.id, doc.title, str(exc)))
             # Its last good content stays, but never with readers the source no longer gives.
-            if known is not None and known.readers != part and not self._move(doc.id, part, access):
-                self._remove(state, doc.id, count=False)
-            elif known is not None:
-                known.readers = part
-            return
+            if known is None or known.readers == part:
+                return False
+            if not self._move(doc.id, part, access):
+                return self._remove(state, doc.id, count=False)
+            known.readers = part
+            return True
         self.store.write(doc.id, StoredEntry(entry, access))
         state.docs[doc.id] = DocState(version=doc.version, readers=part, entry_id=entry.id, title=doc.title)
         self.report.fetched += 1
+        return True
 
     def _move(self, doc_id: str, part: str, access: CollectionAccess) -> bool:
         """Rewrite a stored entry's readers without fetching it again; False when there is none."""
@@ -213,11 +217,13 @@ class SourceSync:
         self.store.write(doc_id, StoredEntry(replace(stored.entry, collection=part), access))
         return True
 
-    def _remove(self, state: SourceState, doc_id: str, *, count: bool = True) -> None:
+    def _remove(self, state: SourceState, doc_id: str, *, count: bool = True) -> bool:
+        """Whether there was anything to remove."""
         known = state.docs.pop(doc_id, None)
         self.store.remove(doc_id)
         if count and known is not None:
             self.report.removed.append(known.title or doc_id)
+        return known is not None
 
     # -- readers ----------------------------------------------------------------------------------------------
 
