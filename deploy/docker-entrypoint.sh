@@ -2,7 +2,7 @@
 # Entrypoint of the citebot image.
 #
 # - A citebot command as the first argument (serve, worker, index, search, ask, review, doctor)
-#   runs `citebot` with the arguments: `docker run IMAGE worker --concurrency 8`.
+#   (and sync) runs `citebot` with the arguments: `docker run IMAGE worker --concurrency 8`.
 #   Anything else runs as given: `docker run -it IMAGE sh`.
 # - Before serve, worker, search and ask, the index is built from CITEBOT_KB_DIR when
 #   CITEBOT_INDEX_ON_START says so:
@@ -16,7 +16,7 @@
 set -eu
 
 case "${1:-}" in
-  serve|worker|index|search|ask|review|doctor|-h|--help)
+  serve|worker|index|sync|search|ask|review|doctor|-h|--help)
     set -- citebot "$@"
     ;;
 esac
