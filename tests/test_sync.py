@@ -17,6 +17,7 @@ from kb_index.collection import Audience, CollectionAccess
 from kb_index.index import current_generation, read_access, read_manifest
 from kb_index.sources import sync as sync_module
 from kb_index.sources.config import parse_sources
+from kb_index.sources.http import SourceUnavailable
 from kb_index.sources.model import Calls, Changes, DocumentError, Fetched, Grant, Listed, SourceError
 from kb_index.sources.runner import run_sync
 from kb_index.sources.store import SyncedStore, stored_entries
@@ -271,3 +272,31 @@ def test_a_synced_collection_that_is_also_a_kb_folder_is_an_error(place):
     run = sync(place, ScriptedSource({"1": Doc("Leave", "Thirty days.")}))
     assert not run.build.switched
     assert "also a folder of the KB" in str(run.build.errors[0])
+
+
+def test_a_source_that_goes_away_half_way_keeps_what_was_taken_and_the_next_sync_takes_the_rest(place):
+    source = ScriptedSource({str(n): Doc(f"Page {n}", f"Text {n}.") for n in range(6)})
+    real_fetch = source.fetch
+
+    def flaky(listed):
+        if len(source.fetched) == 3:
+            raise SourceUnavailable("GET content/3: HTTP 503 after 5 tries")
+        return real_fetch(listed)
+
+    source.fetch = flaky
+    run = sync(place, source)
+    assert "503" in run.failed["wiki"] and run.build.switched  # the rest of the KB is still indexed
+    assert sorted(SyncedStore(place[2], "wiki").load_state().docs) == ["0", "1", "2"]
+    source.fetch = real_fetch
+    run = sync(place, source)
+    assert run.ok and source.fetched == ["0", "1", "2", "3", "4", "5"]  # nothing fetched twice
+
+
+def test_an_entry_written_before_a_kill_whose_page_is_gone_does_not_stay(place):
+    source = ScriptedSource({"1": Doc("Leave", "Thirty days.")})
+    sync(place, source)
+    store = SyncedStore(place[2], "wiki")
+    orphan = store.read("1")
+    store.write("9", orphan)  # written, then killed before the state named it; its page is deleted meanwhile
+    sync(place, source)
+    assert [s.entry.id for s in stored_entries(place[2])] == ["wiki-1"]

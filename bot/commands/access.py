@@ -33,9 +33,10 @@ def cmd_access(args, settings: Settings) -> int:
         return EXIT_OK
     where = f" in {args.channel}" if args.channel else ""
     echo(f"{args.user} ({report['kind']}){where}:", newlines=False)
+    width = max([16, *(len(row["collection"]) for row in report["collections"])])  # a synced part's name is long
     for row in report["collections"]:
         own = "reads" if row["reads"] else "no"
-        line = f"  {row['collection']:<16} {own:<5} {row['why']}"
+        line = f"  {row['collection']:<{width}} {own:<5} {row['why']}"
         if args.channel:
             line += f"  | posted here: {'yes' if row['in_channel'] else 'no'}"
             if row.get("channel_why"):

@@ -7,6 +7,15 @@ with 429 (Drive also with 403 `rateLimitExceeded`) and a passing failure with
 the call fails with SourceUnavailable. Anything else that is not 2xx is an
 HTTPFailed with its status, for the connector to decide: a 404 on one page is
 that page's problem, a 401 on the first call is the whole source's.
+
+Why not atlassian-python-api and google-api-python-client: the connectors use
+a handful of read-only calls each (CQL search, a page, a download; files.list,
+export, permissions, changes), and both clients bring requests and a retry of
+their own that neither honours Retry-After the same way nor counts calls, and
+google-api-python-client adds httplib2 and a discovery document. One small
+client over httpx, which citebot already uses everywhere, retries both alike
+and lets `bench/sync.py` count every call; google-auth still signs Drive's
+service-account token, the one part worth a library.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +86,14 @@ class SyncedStore:
 
     def remove(self, doc_id: str) -> None:
         self._file(doc_id).unlink(missing_ok=True)
+
+    def sweep(self, keep: Iterable[str]) -> list[str]:
+        """Remove every stored entry whose document is not in `keep`; their file names."""
+        kept = {file_name(doc_id) for doc_id in keep}
+        gone = [p for p in self.entries_dir.glob("*.json") if p.stem not in kept] if self.entries_dir.is_dir() else []
+        for path in gone:
+            path.unlink(missing_ok=True)
+        return [p.stem for p in gone]
 
     def forget(self) -> None:
         """Everything of this source: it left sources.yml."""

@@ -156,12 +156,20 @@ class SourceSync:
             self._remove(state, doc_id)
         tick = self._stage(len(changed))
         unsaved = 0
-        for doc in changed:
-            unsaved += self._take(state, doc, refetch=full)
-            tick()
-            if unsaved >= CHECKPOINT_EVERY:
-                self.store.save_state(state)
-                unsaved = 0
+        try:
+            for doc in changed:
+                unsaved += self._take(state, doc, refetch=full)
+                tick()
+                if unsaved >= CHECKPOINT_EVERY:
+                    self.store.save_state(state)
+                    unsaved = 0
+        except Exception:
+            # The source went away half-way: what was taken so far is kept (the cursor is not moved on).
+            self.store.save_state(state)
+            raise
+        # An entry written just before a kill, whose state was never saved, is not in `state.docs`: the next
+        # sync could not know to remove it, so it goes now (and is taken again if it is still in scope).
+        self.store.sweep(keep=state.docs)
         if self._unmapped_groups:
             self.report.notes.append("source groups sources.yml does not map to Slack (they grant nobody): "
                                      + ", ".join(sorted(self._unmapped_groups)))

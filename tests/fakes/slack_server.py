@@ -577,7 +577,7 @@ class FakeSlackServer(Scripting, ThreadedFake):
         email = str(body.get("email") or "").lower()
         for uid, user in self.users.items():
             if str((user.get("profile") or {}).get("email") or "").lower() == email and email:
-                return {"ok": True, "user": self._users_info({"user": uid})["user"]}
+                return {"ok": True, "user": {"id": uid, **self._users_info({"user": uid})["user"]}}
         return _error("users_not_found")
 
     def _users_list(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -668,7 +668,7 @@ DIRECTORY_GROUPS: dict[str, dict[str, Any]] = {
 # The token's scopes (the X-OAuth-Scopes header): manifest.yml's.
 DEFAULT_SCOPES = ("app_mentions:read", "commands", "chat:write", "reactions:write", "assistant:write",
                   "channels:history", "groups:history", "im:history", "mpim:history", "channels:read",
-                  "groups:read", "mpim:read", "users:read", "usergroups:read")
+                  "groups:read", "mpim:read", "users:read", "usergroups:read", "users:read.email")
 # conversations.members of a channel that lists none.
 DEFAULT_MEMBERS = (BOT_USER_ID, "UASKER", "UREVIEWER")
 
