@@ -300,3 +300,14 @@ def test_an_entry_written_before_a_kill_whose_page_is_gone_does_not_stay(place):
     store.write("9", orphan)  # written, then killed before the state named it; its page is deleted meanwhile
     sync(place, source)
     assert [s.entry.id for s in stored_entries(place[2])] == ["wiki-1"]
+
+
+def test_readers_without_a_visible_address_are_left_out_and_counted(place):
+    hidden = Grant(users=frozenset({"ana@example.com"}), unnamed=2)
+    source = ScriptedSource({"1": Doc("Pay", "Pay days.", grants=(EVERYONE, hidden)),
+                             "2": Doc("Secret", "Secret.", grants=(EVERYONE, Grant(unnamed=3)))})
+    report = sync(place, source).reports[0]
+    assert any(note.startswith("2 document(s) name readers") for note in report.notes)
+    assert [p.id for p in report.not_indexed] == ["2"]  # named nobody Slack could be asked about
+    access = read_access(current_generation(place[1]))[indexed(place)["wiki-1"]]
+    assert access.audience == Audience(users=("UANA",))

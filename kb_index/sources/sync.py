@@ -136,6 +136,7 @@ class SourceSync:
         self.report = SourceReport(name)
         self._unmapped_groups: set[str] = set()
         self._slack_problems: set[str] = set()
+        self._unnamed_in = 0  # documents with readers the source named without an e-mail address
 
     def run(self, *, full: bool = False) -> SourceReport:
         started = time.perf_counter()
@@ -173,6 +174,9 @@ class SourceSync:
         if self._unmapped_groups:
             self.report.notes.append("source groups sources.yml does not map to Slack (they grant nobody): "
                                      + ", ".join(sorted(self._unmapped_groups)))
+        if self._unnamed_in:
+            self.report.notes.append(f"{self._unnamed_in} document(s) name readers whose e-mail address the source "
+                                     "does not show: they were left out of those documents' readers")
         if self._slack_problems:
             self.report.notes.append("Slack could not say who some readers are, so they were matched as at the last "
                                      "sync or not at all: " + "; ".join(sorted(self._slack_problems)))
@@ -239,6 +243,7 @@ class SourceSync:
         if doc.unreadable is not None or not doc.grants:
             return None, f"its permissions could not be read: {doc.unreadable or 'the source gave none'}"
         audiences = []
+        self._unnamed_in += any(grant.unnamed for grant in doc.grants)
         for grant in doc.grants:
             if grant.everyone or any(self.source.groups.get(g.lower()) == EVERYONE for g in grant.groups):
                 continue
