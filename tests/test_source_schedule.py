@@ -123,3 +123,23 @@ async def test_a_broken_sources_file_syncs_nothing_and_says_so_once(settings, re
     schedule = SourceSchedule(settings, redis, syncer=Syncer(), clock=Clock())
     assert await schedule.tick() == [] and await schedule.tick() == []
     assert caplog.text.count("given twice") == 1
+
+
+async def test_a_worker_syncs_a_source_into_the_index_it_answers_from(tmp_path, redis, monkeypatch):
+    from kb_index.index import current_generation, read_manifest
+    from tests.fakes.confluence_server import FakeConfluence
+    from tests.kb_fixtures import write_entry
+
+    write_entry(tmp_path / "kb", "public/welcome.md", {"id": "welcome", "title": "Welcome"}, {"Hi": "Welcome."})
+    with FakeConfluence(deployment="data_center") as wiki:
+        wiki.add_space("HR", anonymous=True)
+        page = wiki.add_page("HR", "Leave", body="<p>Employees get 30 days of paid leave.</p>")
+        sources = tmp_path / "sources.yml"
+        sources.write_text(f"sources:\n  wiki:\n    type: confluence\n    url: {wiki.url}\n    deployment: data_center\n"
+                           "    spaces: [HR]\n    collection: handbook\n    credentials: {token: WIKI_PAT}\n")
+        monkeypatch.setenv("WIKI_PAT", wiki.pat)
+        settings = Settings(CITEBOT_SOURCES_FILE=sources, CITEBOT_KB_DIR=tmp_path / "kb", CITEBOT_EMBEDDER="none",
+                            CITEBOT_INDEX_DIR=tmp_path / "index", CITEBOT_SYNC_DIR=tmp_path / "synced")
+        assert await SourceSchedule(settings, redis).tick() == ["wiki"]
+    entries = read_manifest(current_generation(tmp_path / "index"))["entries"]
+    assert set(entries) == {"welcome", f"wiki-{page}"}

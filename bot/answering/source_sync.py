@@ -26,6 +26,7 @@ from redis.exceptions import RedisError
 from bot.access.by_email import SlackPeople
 from bot.answering.source_changes import NotNotified, changed_entries, notify_source_changes
 from bot.config import Settings
+from bot.embedder import make_embedder
 from bot.store import keys
 from kb_index.index import BuildReport, build_index, current_generation, read_manifest
 from kb_index.sources.config import SourcesError, SourcesFile, load_sources
@@ -138,8 +139,6 @@ class SourceSchedule:
     def _sync(self, sources: SourcesFile, name: str) -> SyncRun:
         """One source, then the index: runs in a thread, with an embedder of its own (the answering one is the
         event loop's)."""
-        from bot.embedder import make_embedder
-
         settings = self.settings
         people: People = (SlackPeople(settings.slack_bot_token, settings.slack_api_url)
                           if settings.slack_bot_token else NoSlack())
