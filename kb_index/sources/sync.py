@@ -35,7 +35,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -141,25 +141,43 @@ class SourceSync:
     def run(self, *, full: bool = False) -> SourceReport:
         started = time.perf_counter()
         state = self.store.load_state()
-        changes = None if full or state.cursor is None else self.connector.changes(state.cursor)
-        if changes is None:
-            cursor = self.connector.start_cursor()
-            listed = list(self.connector.listing())  # SourceError: nothing in the store changes
-            self.report.listed = True
-            self.report.in_scope = len(listed)
-            in_scope = {doc.id for doc in listed}
-            removed = [doc_id for doc_id in state.docs if doc_id not in in_scope]
-            changed: tuple[Listed, ...] | list[Listed] = listed
-        else:
-            cursor, changed, removed = changes.cursor, changes.changed, list(changes.removed)
-            self.report.in_scope = len(state.docs)
+        cursor, changed, removed = self._what_changed(state, full)
         for doc_id in removed:
             self._remove(state, doc_id)
+        self._take_all(state, changed, refetch=full)
+        # An entry written just before a kill, whose state was never saved, is not in `state.docs`: the next
+        # sync could not know to remove it, so it goes now (and is taken again if it is still in scope).
+        self.store.sweep(keep=state.docs)
+        self.report.notes += self._notes()
+        if not self.report.listed:
+            self.report.in_scope = len(state.docs)
+        state.cursor = cursor
+        state.synced_at = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.store.save_state(state)
+        self.report.calls = self.connector.calls
+        self.report.seconds = time.perf_counter() - started
+        return self.report
+
+    def _what_changed(self, state: SourceState, full: bool) -> tuple[str | None, Sequence[Listed], list[str]]:
+        """The cursor to keep, the documents to bring up to date, the ids to remove: from the change feed, else
+        from a listing of everything (a SourceError then leaves the store as it is: a half listing would read as
+        deletions)."""
+        changes = None if full or state.cursor is None else self.connector.changes(state.cursor)
+        if changes is not None:
+            return changes.cursor, changes.changed, list(changes.removed)
+        cursor = self.connector.start_cursor()  # before the listing: nothing changed during it is missed
+        listed = list(self.connector.listing())
+        self.report.listed = True
+        self.report.in_scope = len(listed)
+        in_scope = {doc.id for doc in listed}
+        return cursor, listed, [doc_id for doc_id in state.docs if doc_id not in in_scope]
+
+    def _take_all(self, state: SourceState, changed: Sequence[Listed], *, refetch: bool) -> None:
         tick = self._stage(len(changed))
         unsaved = 0
         try:
             for doc in changed:
-                unsaved += self._take(state, doc, refetch=full)
+                unsaved += self._take(state, doc, refetch=refetch)
                 tick()
                 if unsaved >= CHECKPOINT_EVERY:
                     self.store.save_state(state)
@@ -168,24 +186,19 @@ class SourceSync:
             # The source went away half-way: what was taken so far is kept (the cursor is not moved on).
             self.store.save_state(state)
             raise
-        # An entry written just before a kill, whose state was never saved, is not in `state.docs`: the next
-        # sync could not know to remove it, so it goes now (and is taken again if it is still in scope).
-        self.store.sweep(keep=state.docs)
+
+    def _notes(self) -> list[str]:
+        notes = []
         if self._unmapped_groups:
-            self.report.notes.append("source groups sources.yml does not map to Slack (they grant nobody): "
-                                     + ", ".join(sorted(self._unmapped_groups)))
+            notes.append("source groups sources.yml does not map to Slack (they grant nobody): "
+                         + ", ".join(sorted(self._unmapped_groups)))
         if self._unnamed_in:
-            self.report.notes.append(f"{self._unnamed_in} document(s) name readers whose e-mail address the source "
-                                     "does not show: they were left out of those documents' readers")
+            notes.append(f"{self._unnamed_in} document(s) name readers whose e-mail address the source does not "
+                         "show: they were left out of those documents' readers")
         if self._slack_problems:
-            self.report.notes.append("Slack could not say who some readers are, so they were matched as at the last "
-                                     "sync or not at all: " + "; ".join(sorted(self._slack_problems)))
-        state.cursor = cursor
-        state.synced_at = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        self.store.save_state(state)
-        self.report.calls = self.connector.calls
-        self.report.seconds = time.perf_counter() - started
-        return self.report
+            notes.append("Slack could not say who some readers are, so they were matched as at the last sync or "
+                         "not at all: " + "; ".join(sorted(self._slack_problems)))
+        return notes
 
     # -- one document -----------------------------------------------------------------------------------------
 
