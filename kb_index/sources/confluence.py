@@ -34,6 +34,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 import httpx
 
+from citebot_core.errors import Permanent
 from kb_index.sources.config import EVERYONE, ConfluenceSource, secret
 from kb_index.sources.confluence_storage import storage_to_html
 from kb_index.sources.http import HTTPFailed, SourceHTTP
@@ -56,7 +57,7 @@ _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 Json = dict[str, Any]
 
 
-class _Unreadable(Exception):
+class _Unreadable(Permanent):
     """A page's (or an ancestor's) restrictions could not be read: the page is listed unreadable."""
 
     def __init__(self, reason: str):

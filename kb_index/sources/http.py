@@ -27,17 +27,20 @@ from typing import Any
 
 import httpx
 
+from citebot_core.errors import Permanent, Retryable
 from kb_index.sources.model import Calls, SourceError
 
 RETRIED = frozenset({429, 500, 502, 503, 504})
 USER_AGENT = "citebot-sync"
 
 
-class SourceUnavailable(SourceError):
+class SourceUnavailable(SourceError, Retryable):
     """The server did not answer, or kept answering 429/5xx, through every try."""
 
 
-class HTTPFailed(Exception):
+class HTTPFailed(Permanent):
+    """A status that is not retried (404, 403, 401...): the connector decides whose problem it is."""
+
     def __init__(self, status: int, url: str, detail: str = ""):
         super().__init__(f"HTTP {status} from {url}" + (f": {detail}" if detail else ""))
         self.status = status

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from citebot_core.errors import Permanent
+from citebot_core.errors import CitebotError, Permanent
 
 
 @dataclass(frozen=True)
@@ -97,11 +97,12 @@ class Calls:
         return sum(self.counts.values())
 
 
-class SourceError(Permanent):
-    """The source cannot be synced at all (unreachable, credentials refused, a space that does not exist)."""
+class SourceError(CitebotError):
+    """The source cannot be synced at all: credentials refused, a space that does not exist (until someone changes
+    the configuration), or unreachable (http.SourceUnavailable, the Retryable one: the next sync may succeed)."""
 
 
-class DocumentError(Exception):
+class DocumentError(Permanent):
     """One document cannot be fetched or read; the sync reports it and goes on."""
 
 

@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from citebot_core.errors import Retryable
 from kb_index.collection import PART_SEPARATOR, Audience, CollectionAccess
 from kb_index.documents import FileContext, document_sections, document_text
 from kb_index.entries import Entry, Section
@@ -61,8 +62,8 @@ class People(Protocol):
     def user_id(self, email: str) -> str | None: ...
 
 
-class PeopleUnavailable(Exception):
-    pass
+class PeopleUnavailable(Retryable):
+    """Slack could not be asked who an e-mail address is (it may answer at the next sync)."""
 
 
 class NoSlack:
