@@ -58,9 +58,27 @@ def test_the_embedded_default_works_without_slack_redis_or_an_index(doctor, caps
     code, found, _ = doctor(capsys)
     assert code == 0
     assert found["model"] == [("ok", "extractive: no language model; answers quote the knowledge base")]
-    assert found["slack"] == [("warn", "SLACK_BOT_TOKEN is not set: `citebot ask` works, serve and worker need it")]
+    # Each check that needs Slack says it was not run, and what serve and the review cards will need.
+    assert found["slack"] == [
+        ("warn", "SLACK_BOT_TOKEN is not set: `citebot ask` works, serve and worker need it (docs/slack-app.md, "
+                 "steps 2 and 3)"),
+        ("warn", "SLACK_SIGNING_SECRET is not set either: serve over HTTP needs it (Socket Mode needs SLACK_APP_TOKEN "
+                 "instead)"),
+        ("warn", "CITEBOT_REVIEW_CHANNEL is not set: rejected drafts would reach no reviewer"),
+        ("warn", "CITEBOT_REVIEWERS is empty: nobody could decide a review card; list the reviewers' user IDs (U…)"),
+        ("warn", "not checked without a token: the token's scopes for the access checks (users:read, "
+                 "usergroups:read, channels:read, groups:read)"),
+    ]
     assert found["redis"][0][0] == "ok" and found["redis"][0][1].startswith("Redis ")
     assert found["index"][0][0] == "warn" and "run 'citebot index' first" in found["index"][0][1]
+
+
+def test_without_a_token_the_review_channel_named_is_said_to_be_unchecked(doctor, capsys):
+    _, found, _ = doctor(capsys, CITEBOT_REVIEW_CHANNEL="#citebot-review", CITEBOT_REVIEWERS="U0REVIEW",
+                         SLACK_SIGNING_SECRET="secret")
+    details = [detail for _, detail in found["slack"]]
+    assert "not checked without a token: that the review channel #citebot-review exists and the bot is in it" in details
+    assert not any("CITEBOT_REVIEWERS" in d or "SIGNING_SECRET" in d for d in details)
 
 
 def test_llama_cpp_python_takes_json_object_with_the_schema(doctor, capsys):

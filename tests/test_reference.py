@@ -36,3 +36,15 @@ def test_an_argument_without_help_fails_the_page() -> None:
     sub.add_parser("serve", help="the web process").add_argument("--port")
     with pytest.raises(ValueError, match="--port"):
         cli_page(parser)
+
+
+def test_the_configuration_page_has_a_section_per_group_and_every_setting_in_one() -> None:
+    from bot.reference import SETTING_GROUPS, setting_group
+
+    page = configuration_page()
+    groups = {setting_group(alias) for alias, _, _ in settings_rows()}
+    assert "Other" not in groups  # a new setting belongs to a group: add its name to SETTING_GROUPS
+    assert [line[3:] for line in page.splitlines() if line.startswith("## ")] == [
+        title for title, _ in SETTING_GROUPS if title in groups]
+    assert setting_group("CITEBOT_SYNC_DIR") == "Knowledge base, index and sources"
+    assert setting_group("CITEBOT_JUDGE_URL") == "Entailment judge"

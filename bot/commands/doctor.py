@@ -163,7 +163,7 @@ def _context_fits(settings: Settings, context: int) -> list[Finding]:
 
 async def check_slack(settings: Settings) -> list[Finding]:
     if not settings.slack_bot_token:
-        return [Finding("slack", WARN, "SLACK_BOT_TOKEN is not set: `citebot ask` works, serve and worker need it")]
+        return _without_slack(settings)
     slack = make_client(settings.slack_bot_token, settings.slack_api_url)
     try:
         identity = await check_bot_token(slack)
@@ -190,6 +190,27 @@ async def check_slack(settings: Settings) -> list[Finding]:
         findings.append(Finding("slack", OK, f"review channel {channel}"))
     if warning := missing_reviewers(settings):
         findings.append(Finding("slack", WARN, warning))
+    return findings
+
+
+def _without_slack(settings: Settings) -> list[Finding]:
+    """Without a bot token nothing can be asked of Slack: each check that could not run, and what serve needs."""
+    findings = [Finding("slack", WARN, "SLACK_BOT_TOKEN is not set: `citebot ask` works, serve and worker need it "
+                                       "(docs/slack-app.md, steps 2 and 3)")]
+    if settings.slack_app_token is None and not settings.slack_signing_secret:
+        findings.append(Finding("slack", WARN, "SLACK_SIGNING_SECRET is not set either: serve over HTTP needs it "
+                                               "(Socket Mode needs SLACK_APP_TOKEN instead)"))
+    if settings.review_channel:
+        findings.append(Finding("slack", WARN, f"not checked without a token: that the review channel "
+                                               f"{settings.review_channel} exists and the bot is in it"))
+    else:
+        findings.append(Finding("slack", WARN, "CITEBOT_REVIEW_CHANNEL is not set: rejected drafts would reach no "
+                                               "reviewer"))
+    if not settings.reviewers:
+        findings.append(Finding("slack", WARN, "CITEBOT_REVIEWERS is empty: nobody could decide a review card; list "
+                                               "the reviewers' user IDs (U…)"))
+    findings.append(Finding("slack", WARN, "not checked without a token: the token's scopes for the access checks ("
+                                           + ", ".join(ACCESS_SCOPES) + ")"))
     return findings
 
 
