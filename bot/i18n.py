@@ -30,8 +30,8 @@ class Key(StrEnum):
     NOT_COVERED = "not_covered"  # the answer says what the KB does not cover; the question goes to the gaps report
     NOT_JUDGED = "not_judged"  # CITEBOT_JUDGE=off: the statements were not checked against the sources
     TRUNCATED = "truncated"  # the question was cut to the maximum length
-    EXTRACTIVE_LEAD = "extractive_lead"  # before the passages the extractive backend quotes as the answer
-    EXTRACTIVE_NEAR = "extractive_near"  # before the nearest passages to a question the KB does not answer as asked
+    EXTRACTIVE_LEAD = "extractive_lead"  # before the passages the extractive backend quotes: what they are
+    EXTRACTIVE_NEAR = "extractive_near"  # before the nearest passages to a question retrieval judged near
     HELP = "help"  # an empty mention
     COMMAND_HELP = "command_help"  # an empty /citebot
     LOOKING_UP = "looking_up"  # /citebot acknowledged: the answer follows, to the asker alone
@@ -186,7 +186,7 @@ _TEXT: dict[str, dict[Key, str]] = {
             "have been told what is missing."
         ),
         Key.TRUNCATED: "Your question was longer than {limit} characters, so I answered its first {limit} characters.",
-        Key.EXTRACTIVE_LEAD: "Here is what the knowledge base says:",
+        Key.EXTRACTIVE_LEAD: "The passages of the knowledge base closest to your question:",
         Key.EXTRACTIVE_NEAR: (
             "The knowledge base may not answer this question as asked. The nearest it says is this:"
         ),
@@ -401,7 +401,7 @@ Reply with JSON only, one verdict for every statement, in this form: {example}""
             "wissen jetzt, was fehlt."
         ),
         Key.TRUNCATED: "Deine Frage war länger als {limit} Zeichen; ich habe die ersten {limit} Zeichen beantwortet.",
-        Key.EXTRACTIVE_LEAD: "Das sagt die Wissensbasis dazu:",
+        Key.EXTRACTIVE_LEAD: "Die Stellen der Wissensbasis, die deiner Frage am nächsten kommen:",
         Key.EXTRACTIVE_NEAR: (
             "So, wie die Frage gestellt ist, beantwortet die Wissensbasis sie vielleicht nicht. Am nächsten kommt dies:"
         ),

@@ -221,7 +221,7 @@ class Draft(BaseModel):
     raw: str = ""  # as the backend returned it
     truncated: bool = False  # the model stopped at the output cap, not at the end of its answer
     # The backend's own line before the verified text, in the bot's words, not checked (the
-    # extractive backend: "Here is what the knowledge base says:"); empty for a model's draft.
+    # extractive backend: "The passages of the knowledge base closest to your question:"); empty for a model's draft.
     lead: str = ""
     # What the backend itself says the knowledge base does not answer (the extractive backend's
     # near-topic question): counted in the gaps report as the verifiers' not_covered is.

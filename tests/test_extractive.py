@@ -211,17 +211,20 @@ def test_passages_that_answer_come_as_the_knowledge_bases_own_words(language):
     out = draft("How many vacation days do full-time employees get?", evidence(("hr-vacation", VACATION)),
                 language=language)
     assert out.lead == message(Key.EXTRACTIVE_LEAD, language) and out.not_covered == []
-    assert out.lead in ("Here is what the knowledge base says:", "Das sagt die Wissensbasis dazu:")
+    # The lead says what the passages are, never that they answer (docs/DESIGN.md 3.6).
+    assert out.lead in ("The passages of the knowledge base closest to your question:",
+                        "Die Stellen der Wissensbasis, die deiner Frage am nächsten kommen:")
 
 
 # Retrieval refuses what is plainly outside the KB (section 3.7); what it lets through
-# and no passage answers gets the nearest passages, marked, never the refusal: the KB
-# holds something on the topic, and "does not cover" would be false.
+# and no passage answers gets the nearest passages under the same lead, never the refusal:
+# the KB holds something on the topic, and "does not cover" would be false. The question
+# goes to the gaps report (not_covered).
 @pytest.mark.parametrize("language", ["en", "de"])
-def test_nothing_that_answers_gets_the_nearest_passages_marked(language):
+def test_nothing_that_answers_gets_the_nearest_passages_and_the_gaps_report(language):
     question = "Bermuda dollar exchange rate?"
     out = draft(question, evidence(("travel-policy", TRAVEL), ("reise-vma", MEAL)), language=language)
-    assert out.lead == message(Key.EXTRACTIVE_NEAR, language) and out.not_covered == [question]
+    assert out.lead == message(Key.EXTRACTIVE_LEAD, language) and out.not_covered == [question]
     assert cited_sentences(out.text) and out.text != REFUSALS[language]
 
 
@@ -232,7 +235,7 @@ def test_refuses_without_evidence_in_both_modes(mode):
 
 
 def test_a_question_of_stop_words_only_is_not_answered():
-    assert draft("What is it?", evidence(("hr-vacation", VACATION))).lead == message(Key.EXTRACTIVE_NEAR, "en")
+    assert draft("What is it?", evidence(("hr-vacation", VACATION))).not_covered == ["What is it?"]
 
 
 # ----------------------------------------------------------------- claims mode
@@ -272,7 +275,7 @@ def test_across_languages_no_word_is_missing():
                         _vectors_by_word({"sabbatical"})) == ("", 0.0)
 
 
-LEAD, NEAR = message(Key.EXTRACTIVE_LEAD, "en"), message(Key.EXTRACTIVE_NEAR, "en")
+LEAD = message(Key.EXTRACTIVE_LEAD, "en")
 
 
 def test_what_answers_is_read_with_the_embedders_record():
@@ -283,34 +286,35 @@ def test_what_answers_is_read_with_the_embedders_record():
     answered = draft(question, blocks, vectors=fitted)
     assert answered.lead == LEAD
     # The same vectors with no record (vectors that do not say whose they are have none), or a stricter one:
-    # the same passages, under the line that the knowledge base may not answer the question as asked.
+    # the same passages under the same lead, and the question counted as not covered (the gaps report).
     for vectors in (Vectors(fitted.queries, fitted.passages), replace(fitted, calibration=UNCALIBRATED),
                     replace(fitted, calibration=replace(MULTILINGUAL_E5_SMALL, min_meaning=1.01))):
         marked = draft(question, blocks, vectors=vectors)
-        assert (marked.lead, marked.text, marked.not_covered) == (NEAR, answered.text, [question])
+        assert (marked.lead, marked.text, marked.not_covered) == (LEAD, answered.text, [question])
 
 
-@pytest.mark.parametrize(("min_meaning", "min_meaning_other", "lead"), [
-    (1.01, 0.9, LEAD),  # across languages the record's own threshold
-    (0.9, 1.01, NEAR),
-    (0.9, None, LEAD),  # none: the same as in one language
-    (1.01, None, NEAR),
+@pytest.mark.parametrize(("min_meaning", "min_meaning_other", "near"), [
+    (1.01, 0.9, False),  # across languages the record's own threshold
+    (0.9, 1.01, True),
+    (0.9, None, False),  # none: the same as in one language
+    (1.01, None, True),
 ])
 def test_a_passage_in_another_language_is_read_with_the_records_threshold_for_it(min_meaning, min_meaning_other,
-                                                                                  lead):
+                                                                                  near):
     calibration = replace(MULTILINGUAL_E5_SMALL, min_meaning=min_meaning, min_meaning_other=min_meaning_other)
     vectors = replace(_vectors_by_word(set()), calibration=calibration)
-    out = draft("Was gilt bei Teilzeit vor dem Ruhestand?", _german(evidence(("de-atz-01", ATZ))), vectors=vectors)
-    assert out.lead == lead
+    question = "Was gilt bei Teilzeit vor dem Ruhestand?"
+    out = draft(question, _german(evidence(("de-atz-01", ATZ))), vectors=vectors)
+    assert out.not_covered == ([question] if near else []) and out.lead == LEAD
 
 
 def test_the_word_rule_is_the_records_and_off_where_it_has_none():
     # "sabbatical" is a thing the vacation entry never mentions, as close to its title as can be.
     question, blocks = "How many sabbatical days do full-time employees get?", evidence(("hr-vacation", VACATION))
     close = replace(_vectors_by_word({"sabbatical"}), calibration=MULTILINGUAL_E5_SMALL)
-    assert draft(question, blocks, vectors=close).lead == NEAR
+    assert draft(question, blocks, vectors=close).not_covered == [question]
     no_rule = replace(close, calibration=replace(MULTILINGUAL_E5_SMALL, min_sibling=None))
-    assert draft(question, blocks, vectors=no_rule).lead == LEAD
+    assert draft(question, blocks, vectors=no_rule).not_covered == []
 
 
 def test_claims_mode_is_valid_json_with_pointer_ids():
@@ -395,7 +399,7 @@ def test_a_sentence_sharing_one_word_with_the_question_is_no_answer():
         "The gym is free. Bikes are leased. Phones are provided."
     )
     out = draft("parking laptop canteen gym bikes phones", evidence(("perks", text)))
-    assert out.lead == message(Key.EXTRACTIVE_NEAR, "en")
+    assert out.not_covered == ["parking laptop canteen gym bikes phones"]
 
 
 SPECIAL_LEAVE = """## Anlässe und Dauer
@@ -495,7 +499,7 @@ async def test_a_near_topic_question_gets_the_nearest_passages_marked_never_as_t
     question = "Wie hoch ist das Urlaubsgeld und wann wird es ausgezahlt?"
     answer = await ask_pipeline(pipeline, question)
     assert answer.answerability["answerable"], "retrieval lets it through: the backend has to tell"
-    assert answer.answer.startswith(message(Key.EXTRACTIVE_NEAR, "de") + "\n\n- ")
+    assert answer.answer.startswith(message(Key.EXTRACTIVE_LEAD, "de") + "\n\n- ")
     assert answer.not_covered == [question]
 
 
@@ -510,9 +514,8 @@ async def test_an_embedder_without_a_record_gets_its_passages_marked_never_poste
                       calibration=for_embedder("another-embedder"))
     marked = await ask_pipeline(Pipeline(pipeline.retriever, ExtractiveBackend(unknown)), question)
     assert answered.answer.startswith(message(Key.EXTRACTIVE_LEAD, "en") + "\n\n")
-    assert marked.answer == answered.answer.replace(message(Key.EXTRACTIVE_LEAD, "en"),
-                                                    message(Key.EXTRACTIVE_NEAR, "en"))
-    assert marked.verified and marked.not_covered == [question]
+    assert marked.answer == answered.answer  # the same passages and lead: only the gaps report tells them apart
+    assert marked.verified and marked.not_covered == [question] and answered.not_covered == []
 
 
 async def test_passages_in_a_table_are_found_by_meaning(pipeline):
@@ -538,7 +541,7 @@ def test_the_line_goes_only_before_passages_that_are_posted(outcome):
     body = answer.answer
     _with_lead(answer, out)
     if outcome == "answered":
-        assert answer.answer == f"{message(Key.EXTRACTIVE_NEAR, 'en')}\n\n{body}"
+        assert answer.answer == f"{message(Key.EXTRACTIVE_LEAD, 'en')}\n\n{body}"
         assert answer.not_covered == ["Bermuda dollar exchange rate?"]
     else:
         assert answer.answer == body and answer.not_covered == []
@@ -550,7 +553,7 @@ async def test_a_near_topic_question_close_in_meaning_is_marked_for_the_thing_it
     question = "Does the canteen serve breakfast as well?"
     answer = await ask_pipeline(pipeline, question)
     assert answer.answerability["answerable"]
-    assert answer.answer.startswith(message(Key.EXTRACTIVE_NEAR, "en") + "\n\n- ")
+    assert answer.answer.startswith(message(Key.EXTRACTIVE_LEAD, "en") + "\n\n- ")
     assert answer.not_covered == [question]
 
 
@@ -560,7 +563,7 @@ async def test_a_near_topic_question_across_languages_is_marked_by_meaning(pipel
     question = "Gibt es in der Kantine auch Frühstück?"
     answer = await ask_pipeline(pipeline, question)
     assert answer.answerability["answerable"] and "tf-canteen-01" in answer.citations
-    assert answer.answer.startswith(message(Key.EXTRACTIVE_NEAR, "de") + "\n\n- ")
+    assert answer.answer.startswith(message(Key.EXTRACTIVE_LEAD, "de") + "\n\n- ")
     assert answer.not_covered == [question]
 
 
@@ -578,7 +581,7 @@ async def test_the_near_topic_model_marks_what_the_word_rule_lets_through(pipeli
 
     marked = await ask_pipeline(pipeline, question)
     assert marked.answerability["answerable"]
-    assert marked.answer.startswith(message(Key.EXTRACTIVE_NEAR, language) + "\n\n- ")
+    assert marked.answer.startswith(message(Key.EXTRACTIVE_LEAD, language) + "\n\n- ")
     assert marked.not_covered == [question]
     # With vectors that keep their embedder's thresholds but do not name it, the model is not used and the
     # word rule alone decides.

@@ -104,6 +104,7 @@ class Case:
     generate_ms: float = 0.0
     answerable: bool = True  # retrieval's decision
     text: str = ""
+    gap: bool = False  # counted for the gaps report (the answer's not_covered): read as near, said or not
 
 
 def classify(answer: Answer, language: str) -> str:
@@ -144,6 +145,7 @@ async def run_kb(name: str, questions: list[dict], embedder, cached) -> list[Cas
                     kb=name, q=q["q"], kind=k, pair=f"{q['lang']}-{target}", half=q["half"], outcome=outcome,
                     right=outcome == "answered" and bool(set(expect) & set(answer.citations)),
                     right_passages=outcome in ("answered", "marked") and bool(set(expect) & set(answer.citations)),
+                    gap=bool(answer.not_covered),
                     cited=list(answer.citations), expect=expect, ms=ms,
                     generate_ms=answer.timings_ms.get("generate", 0.0),
                     answerable=bool(answer.answerability and answer.answerability.get("answerable")),
@@ -168,16 +170,19 @@ def table(cases: list[Case]) -> list[str]:
         ("  answered with the right entry", lambda cs: pct(sum(c.right for c in _ans(cs)), len(_ans(cs)))),
         ("  marked 'may not answer as asked'", lambda cs: pct(sum(c.outcome == "marked" for c in _ans(cs)), len(_ans(cs)))),
         ("  right entry's passages, either way", lambda cs: pct(sum(c.right_passages for c in _ans(cs)), len(_ans(cs)))),
+        ("  counted as a gap (gaps report)", lambda cs: pct(sum(c.gap for c in _ans(cs)), len(_ans(cs)))),
         ("  false 'does not cover' (refused)", lambda cs: pct(sum(c.outcome == "refused" for c in _ans(cs)), len(_ans(cs)))),
         ("  uncertain (verifiers failed it)", lambda cs: pct(sum(c.outcome == "uncertain" for c in _ans(cs)), len(_ans(cs)))),
         ("near-topic questions", lambda cs: str(len(_kind(cs, "near-topic")))),
         ("  marked or refused", lambda cs: _handled(_kind(cs, "near-topic"))),
         ("  of which refused", lambda cs: pct(sum(c.outcome == "refused" for c in _kind(cs, "near-topic")),
                                                  len(_kind(cs, "near-topic")))),
+        ("  marked, refused or a gap", lambda cs: _caught(_kind(cs, "near-topic"))),
         ("off-topic questions", lambda cs: str(len(_kind(cs, "off-topic")))),
         ("  marked or refused", lambda cs: _handled(_kind(cs, "off-topic"))),
         ("  of which refused", lambda cs: pct(sum(c.outcome == "refused" for c in _kind(cs, "off-topic")),
                                                  len(_kind(cs, "off-topic")))),
+        ("  marked, refused or a gap", lambda cs: _caught(_kind(cs, "off-topic"))),
     ]
     width = 22
     lines = [f"{'':38s}" + "".join(f"{c:>{width}s}" for c in cols)]
@@ -196,6 +201,11 @@ def _kind(cases: list[Case], k: str) -> list[Case]:
 
 def _handled(cases: list[Case]) -> str:
     return pct(sum(c.outcome in ("marked", "refused") for c in cases), len(cases))
+
+
+def _caught(cases: list[Case]) -> str:
+    """Shown as no answer, or counted for the gaps report: nothing near- or off-topic passes as covered."""
+    return pct(sum(c.outcome in ("marked", "refused") or c.gap for c in cases), len(cases))
 
 
 def main(argv: list[str] | None = None) -> int:

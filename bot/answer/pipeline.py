@@ -242,8 +242,8 @@ def make_pipeline(settings: Settings, retriever: Retriever, backend: Backend | N
 
 def _with_lead(answer: Answer, draft: Draft) -> None:
     """A posted answer gets the backend's own line before it (the extractive backend's
-    "Here is what the knowledge base says:"), and a question the backend says the KB may
-    not answer as asked goes to the gaps report, for the KB's owners to look at."""
+    "The passages of the knowledge base closest to your question:"), and a question the backend
+    says the KB may not answer as asked goes to the gaps report, for the KB's owners to look at."""
     if answer.outcome is not Outcome.ANSWERED or answer.refused:
         return
     if draft.lead:
