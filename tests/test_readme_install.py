@@ -41,22 +41,26 @@ def test_the_readme_quick_start_works_on_a_fresh_debian(tmp_path):
     buildah = shutil.which("buildah")
     if buildah is None:
         pytest.skip("buildah is not installed")
-    env = {**os.environ, "STORAGE_DRIVER": os.environ.get("STORAGE_DRIVER", "vfs"),
-           "BUILDAH_ISOLATION": os.environ.get("BUILDAH_ISOLATION", "chroot")}
-    if subprocess.run([buildah, "inspect", "--type", "image", BASE], env=env, capture_output=True).returncode != 0:
+    env = {**os.environ, "BUILDAH_ISOLATION": os.environ.get("BUILDAH_ISOLATION", "chroot")}
+    # As deploy/smoke.sh and deploy/base-image.sh give it: the flag, which every buildah reads.
+    storage = ["--storage-driver", os.environ["STORAGE_DRIVER"]] if os.environ.get("STORAGE_DRIVER") else []
+    buildah_cmd = [buildah, *storage]
+    if subprocess.run([*buildah_cmd, "inspect", "--type", "image", BASE], env=env,
+                      capture_output=True).returncode != 0:
         pytest.skip(f"no base image {BASE}: run deploy/base-image.sh first")
     archive = tmp_path / "citebot.tar"
     subprocess.run(["git", "archive", "--format=tar", "--prefix=citebot/", "-o", str(archive), "HEAD"], cwd=ROOT,
                    check=True)
     name = f"citebot-readme-{uuid.uuid4().hex[:8]}"
-    subprocess.run([buildah, "from", "--pull-never", "--name", name, BASE], env=env, check=True, capture_output=True)
+    subprocess.run([*buildah_cmd, "from", "--pull-never", "--name", name, BASE], env=env, check=True,
+                   capture_output=True)
     try:
-        subprocess.run([buildah, "add", name, str(archive), "/root/"], env=env, check=True, capture_output=True)
+        subprocess.run([*buildah_cmd, "add", name, str(archive), "/root/"], env=env, check=True, capture_output=True)
         _, install_and_ask = quick_start()
-        done = subprocess.run([buildah, "run", "--network", "host", "--workingdir", "/root/citebot", name, "--",
+        done = subprocess.run([*buildah_cmd, "run", "--network", "host", "--workingdir", "/root/citebot", name, "--",
                                "bash", "-c", install_and_ask], env=env, capture_output=True, text=True, timeout=1700)
     finally:
-        subprocess.run([buildah, "rm", name], env=env, capture_output=True)
+        subprocess.run([*buildah_cmd, "rm", name], env=env, capture_output=True)
     print(f"$ {install_and_ask}\n" + "\n".join(done.stdout.splitlines()[-8:]))
     assert done.returncode == 0, done.stderr[-3000:]
     assert EXPECTED in done.stdout
