@@ -110,6 +110,21 @@ class Audience(BaseModel):
         return self
 
 
+def strict_bool(value: object) -> object:
+    """A pydantic "before" validator: "yes", 1 or "on" would pass pydantic's lax bool; who may read payroll is said
+    with true or false (the collection file, the sources file)."""
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false")
+    return value
+
+
+def known_language(value: str | None) -> str | None:
+    """A pydantic validator: one of citebot's languages, lower case."""
+    if value is not None and value.lower() not in LANGUAGES:
+        raise ValueError(f"must be one of {', '.join(LANGUAGES)}")
+    return value.lower() if value else None
+
+
 class CollectionAccess(BaseModel):
     """Who may read a collection: what the index manifest keeps of its collection file, and all the worker needs."""
 
@@ -152,24 +167,13 @@ class Collection(BaseModel):
                              "users, or delete the line for every full member")
         return value
 
-    @field_validator("guests", "external", mode="before")
-    @classmethod
-    def _strict_bool(cls, value: object) -> object:
-        # "yes", 1 or "on" would pass pydantic's lax bool; who may read payroll is said with true or false.
-        if not isinstance(value, bool):
-            raise ValueError("must be true or false")
-        return value
+    _strict = field_validator("guests", "external", mode="before")(strict_bool)
 
     @property
     def access(self) -> CollectionAccess:
         return CollectionAccess(audience=self.audience, guests=self.guests, external=self.external)
 
-    @field_validator("language")
-    @classmethod
-    def _known_language(cls, value: str | None) -> str | None:
-        if value is not None and value.lower() not in LANGUAGES:
-            raise ValueError(f"must be one of {', '.join(LANGUAGES)}")
-        return value.lower() if value else None
+    _language = field_validator("language")(known_language)
 
     @field_validator("base_url")
     @classmethod

@@ -35,7 +35,7 @@ from bot.answer.verify.judgement import JudgeReplyInvalid
 from bot.commands import EXIT_FAILED, EXIT_OK
 from bot.commands.finding import FAIL, OK, WARN, Finding
 from bot.commands.help_doctor import check_help_channels
-from bot.commands.shared import shared_history_lines, unknown_audience_names
+from bot.commands.shared import granted_scopes, shared_history_lines, unknown_audience_names
 from bot.commands.sources_doctor import check_sources
 from bot.config import ConfigError, Settings
 from bot.embedder import make_embedder
@@ -282,15 +282,12 @@ async def _check_access_in_slack(settings: Settings, accesses: dict[str, Any]) -
         reply = await call(slack.auth_test(), "auth.test")
     except SlackError as exc:
         return [Finding("access", FAIL, f"cannot check the token's scopes: {exc}")]
-    header = next((v for k, v in (reply.headers or {}).items() if k.lower() == "x-oauth-scopes"), None)
-    if isinstance(header, list):
-        header = header[0] if header else None
+    granted = granted_scopes(reply)
     findings = []
-    if header is None:
+    if granted is None:
         findings.append(Finding("access", WARN, "Slack did not say the token's scopes; the access checks need "
                                                 + ", ".join(ACCESS_SCOPES)))
     else:
-        granted = {s.strip() for s in str(header).split(",")}
         missing = [s for s in ACCESS_SCOPES if s not in granted]
         findings.append(Finding("access", FAIL, f"the token lacks {', '.join(missing)}: every question fails its access "
                                                 "check; add them (manifest.yml) and reinstall the app")

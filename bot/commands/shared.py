@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from redis.exceptions import RedisError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -65,3 +66,11 @@ def shared_history_lines(found) -> list[str]:
                      f"{len(shared.answers)} answer(s) in its history cite collections without external: true")
         lines += [f"  {a.question_id}  ts {a.ts}  cites {', '.join(a.collections)}" for a in shared.answers]
     return lines
+
+
+def granted_scopes(reply: Any) -> set[str] | None:
+    """The scopes auth.test's X-OAuth-Scopes header says the token has; None when Slack did not say."""
+    header = next((v for k, v in (reply.headers or {}).items() if k.lower() == "x-oauth-scopes"), None)
+    if isinstance(header, list):
+        header = header[0] if header else None
+    return None if header is None else {s.strip() for s in str(header).split(",")}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.commands.finding import FAIL, OK, WARN, Finding
+from bot.commands.shared import granted_scopes
 from bot.config import Settings
 from bot.slack.calls import SlackError, call, make_client
 from kb_index.sources.config import SourcesError, load_sources
@@ -42,9 +43,8 @@ async def _email_scope(settings: Settings) -> list[Finding]:
         reply = await call(slack.auth_test(), "auth.test")
     except SlackError as exc:
         return [Finding("sources", FAIL, f"cannot check the token's scopes: {exc}")]
-    header = next((v for k, v in (reply.headers or {}).items() if k.lower() == "x-oauth-scopes"), None)
-    scopes = {s.strip() for s in (header[0] if isinstance(header, list) and header else header or "").split(",")}
-    if EMAIL_SCOPE not in scopes:
+    scopes = granted_scopes(reply)
+    if scopes is not None and EMAIL_SCOPE not in scopes:
         return [Finding("sources", FAIL, f"the token lacks {EMAIL_SCOPE}: no page's readers can be matched to Slack "
                                          "users (add it in the app's OAuth & Permissions, then reinstall)")]
     return []

@@ -43,8 +43,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from citebot_core.errors import Permanent
-from citebot_core.languages import LANGUAGES
-from kb_index.collection import CollectionError, load_strict_yaml
+from kb_index.collection import CollectionError, known_language, load_strict_yaml, strict_bool
 from kb_index.sources.model import SourceError
 
 # A source's and a collection's name: also a file name in the synced store and the start of each entry's id.
@@ -118,19 +117,8 @@ class _Source(_Strict):
             out[str(source_group).lower()] = name
         return out
 
-    @field_validator("guests", "external", mode="before")
-    @classmethod
-    def _strict_bool(cls, value: object) -> object:
-        if not isinstance(value, bool):
-            raise ValueError("must be true or false")
-        return value
-
-    @field_validator("language")
-    @classmethod
-    def _known_language(cls, value: str | None) -> str | None:
-        if value is not None and value.lower() not in LANGUAGES:
-            raise ValueError(f"must be one of {', '.join(LANGUAGES)}")
-        return value.lower() if value else None
+    _strict = field_validator("guests", "external", mode="before")(strict_bool)
+    _language = field_validator("language")(known_language)
 
 
 class ConfluenceSource(_Source):
