@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -280,10 +281,29 @@ def _collection_of(rel: str) -> str:
     return parts[0] if len(parts) > 1 else DEFAULT_COLLECTION
 
 
+# Letters that Unicode does not decompose into a Latin letter and a mark, or that German writes out: before the
+# decomposition, so that "Überstunden" becomes "ueberstunden", not "uberstunden".
+_SPELLED_OUT = str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss", "æ": "ae", "ø": "oe", "œ": "oe",
+                              "ł": "l", "đ": "d", "ð": "d", "þ": "th", "ı": "i"})
+PATH_HASH_CHARS = 8
+
+
 def path_id(rel: str) -> str:
-    """'hr/travel-policy.md' -> 'hr-travel-policy'."""
-    stem = rel.rsplit(".", 1)[0]
-    return re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-")
+    """'hr/travel-policy.md' -> 'hr-travel-policy'; 'hr/Überstunden.md' -> 'hr-ueberstunden'; 'hr/Kündigung.md' ->
+    'hr-kuendigung'; 'Café.md' -> 'cafe'. A file name with no Latin letter or digit left ('hr/会议.md') gets a short
+    hash of its path ('hr-5d1c3a0e'): never empty, never the same id as its neighbour ('hr/规则.md')."""
+    stem = unicodedata.normalize("NFC", rel.rsplit(".", 1)[0])
+    folder, _, name = stem.rpartition("/")
+    slug = _slug(name)
+    if not slug:
+        slug = hashlib.sha256(stem.encode()).hexdigest()[:PATH_HASH_CHARS]
+    return "-".join(part for part in (_slug(folder), slug) if part)
+
+
+def _slug(text: str) -> str:
+    latin = unicodedata.normalize("NFKD", text.lower().translate(_SPELLED_OUT))
+    ascii_only = latin.encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_only).strip("-")
 
 
 def _front_matter_entry(raw: str, context: FileContext) -> Entry:

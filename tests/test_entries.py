@@ -171,3 +171,39 @@ def test_content_hash_changes_with_text_only(tmp_path):
     assert load_kb(tmp_path).entries[0].content_hash == before
     write_entry(tmp_path, "a.md", GOOD, {"S": "two"})
     assert load_kb(tmp_path).entries[0].content_hash != before
+
+
+@pytest.mark.parametrize(("rel", "expected"), [
+    ("hr/Überstunden.md", "hr-ueberstunden"),
+    ("hr/Kündigung.md", "hr-kuendigung"),
+    ("hr/Ku\u0308ndigung.md", "hr-kuendigung"),  # the same name as a Mac writes it (decomposed)
+    ("Ü.md", "ue"),
+    ("hr/Straße.pdf", "hr-strasse"),
+    ("Café.md", "cafe"),
+    ("Øresund/Æble.md", "oeresund-aeble"),
+])
+def test_an_id_from_a_file_name_spells_its_letters_out(rel, expected):
+    assert path_id(rel) == expected
+
+
+def test_a_file_name_without_latin_letters_gets_a_stable_hash_never_an_empty_or_shared_id(tmp_path):
+    meeting, rules = path_id("hr/会议.md"), path_id("hr/规则.md")
+    assert meeting.startswith("hr-") and len(meeting) == len("hr-") + 8
+    assert meeting != rules and path_id("hr/会议.md") == meeting
+    assert path_id("会议.md") and path_id("会议.md") != meeting
+    for name in ("会议.md", "规则.md"):
+        (tmp_path / "hr").mkdir(exist_ok=True)
+        (tmp_path / "hr" / name).write_text("## Regeln\nDie Besprechung beginnt um neun Uhr.\n")
+    loaded = load_kb(tmp_path)
+    assert not loaded.errors and sorted(e.id for e in loaded.entries) == sorted([meeting, rules])
+
+
+def test_two_files_that_spell_out_to_one_id_are_an_error_naming_both(tmp_path):
+    (tmp_path / "hr").mkdir()
+    (tmp_path / "hr" / "Überstunden.md").write_text("## Regeln\nÜberstunden werden ausgeglichen.\n")
+    (tmp_path / "hr" / "Ueberstunden.md").write_text("## Regeln\nÜberstunden werden bezahlt.\n")
+    loaded = load_kb(tmp_path)
+    assert [e.id for e in loaded.entries] == ["hr-ueberstunden"]
+    assert len(loaded.errors) == 1 and "duplicate id 'hr-ueberstunden'" in loaded.errors[0].message
+    named = {loaded.errors[0].path, loaded.errors[0].message.split("already used by ")[1].rstrip(")")}
+    assert named == {"hr/Überstunden.md", "hr/Ueberstunden.md"}
