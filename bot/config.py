@@ -244,7 +244,8 @@ class Settings(BaseSettings):
     # The cosine a question needs to count as covered; default: the model's calibrated value.
     min_cosine: float | None = Field(None, validation_alias="CITEBOT_MIN_COSINE", description="The cosine a question needs to count as covered; unset: the embedding model's calibrated value.")
     # The asker is watching a thread: a model that asks for an hour's pause is down for them.
-    llm_max_retry_after_s: float = Field(30.0, validation_alias="CITEBOT_LLM_MAX_RETRY_AFTER_S", description="The longest Retry-After of a model server that is waited out (0: never wait).")
+    # 0 is allowed here: never wait for a Retry-After.
+    llm_max_retry_after_s: Annotated[float, BeforeValidator(lambda v: _seconds(v, allow_zero=True))] = Field(30.0, validation_alias="CITEBOT_LLM_MAX_RETRY_AFTER_S", description="The longest Retry-After of a model server that is waited out (0: never wait).")
     # Wall-clock time from the first model call for a question, over all its tries.
     question_budget_s: float = Field(120.0, validation_alias="CITEBOT_QUESTION_BUDGET_S", description="Seconds a question may take from its first model call, over all its tries (a hanging model included); then the asker gets the apology, or \"not sure\" with the draft on the review card when a draft was made. Also for `citebot ask`.")
 
@@ -262,11 +263,6 @@ class Settings(BaseSettings):
     @classmethod
     def _check_timeout(cls, value: Any) -> float:
         return _seconds(value, allow_zero=False)
-
-    @field_validator("llm_max_retry_after_s", mode="before")
-    @classmethod
-    def _check_max_retry_after(cls, value: Any) -> float:
-        return _seconds(value, allow_zero=True)  # 0: never wait for a Retry-After
 
     @field_validator("min_cosine", mode="before")
     @classmethod
