@@ -56,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--index", type=Path, help="index folder (default: CITEBOT_INDEX_DIR)")
     p.add_argument("--keep-going", action="store_true", help="switch in the new index (and exit 0) even if some files were skipped; failed entries keep their last good version")
     p.add_argument("--rebuild", action="store_true", help="re-index every entry, not only the changed ones")
+    p.add_argument("--check", action="store_true", help="only read every file and list the problems, with how many chunks are not embedded yet; changes nothing")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func="bot.commands.kb:cmd_index")
 

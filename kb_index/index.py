@@ -32,7 +32,7 @@ from whoosh.fields import ID, STORED, TEXT, Schema
 
 from citebot_core.errors import Permanent
 from citebot_core.languages import LANGUAGES
-from kb_index import docstore, impacts, last_good, vectors
+from kb_index import docstore, impacts, last_good, vector_store, vectors
 from kb_index.analysis import analyzer, subword_analyzer
 from kb_index.collection import EVERY_MEMBER, NOBODY, Collection, CollectionAccess, collection_base
 from kb_index.entries import Entry, LoadError, LoadResult, chunk_hash, load_kb
@@ -92,12 +92,22 @@ class BuildReport:
     embedder: str | None = None  # the model the chunk vectors came from; None: BM25 only
     embedded: int = 0  # chunks embedded by this build (the rest were reused)
     reembedded: bool = False  # the embedding model changed, so every chunk was embedded again
+    stopped: bool = False  # problems were found and the build stopped before indexing or embedding anything
+    to_embed: int | None = None  # --check: chunks no generation or stored vector has yet (None: no embedder)
+
+    @property
+    def problems(self) -> list[LoadError]:
+        return self.errors
 
     @property
     def skipped(self) -> int:
         return len(self.errors)
 
     def summary(self) -> str:
+        if self.stopped:
+            return (f"index not built: {self.entries} entries, {self.chunks} chunks read, {self.skipped} file(s) with "
+                    f"problems, nothing indexed or embedded, {self.seconds:.1f}s; not switched in: the live index "
+                    f"stays {self.live or '(none)'}")
         kind = "built" if self.full_rebuild else "updated"
         kept = f" ({len(self.kept)} kept at their last good version)" if self.kept else ""
         if self.switched:
@@ -142,13 +152,20 @@ def build_index(
     seed_vectors: Path | None = None,
     progress: Callable[[str, int, int | None], None] | None = None,
     synced_dir: Path | None = None,
+    on_problems: Callable[[BuildReport], None] | None = None,
 ) -> BuildReport:
     """Build or update the index of `kb_dir` in `index_dir` and switch to it.
 
+    Every file is read, converted and cut into chunks first; `on_problems(report)`
+    is then called with the report's errors, warnings and other files known, before
+    the long work. A KB with errors stops there (`report.stopped`) unless
+    `keep_going`: nothing is indexed or embedded and the live index stays.
+
     `progress(stage, done, total)` is called as work advances. Entries whose
     content did not change are not re-indexed unless `rebuild` is set. With an
-    `embedder` (kb_index.embedding), every chunk also gets a vector; only
-    chunks whose text changed are embedded again, unless the model changed.
+    `embedder` (kb_index.embedding), every chunk also gets a vector; a chunk whose
+    text some earlier build already embedded with that model is not embedded again
+    (kb_index/vector_store.py keeps them, also from builds that never switched in).
     `seed_vectors` is a folder of vectors shipped with the KB (vectors.write_seed):
     chunks whose text and model match are taken from there instead of embedded.
     `synced_dir` is the synced store of `citebot sync` (kb_index/sources/store.py):
@@ -156,50 +173,110 @@ def build_index(
 
     A file that fails to load never costs the live index its entry: the id
     stays with the file that backs it there, and an entry that fails keeps its
-    last good version (last_good.py). Even so, a build with errors is switched
-    in only with `keep_going`; otherwise the live index stays as it is.
+    last good version (last_good.py), when the build goes on with `keep_going`.
     """
     started = time.perf_counter()
     index_dir = Path(index_dir)
     index_dir.mkdir(parents=True, exist_ok=True)
     with _build_lock(index_dir):
         live = _current_manifest(index_dir)
-        established = last_good.established_paths(live)
-        loaded = load_kb(kb_dir, language=language, progress=_stage(progress, "load", None), established=established)
-        kept = last_good.kept_entries(live, loaded.held)
-        synced, synced_access = synced_entries(synced_dir, loaded)
-        entries = loaded.entries + kept + synced
+        read = _read_kb(kb_dir, index_dir, live, language, synced_dir, progress)
+        report = read.report
+        report.generation = _next_generation(index_dir)
+        if on_problems is not None:
+            on_problems(report)
+        if report.errors and not keep_going:
+            report.stopped = True
+            report.seconds = time.perf_counter() - started
+            return report
         previous = None if rebuild else live
-        generation = _next_generation(index_dir)
-        gen_dir = index_dir / generation
-        errors = last_good.with_kept_notes(loaded.errors, kept)
-        report = BuildReport(
-            index_dir=index_dir, generation=generation, errors=errors, warnings=loaded.warnings,
-            not_indexed=loaded.not_indexed,
-        )
+        gen_dir = index_dir / report.generation
         report.full_rebuild = previous is None
-        report.kept = sorted(e.id for e in kept)
-        report.live = live["dir"].name if live else None
         try:
-            _write_generation(gen_dir, entries, previous, report, progress)
+            _write_generation(gen_dir, read.entries, previous, report, progress)
             if embedder is not None:
                 _write_vectors(gen_dir, live, embedder, report, progress, seed_vectors)
-            report.entries = len(entries)
+            report.entries = len(read.entries)
             report.seconds = time.perf_counter() - started
-            access = {**access_of(loaded.entries + kept, loaded.collections, loaded.unreadable_collections),
-                      **synced_access}
-            _write_manifest(gen_dir, entries, report, language, Path(kb_dir), access)
+            _write_manifest(gen_dir, read.entries, report, language, Path(kb_dir), read.access)
             report.switched = keep_going or not report.errors
             if report.switched:
-                _switch(index_dir, generation)
+                _switch(index_dir, report.generation)
         except BaseException:
-            shutil.rmtree(gen_dir, ignore_errors=True)
+            # Ctrl-C can come a moment after the switch: a generation that went live stays.
+            if _live_name(index_dir) != report.generation:
+                shutil.rmtree(gen_dir, ignore_errors=True)
             raise
         if report.switched:
-            _remove_old_generations(index_dir, keep=generation)
+            _remove_old_generations(index_dir, keep=report.generation)
         else:
             shutil.rmtree(gen_dir, ignore_errors=True)
     return report
+
+
+def check_index(
+    kb_dir: str | Path,
+    index_dir: str | Path,
+    *,
+    language: str = "en",
+    embedder=None,
+    progress: Callable[[str, int, int | None], None] | None = None,
+    synced_dir: Path | None = None,
+) -> BuildReport:
+    """What `build_index` would find, changing nothing: every file read, converted and cut into chunks, the
+    problems listed, and (with an `embedder`) how many chunks no earlier build has embedded yet."""
+    started = time.perf_counter()
+    index_dir = Path(index_dir)
+    live = _current_manifest(index_dir)
+    read = _read_kb(kb_dir, index_dir, live, language, synced_dir, progress)
+    report = read.report
+    report.entries = len(read.entries)
+    report.chunks = sum(len(e.sections) for e in read.entries)
+    report.stopped = True
+    if embedder is not None:
+        passages = [entry_passage(e, s) for e in read.entries for s in e.sections]
+        old = vectors.Vectors.load(live["dir"]) if live is not None else None
+        store = vector_store.VectorStore(index_dir / vector_store.STORE_FILE) if index_dir.is_dir() else None
+        try:
+            report.to_embed = vectors.missing(passages, embedder.name, (old,), store)
+        finally:
+            if store is not None:
+                store.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+@dataclass
+class _Read:
+    """A KB read for a build: the entries to index, who may read each collection, the report so far."""
+
+    entries: list[Entry]
+    access: dict[str, CollectionAccess]
+    report: BuildReport
+
+
+def _read_kb(kb_dir, index_dir: Path, live: dict | None, language: str, synced_dir: Path | None, progress) -> _Read:
+    """Every file of the KB and the synced store read, converted and cut into chunks: all a build's problems."""
+    established = last_good.established_paths(live)
+    loaded = load_kb(kb_dir, language=language, progress=_stage(progress, "load", None), established=established)
+    kept = last_good.kept_entries(live, loaded.held)
+    synced, synced_access = synced_entries(synced_dir, loaded)
+    entries = loaded.entries + kept + synced
+    report = BuildReport(
+        index_dir=index_dir, generation="", errors=last_good.with_kept_notes(loaded.errors, kept),
+        warnings=loaded.warnings, not_indexed=loaded.not_indexed,
+    )
+    report.kept = sorted(e.id for e in kept)
+    report.live = live["dir"].name if live else None
+    report.entries = len(entries)
+    report.chunks = sum(len(e.sections) for e in entries)
+    access = {**access_of(loaded.entries + kept, loaded.collections, loaded.unreadable_collections), **synced_access}
+    return _Read(entries, access, report)
+
+
+def entry_passage(entry: Entry, section) -> dict:
+    """What vectors.passage_text reads of a chunk, straight from its entry."""
+    return {"title": entry.title, "section": section.name, "text": section.text}
 
 
 def _write_generation(gen_dir: Path, entries: list[Entry], previous: dict | None, report: BuildReport, progress):
@@ -244,20 +321,22 @@ def _write_generation(gen_dir: Path, entries: list[Entry], previous: dict | None
 def _write_vectors(
     gen_dir: Path, live: dict | None, embedder, report: BuildReport, progress, seed_dir: Path | None
 ) -> None:
-    """Chunk vectors for the new generation, reusing the previous generation's where the text is the same.
+    """Chunk vectors for the new generation, reusing the previous generation's and the vector store's where
+    the text is the same.
 
-    A `--rebuild` re-indexes everything but still reuses the live generation's
-    vectors: embedding is the slow part, and a vector depends only on the text
-    and the model, both of which the stored keys check.
+    A `--rebuild` re-indexes everything but still reuses them: embedding is the
+    slow part, and a vector depends only on the text and the model, both of
+    which the stored keys check.
     """
     old = vectors.Vectors.load(live["dir"]) if live is not None else None
-    store = docstore.DocStore(gen_dir)
+    chunks = docstore.DocStore(gen_dir)
     try:
-        docs = [store.get_live(i) for i in range(len(store))]
+        docs = [chunks.get_live(i) for i in range(len(chunks))]
     finally:
-        store.close()
+        chunks.close()
     seeds = (vectors.Vectors.load(seed_dir),) if seed_dir is not None else ()
-    report.embedded, report.reembedded = vectors.build(docs, embedder, old, gen_dir, progress, seeds)
+    with vector_store.VectorStore(gen_dir.parent / vector_store.STORE_FILE) as store:
+        report.embedded, report.reembedded = vectors.build(docs, embedder, old, gen_dir, progress, seeds, store)
     report.embedder = embedder.name
 
 
@@ -354,6 +433,13 @@ def open_problem(index_dir: str | Path) -> IndexNotFound | None:
             "could be indexed; run 'citebot index' to see why"
         )
     return None
+
+
+def _live_name(index_dir: Path) -> str | None:
+    try:
+        return (index_dir / CURRENT_FILE).read_text().strip()
+    except FileNotFoundError:
+        return None
 
 
 def _current_manifest(index_dir: Path) -> dict | None:
@@ -478,9 +564,13 @@ def _link_copy(src: Path, dst: Path) -> None:
 
 
 def _remove_old_generations(index_dir: Path, keep: str) -> None:
+    """Removes the generations no reader can be on any more, then the stored vectors no generation left uses."""
     gens = sorted(p for p in index_dir.glob("gen-*") if p.is_dir() and p.name != keep)
     for old in gens[: max(0, len(gens) - KEEP_OLD_GENERATIONS)]:
         shutil.rmtree(old, ignore_errors=True)
+    if (index_dir / vector_store.STORE_FILE).exists():
+        with vector_store.VectorStore(index_dir / vector_store.STORE_FILE) as store:
+            store.keep_only(vectors.keys_in_use(p for p in index_dir.glob("gen-*") if p.is_dir()))
 
 
 @contextmanager

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,21 +35,40 @@ VECTORS_FILE = "vectors.npy"
 KEYS_FILE = "vectors-keys.npy"
 LANG_FILE = "vectors-lang.npy"
 META_FILE = "vectors.json"
-# Bump when passage_text changes: stored keys would no longer describe the rows.
-FORMAT = 1
-# Rows per embedder call: big enough to batch, small enough for a smooth progress bar.
+# Bump when passage_text or text_key changes: stored keys would no longer describe the rows.
+# 2: keys of the normalised text (kb_index/vector_store.py); 1: keys of the text as it was.
+FORMAT = 2
+# Older formats whose rows are still reused, each looked up with its own key.
+READABLE_FORMATS = (1, 2)
+# Rows per embedder call: big enough to batch, small enough for a smooth progress bar
+# and to lose little when a build is killed (each batch is stored as it comes).
 EMBED_BATCH = 16
 # Rows converted to float32 at a time when scoring.
 SCORE_BLOCK = 16_384
 
 
 def passage_text(doc: dict) -> str:
-    """What is embedded for a chunk: its title, its section name, its text."""
-    return f"{doc.get('title', '')}\n{doc.get('section', '')}\n{doc.get('text', '')}"
+    """What is embedded for a chunk: its title, its section name, its text, with white space normalised."""
+    return normalised(f"{doc.get('title', '')}\n{doc.get('section', '')}\n{doc.get('text', '')}")
+
+
+def normalised(text: str) -> str:
+    """The text as the model reads it: one form of each letter (NFC), runs of white space as one space.
+
+    Two texts that differ only in these get one vector: the model's tokenizer does not tell them apart either.
+    """
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def text_key(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+    # Without its trailing zero bytes, as an item of an "S16" array reads: one key, however it was stored.
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest().rstrip(b"\0")
+
+
+def _format_1_key(doc: dict) -> bytes:
+    """The key format 1 gave a chunk: of its text as it was. Read so that an index of that format is not
+    embedded again after an upgrade."""
+    return text_key(f"{doc.get('title', '')}\n{doc.get('section', '')}\n{doc.get('text', '')}")
 
 
 @dataclass
@@ -58,6 +78,7 @@ class Vectors:
     keys: np.ndarray  # (n_docs,) S16
     language_of: np.ndarray | None = None  # (n_docs,) int8 codes; None in a seed
     languages: tuple[str, ...] = ()
+    format: int = FORMAT
 
     @property
     def dim(self) -> int:
@@ -101,14 +122,15 @@ class Vectors:
             meta = json.loads((gen_dir / META_FILE).read_text())
         except FileNotFoundError:
             return None
-        if meta.get("format") != FORMAT:
+        if meta.get("format") not in READABLE_FORMATS:
             return None
         matrix = np.load(gen_dir / VECTORS_FILE, mmap_mode="r")
         keys = np.load(gen_dir / KEYS_FILE, mmap_mode="r")
         lang_file = gen_dir / LANG_FILE
         language_of = np.load(lang_file) if lang_file.exists() else None
         languages = tuple(meta.get("languages", ()))
-        return cls(model=meta["model"], matrix=matrix, keys=keys, language_of=language_of, languages=languages)
+        return cls(model=meta["model"], matrix=matrix, keys=keys, language_of=language_of, languages=languages,
+                   format=meta["format"])
 
 
 def write_seed(gen_dir: Path, seed_dir: Path) -> int:
@@ -120,7 +142,7 @@ def write_seed(gen_dir: Path, seed_dir: Path) -> int:
     seed_dir.mkdir(parents=True, exist_ok=True)
     np.save(seed_dir / VECTORS_FILE, np.asarray(found.matrix)[live], allow_pickle=False)
     np.save(seed_dir / KEYS_FILE, np.asarray(found.keys)[live], allow_pickle=False)
-    (seed_dir / META_FILE).write_text(json.dumps({"model": found.model, "dim": found.dim, "format": FORMAT}))
+    (seed_dir / META_FILE).write_text(json.dumps({"model": found.model, "dim": found.dim, "format": found.format}))
     return int(live.sum())
 
 
@@ -130,43 +152,45 @@ def model_of(gen_dir: Path) -> str | None:
         meta = json.loads((gen_dir / META_FILE).read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return None
-    return meta.get("model") if meta.get("format") == FORMAT else None
+    return meta.get("model") if meta.get("format") in READABLE_FORMATS else None
 
 
 def build(
-    docs: list[dict | None], embedder, previous: Vectors | None, gen_dir: Path, progress=None, seeds: tuple = ()
+    docs: list[dict | None], embedder, previous: Vectors | None, gen_dir: Path, progress=None, seeds: tuple = (),
+    store=None,
 ) -> tuple[int, bool]:
     """Embeds the live `docs` (None for deleted docnums) into `gen_dir`.
 
     Returns (chunks embedded now, whether the model changed since `previous`).
-    Rows of unchanged text are copied from `previous` when it has the same
-    model, and from any of `seeds` (vectors shipped with a KB) of that model.
+    A chunk's vector is taken, in this order, from `previous` (the live
+    generation) or any of `seeds` (vectors shipped with a KB) of the same
+    model, or from `store` (kb_index.vector_store: what earlier builds
+    computed, switched in or not); only the rest is embedded, each text once,
+    and each batch goes into `store` as soon as it is computed.
     `progress(stage, done, total)` is called after each batch.
     """
-    model_changed = previous is not None and previous.model != embedder.name
-    reuse: dict[bytes, np.ndarray] = {}
-    for source in (*seeds, previous):
-        if source is not None and source.model == embedder.name:
-            reuse.update((bytes(k), source.matrix[i]) for i, k in enumerate(source.keys) if any(k))
-
+    model = embedder.name
+    model_changed = previous is not None and previous.model != model
     texts = [passage_text(d) if d is not None else "" for d in docs]
     keys = np.array([text_key(t) if d is not None else b"" for t, d in zip(texts, docs, strict=True)], dtype="S16")
-    todo = [i for i, d in enumerate(docs) if d is not None and bytes(keys[i]) not in reuse]
-
-    fresh: dict[int, np.ndarray] = {}
+    rows = _known_rows(docs, keys, model, (*seeds, previous), store)
+    todo = list(dict.fromkeys(bytes(keys[i]) for i, d in enumerate(docs) if d is not None and bytes(keys[i]) not in rows))
+    text_of = {bytes(k): texts[i] for i, k in enumerate(keys)}
     for start in range(0, len(todo), EMBED_BATCH):
         batch = todo[start : start + EMBED_BATCH]
-        rows = embedder.embed_passages([texts[i] for i in batch])
-        fresh.update(zip(batch, rows, strict=False))
+        fresh = dict(zip(batch, np.asarray(embedder.embed_passages([text_of[k] for k in batch]), np.float16),
+                         strict=True))
+        if store is not None:
+            store.put(model, fresh)
+        rows.update(fresh)
         if progress:
             progress("embed", start + len(batch), len(todo))
 
-    dim = _dim(fresh, reuse, embedder)
+    dim = _dim(rows, embedder)
     matrix = np.zeros((len(docs), dim), dtype=np.float16)
     for i, d in enumerate(docs):
-        if d is None:
-            continue
-        matrix[i] = fresh[i] if i in fresh else reuse[bytes(keys[i])]
+        if d is not None:
+            matrix[i] = rows[bytes(keys[i])]
     languages = sorted({d.get("language", "en") for d in docs if d is not None})
     language_of = np.array(
         [languages.index(d.get("language", "en")) if d is not None else 0 for d in docs], dtype=np.int8
@@ -174,12 +198,48 @@ def build(
     np.save(gen_dir / VECTORS_FILE, matrix, allow_pickle=False)
     np.save(gen_dir / KEYS_FILE, keys, allow_pickle=False)
     np.save(gen_dir / LANG_FILE, language_of, allow_pickle=False)
-    meta = {"model": embedder.name, "dim": dim, "format": FORMAT, "languages": languages}
+    meta = {"model": model, "dim": dim, "format": FORMAT, "languages": languages}
     (gen_dir / META_FILE).write_text(json.dumps(meta))
     return len(todo), model_changed
 
 
-def _dim(fresh: dict, reuse: dict, embedder) -> int:
-    for row in (*fresh.values(), *reuse.values()):
+def _known_rows(docs: list[dict | None], keys: np.ndarray, model: str, sources: tuple, store) -> dict[bytes, np.ndarray]:
+    """Key -> vector of every chunk of `docs` some source already has under `model`."""
+    rows: dict[bytes, np.ndarray] = {}
+    for source in sources:
+        if source is None or source.model != model:
+            continue
+        have = {bytes(k): i for i, k in enumerate(source.keys) if any(k)}
+        for i, d in enumerate(docs):
+            if d is None:
+                continue
+            found = have.get(bytes(keys[i]) if source.format == FORMAT else _format_1_key(d))
+            if found is not None:
+                rows.setdefault(bytes(keys[i]), source.matrix[found])
+    if store is not None:
+        missing = {bytes(keys[i]) for i, d in enumerate(docs) if d is not None} - rows.keys()
+        rows.update(store.get(model, missing))
+    return rows
+
+
+def missing(passages: list[dict], model: str, sources: tuple, store) -> int:
+    """How many distinct chunk texts of `passages` neither `sources` nor `store` has a vector of under `model`."""
+    keys = np.array([text_key(passage_text(d)) for d in passages], dtype="S16")
+    known = _known_rows(list(passages), keys, model, sources, store)
+    return len({bytes(k) for k in keys} - known.keys())
+
+
+def keys_in_use(gen_dirs) -> dict[str, set[bytes]]:
+    """Model -> the keys of the vectors the generations in `gen_dirs` hold (format 1 keys match no stored one)."""
+    used: dict[str, set[bytes]] = {}
+    for gen_dir in gen_dirs:
+        found = Vectors.load(gen_dir)
+        if found is not None and found.format == FORMAT:
+            used.setdefault(found.model, set()).update(bytes(k) for k in found.keys if any(k))
+    return used
+
+
+def _dim(rows: dict, embedder) -> int:
+    for row in rows.values():
         return int(len(row))
     return int(getattr(embedder, "dim", None) or 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Never
 
@@ -30,10 +31,12 @@ from kb_index.index import (
     IndexOutdated,
     built_from,
     check_generation,
+    check_index,
     current_generation,
     open_problem,
     read_manifest,
 )
+from kb_index.vector_store import VectorStoreError, store_size
 from kb_index.vectors import model_of
 
 if TYPE_CHECKING:
@@ -47,6 +50,8 @@ def cmd_index(args, settings: Settings) -> int:
     index_dir = args.index or settings.index_dir
     if not kb_dir.is_dir():
         raise CliError(f"knowledge base folder not found: {kb_dir}", EXIT_USAGE)
+    if args.check:
+        return check_kb(kb_dir, index_dir, settings, quiet=args.quiet)
     previous = live_entry_hashes(index_dir)
     # A group or channel an audience names that Slack does not know is an error like any other: checked before
     # the build, so that without --keep-going the new index is not switched in.
@@ -66,14 +71,13 @@ def cmd_index(args, settings: Settings) -> int:
         keep_going=args.keep_going,
         synced_dir=settings.sync_dir,
     )
-    print_errors(kb_dir, report)
     print(report.summary())
     if report.switched and report.chunks == 0:
         print(f"citebot: the new index is empty: no file of {kb_dir} could be indexed (see above); "
               "questions get 'the knowledge base is not ready' until one can", file=sys.stderr)
     if not report.switched:
         print(
-            f"citebot: {report.skipped} file(s) skipped, so the new index was not switched in and the live index "
+            f"citebot: {report.skipped} file(s) skipped, so nothing was indexed or embedded and the live index "
             f"({report.live or 'none yet'}) is unchanged; fix them, or pass --keep-going to switch in the index with "
             "the last good version of each failed entry",
             file=sys.stderr,
@@ -81,6 +85,24 @@ def cmd_index(args, settings: Settings) -> int:
         return EXIT_FAILED
     note_source_changes(report, previous, index_dir, settings)
     return EXIT_FAILED if unknown else EXIT_OK
+
+
+def check_kb(kb_dir: Path, index_dir: Path, settings: Settings, *, quiet: bool) -> int:
+    """`citebot index --check`: every file read and cut into chunks, every problem listed; nothing is changed."""
+    embedder = embedder_of(settings)
+    unknown = _unknown_audiences(kb_dir, settings)
+    with Progress(enabled=not quiet) as progress:
+        report = check_index(kb_dir, index_dir, language=settings.language, embedder=embedder, progress=progress,
+                             synced_dir=settings.sync_dir)
+    print_errors(kb_dir, report)
+    problems = report.skipped + (1 if unknown else 0)
+    if report.to_embed is None:
+        vectors_note = "no embeddings (BM25 only)"
+    else:
+        vectors_note = f"{report.to_embed} of them not embedded yet with {embedder.name}"
+    print(f"check: {report.entries} entries, {report.chunks} chunks, {vectors_note}; {report.skipped} file(s) with "
+          f"problems, {len(report.warnings)} warning(s); nothing was changed ({report.seconds:.1f}s)")
+    return EXIT_FAILED if problems else EXIT_OK
 
 
 def _live_name(index_dir: Path) -> str:
@@ -175,23 +197,49 @@ def build_kb_index(
     keep_going: bool = False,
     synced_dir: Path | None = None,
 ):
+    """build_index with a progress bar and each problem printed as soon as every file is read, before the long
+    work; Ctrl-C says what was kept."""
     seed = BUNDLED_VECTORS_DIR if kb_dir.resolve() == BUNDLED_KB_DIR and BUNDLED_VECTORS_DIR.is_dir() else None
+    live = _live_name(index_dir)
     with Progress(enabled=not quiet) as progress:
         try:
             return build_index(
                 kb_dir, index_dir, language=language, embedder=embedder, seed_vectors=seed, rebuild=rebuild,
                 keep_going=keep_going, progress=progress, synced_dir=synced_dir,
+                on_problems=lambda report: print_errors(kb_dir, report),
             )
         except EmbedderError as exc:
-            raise CliError(f"embedding failed, the live index is unchanged: {exc}", EXIT_FAILED) from None
+            raise CliError(f"embedding failed, the live index is unchanged: {exc}{_kept(progress, index_dir)}",
+                           EXIT_FAILED) from None
+        except VectorStoreError as exc:
+            raise CliError(f"{exc}; the live index is unchanged", EXIT_FAILED) from None
+        except KeyboardInterrupt:
+            progress.close()
+            now = _live_name(index_dir)
+            where = (f"the live index ({live}) is unchanged" if now == live
+                     else f"the new index ({now}) had already been switched in")
+            echo(f"citebot: interrupted: {where}{_kept(progress, index_dir)}", file=sys.stderr, newlines=False)
+            raise
+
+
+def _kept(progress: Progress, index_dir: Path) -> str:
+    """What an interrupted build leaves for the next one: the vectors it computed."""
+    done = progress.done.get("embed")
+    if done is None:
+        return "; nothing had been embedded yet"
+    stored = store_size(index_dir)
+    total = f" ({stored[1]} in the vector store)" if stored and stored[1] is not None else ""
+    return (f"; the {done} chunk vectors this run computed are kept{total}, so the next run embeds only the "
+            f"{(progress.totals.get('embed') or done) - done} it had not done")
 
 
 class Progress:
-    """A tqdm bar per build stage on stderr.
+    """A tqdm bar per build stage on stderr: done, rate and time left where the total is known.
 
-    When stderr is not a terminal (a log, CI), the one slow stage still says
-    what it is doing, in one line: embedding a KB takes minutes on a CPU and
-    silence would look like a hang.
+    When stderr is not a terminal (a log, CI), a slow stage says what it is
+    doing when it starts and then every `every_s` seconds, with its rate and
+    the time left: embedding a KB takes minutes to hours on a CPU, and silence
+    would look like a hang.
     """
 
     LABELS = {
@@ -201,28 +249,38 @@ class Progress:
         "store": "storing chunks",
         "embed": "embedding chunks",
     }  # and "sync NAME": a source's documents (kb_index.sources.sync)
+    UNITS = {"embed": " chunks"}
+    LINE_EVERY_S = 30.0
 
-    def __init__(self, enabled: bool):
+    def __init__(self, enabled: bool, *, bars: bool | None = None, every_s: float = LINE_EVERY_S, clock=time.monotonic):
         self.enabled = enabled
-        self.bars = enabled and sys.stderr.isatty()
+        self.bars = enabled and (sys.stderr.isatty() if bars is None else bars)
+        self.every_s = every_s
+        self.clock = clock
+        self.done: dict[str, int] = {}  # the last count each stage reported
+        self.totals: dict[str, int | None] = {}
         self._bar: tqdm[Never] | None = None
         self._stage: str | None = None
+        self._started = self._last_line = 0.0
 
     def __call__(self, stage: str, done: int, total: int | None) -> None:
+        self.done[stage], self.totals[stage] = done, total
         if not self.enabled:
             return
-        if not self.bars:
-            if stage != self._stage and (line := self._slow_stage_line(stage, total)):
-                self._stage = stage
-                print(line, file=sys.stderr, flush=True)
-            return
-
         if stage != self._stage:
-            self._close()
+            self.close()
             self._stage = stage
-            self._bar = tqdm(total=total, desc=self.LABELS.get(stage, stage), unit="", file=sys.stderr, leave=False)
+            self._started = self._last_line = self.clock()
+            if self.bars:
+                self._bar = tqdm(total=total, desc=self.LABELS.get(stage, stage), unit=self.UNITS.get(stage, ""),
+                                 file=sys.stderr, leave=False)
+            elif line := self._slow_stage_line(stage, total):
+                print(line, file=sys.stderr, flush=True)
         if self._bar is not None:
             self._bar.update(done - self._bar.n)
+        elif not self.bars and total and self.clock() - self._last_line >= self.every_s:
+            self._last_line = self.clock()
+            print(self._rate_line(stage, done, total), file=sys.stderr, flush=True)
 
     @staticmethod
     def _slow_stage_line(stage: str, total: int | None) -> str | None:
@@ -232,7 +290,14 @@ class Progress:
             return f"citebot: {stage}: {total} document(s) to check (only changed ones are fetched)…"
         return None
 
-    def _close(self) -> None:
+    def _rate_line(self, stage: str, done: int, total: int) -> str:
+        rate = done / max(self.clock() - self._started, 1e-9)
+        left = (total - done) / rate if rate else float("inf")
+        unit = self.UNITS.get(stage, "")
+        return (f"citebot: {self.LABELS.get(stage, stage)}: {done} of {total}{unit} ({100 * done // total} %), "
+                f"{rate:.1f}{unit}/s, about {_duration(left)} left")
+
+    def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
@@ -241,7 +306,17 @@ class Progress:
         return self
 
     def __exit__(self, *exc):
-        self._close()
+        self.close()
+
+
+def _duration(seconds: float) -> str:
+    if seconds == float("inf"):
+        return "an unknown time"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 # ---------------------------------------------------------------- search
@@ -348,7 +423,6 @@ def _index_first(settings: Settings, embedder, why: str) -> None:
     print(f"citebot: {why}", file=sys.stderr)
     report = build_kb_index(settings.kb_dir, settings.index_dir, settings.language, embedder=embedder, keep_going=True,
                             synced_dir=settings.sync_dir)
-    print_errors(settings.kb_dir, report)
     print(report.summary(), file=sys.stderr)
 
 

@@ -12,7 +12,6 @@ from bot.commands.kb import (
     embedder_of,
     live_entry_hashes,
     note_source_changes,
-    print_errors,
 )
 from bot.config import Settings
 from bot.terminal import echo
@@ -80,7 +79,6 @@ def print_run(run: SyncRun, settings: Settings) -> None:
     build = run.build
     if build is None:
         return
-    print_errors(settings.kb_dir, build)
     print(build.summary())
     if not build.switched:
         echo(f"citebot: {build.skipped} file(s) skipped, so the new index was not switched in and the live index "
