@@ -19,7 +19,8 @@ the bundled sample KB) and for SciFact, BM25 only and hybrid side by side:
 
 Thresholds are chosen on the tune half (`--calibrate --split tune` prints the
 candidates); report on the test half. Embeddings go through a disk cache
-(.citebot/bench-cache) so a second run does not embed the corpus again; a
+(.citebot/bench-cache, a kb_index.vector_store.VectorStore) so a second run does not
+embed the corpus again; a
 SciFact run on a cold cache embeds 5,183 abstracts, about an hour on 2 cores:
 --scifact-docs N limits the hybrid corpus to the qrels documents plus random
 others, and says so.
@@ -39,7 +40,6 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from embed_cache import CachedEmbedder  # noqa: E402
 from ranking import entries_once, ndcg_at, recall_at  # noqa: E402
 from retrieval_scifact import DEFAULT_DATA, load_queries, write_kb  # noqa: E402
 
@@ -48,11 +48,12 @@ from bot.config import Settings  # noqa: E402
 from kb_index import Retriever, build_index  # noqa: E402
 from kb_index.answerability import CALIBRATIONS, model_key  # noqa: E402
 from kb_index.embedding import LocalE5Embedder  # noqa: E402
+from kb_index.vector_store import StoredEmbedder, VectorStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ROOT / "tests" / "data" / "answerability.yaml"
 SAMPLE_KB = ROOT / "kb_index" / "sample"
-CACHE = ROOT / ".citebot" / "bench-cache" / "embeddings.sqlite"
+CACHE = ROOT / ".citebot" / "bench-cache" / "vectors.sqlite"
 # What the bot uses when nothing is configured.
 DEFAULT_TOP_K = Settings.model_fields["top_k"].default
 DEFAULT_BUDGET_CHARS = Settings.model_fields["prompt_budget_chars"].default
@@ -257,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     args = ap.parse_args(argv)
 
-    embedder = CachedEmbedder(LocalE5Embedder(), CACHE)
+    embedder = StoredEmbedder(LocalE5Embedder(), VectorStore(CACHE))
     questions = load_questions(args.split)
     calibration = CALIBRATIONS[model_key(embedder.name)]
     print(f"questions: {len(questions)} ({args.split} half), embedder {embedder.name} (calibrated min_cosine "

@@ -30,7 +30,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
-from embed_cache import CachedEmbedder  # noqa: E402
 from run import CACHE, SETS, TUNED_SETS  # noqa: E402
 from tune import gather  # noqa: E402
 
@@ -38,6 +37,7 @@ from bot.answer import extractive, near_topic  # noqa: E402
 from kb_index.embedding import LocalE5Embedder  # noqa: E402
 from kb_index.question.chatter import strip_chatter  # noqa: E402
 from kb_index.question.parts import split_question  # noqa: E402
+from kb_index.vector_store import StoredEmbedder, VectorStore  # noqa: E402
 
 FIT_SETS = [*TUNED_SETS, "third"]  # spent: their test halves were read. The fourth stays out.
 L2 = 0.01  # with each knowledge base left out in turn: 0.01 to 0.1 mark alike, 0.001 and 1.0 worse
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--leave-out", type=int, help="near-topic rows the threshold may leave unmarked (default: the knee)")
     ap.add_argument("--write", action="store_true", help="save the model to bot/answer/near_topic.npz")
     args = ap.parse_args(argv)
-    embedder = CachedEmbedder(LocalE5Embedder(), CACHE)
+    embedder = StoredEmbedder(LocalE5Embedder(), VectorStore(CACHE))
     vectors = extractive.Vectors.cached(embedder)
     items = gather(embedder, [kb for name in FIT_SETS for kb in SETS[name]], "all")
     x, y, kbs = rows(items, vectors)

@@ -47,8 +47,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
-from embed_cache import CachedEmbedder  # noqa: E402
-
 from bot.answer.extractive import ExtractiveBackend  # noqa: E402
 from bot.answer.pipeline import Pipeline  # noqa: E402
 from bot.config import Settings  # noqa: E402
@@ -58,10 +56,11 @@ from kb_index import Retriever, build_index  # noqa: E402
 from kb_index.analysis import guess_language  # noqa: E402
 from kb_index.embedding import LocalE5Embedder  # noqa: E402
 from kb_index.entries import load_kb  # noqa: E402
+from kb_index.vector_store import StoredEmbedder, VectorStore  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 KBS = HERE / "kbs"
-CACHE = ROOT / ".citebot" / "bench-cache" / "embeddings.sqlite"
+CACHE = ROOT / ".citebot" / "bench-cache" / "vectors.sqlite"
 DEFAULT_TOP_K = Settings.model_fields["top_k"].default
 DEFAULT_BUDGET_CHARS = Settings.model_fields["prompt_budget_chars"].default
 PAIRS = ("de-de", "en-en", "de-en", "en-de")
@@ -221,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
 
     names = args.kb or SETS.get(args.set or "") or [kb for name in TUNED_SETS for kb in SETS[name]]
     embedder = LocalE5Embedder()
-    cached = CachedEmbedder(LocalE5Embedder(), CACHE)  # the KBs' chunks, embedded once across runs
+    cached = StoredEmbedder(LocalE5Embedder(), VectorStore(CACHE))  # the KBs' chunks, embedded once across runs
     cases: list[Case] = []
     for name in names:
         cases += asyncio.run(run_kb(name, load_questions(name, args.split), embedder, cached))

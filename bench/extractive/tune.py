@@ -27,7 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
-from embed_cache import CachedEmbedder  # noqa: E402
 from run import CACHE, DEFAULT_BUDGET_CHARS, DEFAULT_TOP_K, KBS, SETS, TUNED_SETS, kind, load_questions  # noqa: E402
 
 from bot.answer import extractive  # noqa: E402
@@ -38,6 +37,7 @@ from kb_index import Retriever, build_index  # noqa: E402
 from kb_index.analysis import guess_language  # noqa: E402
 from kb_index.calibration import for_embedder  # noqa: E402
 from kb_index.embedding import LocalE5Embedder  # noqa: E402
+from kb_index.vector_store import StoredEmbedder, VectorStore  # noqa: E402
 
 
 @dataclass
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", choices=TUNED_SETS, action="append",
                     help="the labelled sets to tune on (default: every set but the sealed one)")
     args = ap.parse_args(argv)
-    embedder = CachedEmbedder(LocalE5Embedder(), CACHE)
+    embedder = StoredEmbedder(LocalE5Embedder(), VectorStore(CACHE))
     embed = extractive.Vectors(VectorCache(embedder.embed_queries).vectors, VectorCache(embedder.embed_passages).vectors,
                                calibration=for_embedder(embedder.name))
     items = gather(embedder, [kb for name in (args.set or TUNED_SETS) for kb in SETS[name]], args.split)

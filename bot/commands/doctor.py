@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from pathlib import Path
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -49,6 +50,7 @@ from bot.terminal import echo, json_text
 from kb_index.collection import Audience, CollectionAccess
 from kb_index.entries import collection_file_problems
 from kb_index.index import IndexNotFound, built_from, check_generation, current_generation, read_access, read_manifest
+from kb_index.vector_store import STORE_FILE, store_size
 from kb_index.vectors import model_of
 
 REDIS_TIMEOUT_S = 5.0
@@ -372,7 +374,18 @@ def check_index(settings: Settings) -> list[Finding]:
     source = built_from(gen_dir)
     if source is not None and source != settings.kb_dir.resolve():
         findings.append(Finding("index", WARN, f"built from {source}, not from CITEBOT_KB_DIR ({settings.kb_dir})"))
-    return findings + _unindexed_files(manifest)
+    return findings + _vector_store(settings.index_dir) + _unindexed_files(manifest)
+
+
+def _vector_store(index_dir: Path) -> list[Finding]:
+    """The size of the vectors kept for the next builds (kb_index/vector_store.py), so that it is not a surprise."""
+    found = store_size(index_dir)
+    if found is None:
+        return []
+    size, count = found
+    vectors = f"{count} vectors, " if count is not None else ""
+    return [Finding("index", OK, f"vector store: {vectors}{size / 1e6:.1f} MB in {index_dir / STORE_FILE}",
+                    {"bytes": size, "vectors": count})]
 
 
 # A KB folder full of images would otherwise bury the other findings.

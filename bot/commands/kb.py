@@ -262,6 +262,7 @@ class Progress:
         self._bar: tqdm[Never] | None = None
         self._stage: str | None = None
         self._started = self._last_line = 0.0
+        self._first = 0  # the count the stage reported first: the rate is of what came after it
 
     def __call__(self, stage: str, done: int, total: int | None) -> None:
         self.done[stage], self.totals[stage] = done, total
@@ -271,6 +272,7 @@ class Progress:
             self.close()
             self._stage = stage
             self._started = self._last_line = self.clock()
+            self._first = done
             if self.bars:
                 self._bar = tqdm(total=total, desc=self.LABELS.get(stage, stage), unit=self.UNITS.get(stage, ""),
                                  file=sys.stderr, leave=False)
@@ -291,7 +293,7 @@ class Progress:
         return None
 
     def _rate_line(self, stage: str, done: int, total: int) -> str:
-        rate = done / max(self.clock() - self._started, 1e-9)
+        rate = (done - self._first) / max(self.clock() - self._started, 1e-9)
         left = (total - done) / rate if rate else float("inf")
         unit = self.UNITS.get(stage, "")
         return (f"citebot: {self.LABELS.get(stage, stage)}: {done} of {total}{unit} ({100 * done // total} %), "
