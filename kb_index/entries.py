@@ -306,6 +306,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", ascii_only).strip("-")
 
 
+# libyaml's parser where PyYAML has it: the same safe constructors, a tenth of the time per file (the front
+# matter of 25,000 files was the largest part of reading a KB).
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _front_matter_entry(raw: str, context: FileContext) -> Entry:
     lines = raw.split("\n")
     try:
@@ -313,7 +318,7 @@ def _front_matter_entry(raw: str, context: FileContext) -> Entry:
     except ValueError:
         raise EntryError(1, "front matter starts with '---' but has no closing '---' line") from None
     try:
-        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
+        meta = yaml.load("\n".join(lines[1:end]), Loader=SAFE_LOADER) or {}  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark else 1  # +1 for the opening '---', +1 to count from 1
