@@ -311,6 +311,18 @@ def _slug(text: str) -> str:
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def _python_yaml_error(text: str) -> yaml.YAMLError:
+    """PyYAML's own parser's error for text libyaml refused: its line is the line at fault, not where libyaml
+    noticed (for `id: [` the line of the bracket, not the end of the front matter)."""
+    try:
+        yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        return exc
+    except RecursionError:
+        pass
+    return yaml.YAMLError("invalid YAML")
+
+
 def _front_matter_entry(raw: str, context: FileContext) -> Entry:
     lines = raw.split("\n")
     try:
@@ -319,7 +331,8 @@ def _front_matter_entry(raw: str, context: FileContext) -> Entry:
         raise EntryError(1, "front matter starts with '---' but has no closing '---' line") from None
     try:
         meta = yaml.load("\n".join(lines[1:end]), Loader=SAFE_LOADER) or {}  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:
+    except yaml.YAMLError:
+        exc = _python_yaml_error("\n".join(lines[1:end]))
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark else 1  # +1 for the opening '---', +1 to count from 1
         problem = getattr(exc, "problem", None) or str(exc)

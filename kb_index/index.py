@@ -32,7 +32,7 @@ from whoosh.fields import ID, STORED, TEXT, Schema
 
 from citebot_core.errors import Permanent
 from citebot_core.languages import LANGUAGES
-from kb_index import docstore, impacts, last_good, vector_store, vectors
+from kb_index import docstore, impacts, last_good, vector_store, vectors, whoosh_runs
 from kb_index.analysis import analyzer, subword_analyzer
 from kb_index.collection import EVERY_MEMBER, NOBODY, Collection, CollectionAccess, collection_base
 from kb_index.entries import Entry, LoadError, LoadResult, chunk_hash, load_kb
@@ -44,9 +44,6 @@ SCHEMA_VERSION = 6  # 6: a chunk's page
 CURRENT_FILE = "CURRENT"
 MANIFEST_FILE = "manifest.json"
 LOCK_FILE = ".build.lock"
-# Generations kept besides the live one: a Retriever that opened the previous
-# one a moment before the switch must still be able to read it.
-KEEP_OLD_GENERATIONS = 1
 
 # Which Whoosh fields carry which text. Subword grams only for German, whose
 # compounds ("Altersteilzeit") hide the words people search for ("Teilzeit").
@@ -180,6 +177,7 @@ def build_index(
     index_dir.mkdir(parents=True, exist_ok=True)
     with _build_lock(index_dir):
         live = _current_manifest(index_dir)
+        was_live = _live_name(index_dir)  # also one of another schema, which an older reader may still be on
         read = _read_kb(kb_dir, index_dir, live, language, synced_dir, progress)
         report = read.report
         report.generation = _next_generation(index_dir)
@@ -208,7 +206,7 @@ def build_index(
                 shutil.rmtree(gen_dir, ignore_errors=True)
             raise
         if report.switched:
-            _remove_old_generations(index_dir, keep=report.generation)
+            _remove_old_generations(index_dir, keep={report.generation, was_live})
         else:
             shutil.rmtree(gen_dir, ignore_errors=True)
     return report
@@ -299,6 +297,7 @@ def _write_generation(gen_dir: Path, entries: list[Entry], previous: dict | None
 
     if to_index or stale:
         writer = ix.writer(limitmb=256)
+        whoosh_runs.use_block_runs(writer)
         try:
             for eid in stale:
                 writer.delete_by_term("entry_id", eid)
@@ -563,11 +562,12 @@ def _link_copy(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, copy_function=link_or_copy, ignore=ignore)
 
 
-def _remove_old_generations(index_dir: Path, keep: str) -> None:
-    """Removes the generations no reader can be on any more, then the stored vectors no generation left uses."""
-    gens = sorted(p for p in index_dir.glob("gen-*") if p.is_dir() and p.name != keep)
-    for old in gens[: max(0, len(gens) - KEEP_OLD_GENERATIONS)]:
-        shutil.rmtree(old, ignore_errors=True)
+def _remove_old_generations(index_dir: Path, keep: Set[str | None]) -> None:
+    """Removes every generation but the new live one and the one live before it (a reader may still be on it),
+    so also what a killed build left half-written; then the stored vectors no generation left uses."""
+    for gen_dir in index_dir.glob("gen-*"):
+        if gen_dir.is_dir() and gen_dir.name not in keep:
+            shutil.rmtree(gen_dir, ignore_errors=True)
     if (index_dir / vector_store.STORE_FILE).exists():
         with vector_store.VectorStore(index_dir / vector_store.STORE_FILE) as store:
             store.keep_only(vectors.keys_in_use(p for p in index_dir.glob("gen-*") if p.is_dir()))

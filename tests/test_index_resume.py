@@ -327,3 +327,19 @@ def test_store_rows_match_the_generation(tmp_path):
     assert len(stored) == len(vectors.keys)
     for i, key in enumerate(vectors.keys):
         assert np.array_equal(stored[bytes(key)], np.asarray(vectors.matrix[i]))
+
+
+def test_what_a_killed_build_left_half_written_goes_and_the_index_live_before_stays(tmp_path):
+    kb, ix = write_kb(tmp_path / "kb"), tmp_path / "ix"
+    with FakeEmbeddings(dim=32, delay_s=0.5) as server:
+        env = cli_env(kb, ix, server)
+        assert index(cli_env(kb, ix, None)).returncode == 0  # gen-000001, BM25 only
+        proc = start_index(env)  # gen-000002: killed while it embeds
+        wait_until(lambda: server.requests >= 1, timeout=60)  # of ten
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        assert sorted(p.name for p in ix.glob("gen-*")) == ["gen-000001", "gen-000002"]
+        server.delay_s = 0
+        assert index(env).returncode == 0  # gen-000003
+    assert (ix / "CURRENT").read_text().strip() == "gen-000003"
+    assert sorted(p.name for p in ix.glob("gen-*")) == ["gen-000001", "gen-000003"]
