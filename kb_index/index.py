@@ -32,7 +32,7 @@ from whoosh.fields import ID, STORED, TEXT, Schema
 
 from citebot_core.errors import Permanent
 from citebot_core.languages import LANGUAGES
-from kb_index import docstore, impacts, last_good, vector_store, vectors, whoosh_runs
+from kb_index import docstore, impacts, last_good, vector_store, vectors
 from kb_index.analysis import analyzer, subword_analyzer
 from kb_index.collection import EVERY_MEMBER, NOBODY, Collection, CollectionAccess, collection_base
 from kb_index.entries import Entry, LoadError, LoadResult, chunk_hash, load_kb
@@ -91,10 +91,6 @@ class BuildReport:
     reembedded: bool = False  # the embedding model changed, so every chunk was embedded again
     stopped: bool = False  # problems were found and the build stopped before indexing or embedding anything
     to_embed: int | None = None  # --check: chunks no generation or stored vector has yet (None: no embedder)
-
-    @property
-    def problems(self) -> list[LoadError]:
-        return self.errors
 
     @property
     def skipped(self) -> int:
@@ -197,18 +193,14 @@ def build_index(
             report.entries = len(read.entries)
             report.seconds = time.perf_counter() - started
             _write_manifest(gen_dir, read.entries, report, language, Path(kb_dir), read.access)
-            report.switched = keep_going or not report.errors
-            if report.switched:
-                _switch(index_dir, report.generation)
+            _switch(index_dir, report.generation)
+            report.switched = True
         except BaseException:
             # Ctrl-C can come a moment after the switch: a generation that went live stays.
             if _live_name(index_dir) != report.generation:
                 shutil.rmtree(gen_dir, ignore_errors=True)
             raise
-        if report.switched:
-            _remove_old_generations(index_dir, keep={report.generation, was_live})
-        else:
-            shutil.rmtree(gen_dir, ignore_errors=True)
+        _remove_old_generations(index_dir, keep={report.generation, was_live})
     return report
 
 
@@ -228,13 +220,12 @@ def check_index(
     live = _current_manifest(index_dir)
     read = _read_kb(kb_dir, index_dir, live, language, synced_dir, progress)
     report = read.report
-    report.entries = len(read.entries)
-    report.chunks = sum(len(e.sections) for e in read.entries)
     report.stopped = True
     if embedder is not None:
         passages = [entry_passage(e, s) for e in read.entries for s in e.sections]
         old = vectors.Vectors.load(live["dir"]) if live is not None else None
-        store = vector_store.VectorStore(index_dir / vector_store.STORE_FILE) if index_dir.is_dir() else None
+        stored = index_dir / vector_store.STORE_FILE
+        store = vector_store.VectorStore(stored) if stored.exists() else None
         try:
             report.to_embed = vectors.missing(passages, embedder.name, (old,), store)
         finally:
@@ -297,7 +288,6 @@ def _write_generation(gen_dir: Path, entries: list[Entry], previous: dict | None
 
     if to_index or stale:
         writer = ix.writer(limitmb=256)
-        whoosh_runs.use_block_runs(writer)
         try:
             for eid in stale:
                 writer.delete_by_term("entry_id", eid)

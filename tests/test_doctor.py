@@ -247,3 +247,18 @@ def test_the_index_its_entries_and_whether_its_vectors_fit_the_embedder(doctor, 
     if local_embedder_available():
         code, found, _ = doctor(capsys, CITEBOT_INDEX_DIR=str(index), CITEBOT_KB_DIR=kb, CITEBOT_EMBEDDER="local")
         assert found["index"][1][0] == "warn" and "searches use BM25 alone until `citebot index`" in found["index"][1][1]
+
+
+def test_the_vector_store_s_size_is_reported(doctor, capsys, tmp_path):
+    from kb_index import build_index
+    from tests.test_vectors import CountingEmbedder
+
+    kb = write_mini_kb(tmp_path / "kb")
+    report = build_index(kb, tmp_path / "ix", embedder=CountingEmbedder())
+    code, found, findings = doctor(capsys, CITEBOT_INDEX_DIR=str(tmp_path / "ix"), CITEBOT_KB_DIR=str(kb),
+                                   CITEBOT_EMBEDDER="none")
+    [(status, line)] = [pair for pair in found["index"] if pair[1].startswith("vector store:")]
+    assert status == "ok" and line.startswith(f"vector store: {report.embedded} vectors, ")
+    assert line.endswith(f"MB in {tmp_path / 'ix' / 'vectors.sqlite'}")
+    [store] = [f for f in findings if f["check"] == "index" and "bytes" in f]
+    assert store["vectors"] == report.embedded and store["bytes"] > 0

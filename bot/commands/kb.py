@@ -133,11 +133,14 @@ def _unknown_audiences(kb_dir: Path, settings: Settings) -> bool:
     return bool(problems)
 
 
-def print_errors(kb_dir: Path, report) -> None:
-    """Every file that is not indexed as it is, one line each: errors, warnings, other types.
+def print_errors(kb_dir: Path, report, before=None) -> None:
+    """Every file that is not indexed as it is, one line each: errors, warnings, other types. `before()` is
+    called first when there is a line to print (a progress bar's close, so that lines and bar do not mix).
 
     File names and the YAML parser's words about them come from the KB: one escaped line each.
     """
+    if before is not None and (report.errors or report.warnings or report.not_indexed):
+        before()
     for error in report.errors:
         echo(f"{kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr, newlines=False)
     for warning in report.warnings:
@@ -206,7 +209,7 @@ def build_kb_index(
             return build_index(
                 kb_dir, index_dir, language=language, embedder=embedder, seed_vectors=seed, rebuild=rebuild,
                 keep_going=keep_going, progress=progress, synced_dir=synced_dir,
-                on_problems=lambda report: print_errors(kb_dir, report),
+                on_problems=lambda report: print_errors(kb_dir, report, before=progress.close),
             )
         except EmbedderError as exc:
             raise CliError(f"embedding failed, the live index is unchanged: {exc}{_kept(progress, index_dir)}",
@@ -216,8 +219,10 @@ def build_kb_index(
         except KeyboardInterrupt:
             progress.close()
             now = _live_name(index_dir)
-            where = (f"the live index ({live}) is unchanged" if now == live
-                     else f"the new index ({now}) had already been switched in")
+            if now != live:
+                where = f"the new index ({now}) had already been switched in"
+            else:
+                where = "no index was switched in" if live == "none yet" else f"the live index ({live}) is unchanged"
             echo(f"citebot: interrupted: {where}{_kept(progress, index_dir)}", file=sys.stderr, newlines=False)
             raise
 
