@@ -26,7 +26,7 @@ import json
 import os
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -121,9 +121,12 @@ class EntryError(Permanent):
 
 
 def load_kb(
-    kb_dir: str | Path, language: str = "en", progress=None, established: Mapping[str, str] | None = None
+    kb_dir: str | Path, language: str = "en", progress=None, established: Mapping[str, str] | None = None,
+    on_error: Callable[[LoadError], None] | None = None,
 ) -> LoadResult:
-    """Loads every entry; bad ones become errors. `progress(n)` is called per file.
+    """Loads every entry; bad ones become errors. `progress(n)` is called per file, `on_error(error)` with each
+    file that fails as soon as it has (so that a long read shows its first problem at once); the errors found
+    only once every file is read (a duplicate id) are in the result alone.
 
     `established` maps the ids of the live index to the file that backs each
     one. On a duplicate id that file keeps the id (else the first by path), so
@@ -151,6 +154,8 @@ def load_kb(
                 result.entries.append(_parse(found, _context(rel, found, collections, language)))
         except EntryError as exc:
             result.errors.append(LoadError(rel, exc.line, exc.message))
+            if on_error is not None:
+                on_error(result.errors[-1])
         if progress:
             progress(1)
     established = dict(established or {})

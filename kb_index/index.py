@@ -146,12 +146,14 @@ def build_index(
     progress: Callable[[str, int, int | None], None] | None = None,
     synced_dir: Path | None = None,
     on_problems: Callable[[BuildReport], None] | None = None,
+    on_error: Callable[[LoadError], None] | None = None,
 ) -> BuildReport:
     """Build or update the index of `kb_dir` in `index_dir` and switch to it.
 
-    Every file is read, converted and cut into chunks first; `on_problems(report)`
-    is then called with the report's errors, warnings and other files known, before
-    the long work. A KB with errors stops there (`report.stopped`) unless
+    Every file is read, converted and cut into chunks first, `on_error(error)`
+    called with each file that fails as it does; `on_problems(report)` is then
+    called with the report's errors, warnings and other files known, before the
+    long work. A KB with errors stops there (`report.stopped`) unless
     `keep_going`: nothing is indexed or embedded and the live index stays.
 
     `progress(stage, done, total)` is called as work advances. Entries whose
@@ -174,7 +176,7 @@ def build_index(
     with _build_lock(index_dir):
         live = _current_manifest(index_dir)
         was_live = _live_name(index_dir)  # also one of another schema, which an older reader may still be on
-        read = _read_kb(kb_dir, index_dir, live, language, synced_dir, progress)
+        read = _read_kb(kb_dir, index_dir, live, language, synced_dir, progress, on_error)
         report = read.report
         report.generation = _next_generation(index_dir)
         if on_problems is not None:
@@ -212,13 +214,14 @@ def check_index(
     embedder=None,
     progress: Callable[[str, int, int | None], None] | None = None,
     synced_dir: Path | None = None,
+    on_error: Callable[[LoadError], None] | None = None,
 ) -> BuildReport:
     """What `build_index` would find, changing nothing: every file read, converted and cut into chunks, the
     problems listed, and (with an `embedder`) how many chunks no earlier build has embedded yet."""
     started = time.perf_counter()
     index_dir = Path(index_dir)
     live = _current_manifest(index_dir)
-    read = _read_kb(kb_dir, index_dir, live, language, synced_dir, progress)
+    read = _read_kb(kb_dir, index_dir, live, language, synced_dir, progress, on_error)
     report = read.report
     report.stopped = True
     if embedder is not None:
@@ -244,10 +247,12 @@ class _Read:
     report: BuildReport
 
 
-def _read_kb(kb_dir, index_dir: Path, live: dict | None, language: str, synced_dir: Path | None, progress) -> _Read:
+def _read_kb(kb_dir, index_dir: Path, live: dict | None, language: str, synced_dir: Path | None, progress,
+             on_error) -> _Read:
     """Every file of the KB and the synced store read, converted and cut into chunks: all a build's problems."""
     established = last_good.established_paths(live)
-    loaded = load_kb(kb_dir, language=language, progress=_stage(progress, "load", None), established=established)
+    loaded = load_kb(kb_dir, language=language, progress=_stage(progress, "load", None), established=established,
+                     on_error=on_error)
     kept = last_good.kept_entries(live, loaded.held)
     synced, synced_access = synced_entries(synced_dir, loaded)
     entries = loaded.entries + kept + synced

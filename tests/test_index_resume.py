@@ -102,6 +102,9 @@ class Recorder:
     def problems(self, report):
         self.events.append(f"problems:{len(report.errors)}")
 
+    def error(self, error):
+        self.events.append("error")
+
 
 # ---------------------------------------------------------------- in-process builds
 
@@ -112,12 +115,17 @@ def test_a_folder_with_problems_stops_before_anything_is_indexed_or_embedded(tmp
     broken = add_broken(kb, bomb)
     embedder, seen = CountingEmbedder(), Recorder()
     started = time.perf_counter()
-    report = build_index(kb, ix, embedder=embedder, progress=seen.progress, on_problems=seen.problems)
+    report = build_index(kb, ix, embedder=embedder, progress=seen.progress, on_problems=seen.problems,
+                         on_error=seen.error)
     assert time.perf_counter() - started < 10  # seconds, however large the KB's embedding would be
     assert report.stopped and not report.switched
     assert sorted(e.path for e in report.errors) == broken
     assert embedder.passages == []
-    assert seen.events == ["load", f"problems:{len(broken)}"]  # no "index", no "embed"
+    # Each broken file said as it was read (they come first by name), before the good files after them were read;
+    # then the whole list, and no "index" or "embed".
+    assert seen.events[:2] == ["error", "load"] and seen.events.count("error") == len(broken)
+    assert seen.events[-2:] == ["load", f"problems:{len(broken)}"]
+    assert "index" not in seen.events and "embed" not in seen.events
     assert current_generation(ix).name == live and sorted(p.name for p in ix.glob("gen-*")) == [live]
     assert "not switched in" in report.summary() and "nothing indexed or embedded" in report.summary()
 

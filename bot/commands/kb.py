@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Never
 
@@ -21,12 +22,12 @@ from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR, ConfigError, Setting
 from bot.embedder import make_embedder
 from bot.models import AnswerMode, Question, clip_question
 from bot.slack.calls import SlackError, make_client
-from bot.terminal import echo, json_text
+from bot.terminal import clean, echo, json_text
 from kb_index import IndexEmpty, IndexNotFound, Retriever, build_index
 from kb_index.analysis import guess_language
 from kb_index.collection import COLLECTION_FILE
 from kb_index.embedding import EmbedderError
-from kb_index.entries import LoadResult, _collection_files
+from kb_index.entries import LoadError, LoadResult, _collection_files
 from kb_index.index import (
     IndexOutdated,
     built_from,
@@ -92,9 +93,10 @@ def check_kb(kb_dir: Path, index_dir: Path, settings: Settings, *, quiet: bool) 
     embedder = embedder_of(settings)
     unknown = _unknown_audiences(kb_dir, settings)
     with Progress(enabled=not quiet) as progress:
+        lines = ProblemLines(kb_dir, progress)
         report = check_index(kb_dir, index_dir, language=settings.language, embedder=embedder, progress=progress,
-                             synced_dir=settings.sync_dir)
-    print_errors(kb_dir, report)
+                             synced_dir=settings.sync_dir, on_error=lines.error)
+        lines.rest(report)
     problems = report.skipped + (1 if unknown else 0)
     if report.to_embed is None:
         vectors_note = "no embeddings (BM25 only)"
@@ -133,20 +135,48 @@ def _unknown_audiences(kb_dir: Path, settings: Settings) -> bool:
     return bool(problems)
 
 
-def print_errors(kb_dir: Path, report, before=None) -> None:
-    """Every file that is not indexed as it is, one line each: errors, warnings, other types. `before()` is
-    called first when there is a line to print (a progress bar's close, so that lines and bar do not mix).
+def print_errors(kb_dir: Path, report, shown: Mapping[str, str] | None = None) -> None:
+    """Every file that is not indexed as it is, one line each: errors, warnings, other types. `shown` has the
+    errors printed already (path -> message): of those only what was added since is printed (that the index
+    keeps the entry's last good version).
 
     File names and the YAML parser's words about them come from the KB: one escaped line each.
     """
-    if before is not None and (report.errors or report.warnings or report.not_indexed):
-        before()
+    shown = shown or {}
     for error in report.errors:
-        echo(f"{kb_dir / error.path}:{error.line}: {error.message}", file=sys.stderr, newlines=False)
+        before = shown.get(error.path)
+        if before == error.message:
+            continue
+        if before is not None and error.message.startswith(f"{before}; "):
+            error = LoadError(error.path, error.line, error.message[len(before) + 2 :])
+        echo(error_line(kb_dir, error), file=sys.stderr, newlines=False)
     for warning in report.warnings:
         echo(f"{kb_dir / warning.path}:{warning.line}: warning: {warning.message}", file=sys.stderr, newlines=False)
     for other in report.not_indexed:
         echo(f"{kb_dir / other.path}: not indexed: {other.message}", file=sys.stderr, newlines=False)
+
+
+def error_line(kb_dir: Path, error) -> str:
+    return f"{kb_dir / error.path}:{error.line}: {error.message}"
+
+
+class ProblemLines:
+    """A build's problems on stderr, each once: a file that fails as soon as it is read (above the progress
+    bar), so that the first problem of a large folder shows at once; then, every file read, the rest (duplicate
+    ids, warnings, files of other types), still before the long work."""
+
+    def __init__(self, kb_dir: Path, progress: Progress):
+        self.kb_dir = kb_dir
+        self.progress = progress
+        self.shown: dict[str, str] = {}
+
+    def error(self, error) -> None:
+        self.shown[error.path] = error.message
+        self.progress.write(clean(error_line(self.kb_dir, error), newlines=False))
+
+    def rest(self, report) -> None:
+        self.progress.close()
+        print_errors(self.kb_dir, report, self.shown)
 
 
 def live_entry_hashes(index_dir: Path) -> dict[str, str] | None:
@@ -205,11 +235,12 @@ def build_kb_index(
     seed = BUNDLED_VECTORS_DIR if kb_dir.resolve() == BUNDLED_KB_DIR and BUNDLED_VECTORS_DIR.is_dir() else None
     live = _live_name(index_dir)
     with Progress(enabled=not quiet) as progress:
+        lines = ProblemLines(kb_dir, progress)
         try:
             return build_index(
                 kb_dir, index_dir, language=language, embedder=embedder, seed_vectors=seed, rebuild=rebuild,
-                keep_going=keep_going, progress=progress, synced_dir=synced_dir,
-                on_problems=lambda report: print_errors(kb_dir, report, before=progress.close),
+                keep_going=keep_going, progress=progress, synced_dir=synced_dir, on_error=lines.error,
+                on_problems=lines.rest,
             )
         except EmbedderError as exc:
             raise CliError(f"embedding failed, the live index is unchanged: {exc}{_kept(progress, index_dir)}",
@@ -303,6 +334,13 @@ class Progress:
         unit = self.UNITS.get(stage, "")
         return (f"citebot: {self.LABELS.get(stage, stage)}: {done} of {total}{unit} ({100 * done // total} %), "
                 f"{rate:.1f}{unit}/s, about {_duration(left)} left")
+
+    def write(self, line: str) -> None:
+        """A line on stderr that the bar, if one is drawn, stays below."""
+        if self._bar is not None:
+            self._bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:
