@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 
 import yaml
@@ -9,6 +11,21 @@ import yaml
 from bot.models import Answer, Source
 from kb_index import build_index
 from kb_index.entries import chunk_hash
+
+
+def zip_bytes(members: dict[str, bytes | int]) -> bytes:
+    """A zip; an int member is that many zero bytes, written in chunks (it compresses to almost nothing)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            if isinstance(content, int):
+                with archive.open(name, "w", force_zip64=True) as member:
+                    chunk = b"\0" * 1_000_000
+                    for _ in range(content // len(chunk)):
+                        member.write(chunk)
+            else:
+                archive.writestr(name, content)
+    return out.getvalue()
 
 
 def write_entry(kb_dir: Path, rel: str, meta: dict | None, sections: dict[str, str]) -> Path:

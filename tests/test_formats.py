@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from pypdf import PdfReader, PdfWriter
 
 from kb_index import markdown
 from kb_index.formats import REASONS, SUFFIXES, ConversionError, Document, Limits, convert
+from tests.kb_fixtures import zip_bytes
 
 DATA = Path(__file__).parent / "data" / "formats"
 
@@ -222,27 +222,12 @@ def test_docx_from_libreoffice_same_sections_as_its_pdf():
     assert "| übrige Orte im Inland | 110 Euro |" in text.splitlines()
 
 
-def _zip(members: dict[str, bytes | int]) -> bytes:
-    """A zip; an int member is that many zero bytes, written in chunks (it compresses to almost nothing)."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, content in members.items():
-            if isinstance(content, int):
-                with archive.open(name, "w", force_zip64=True) as member:
-                    chunk = b"\0" * 1_000_000
-                    for _ in range(content // len(chunk)):
-                        member.write(chunk)
-            else:
-                archive.writestr(name, content)
-    return out.getvalue()
-
-
 def test_docx_zip_bomb_is_refused_before_extracting():
-    bomb = _zip({"[Content_Types].xml": b"<Types/>", "word/document.xml": 200_000_000})
+    bomb = zip_bytes({"[Content_Types].xml": b"<Types/>", "word/document.xml": 200_000_000})
     assert len(bomb) < 1_000_000
     error = refused(bomb, ".docx")
     assert error.reason == "too large" and "uncompressed" in error.detail
-    many = _zip({f"word/media/{i}.bin": b"x" for i in range(50)} | {"word/document.xml": b"<x/>"})
+    many = zip_bytes({f"word/media/{i}.bin": b"x" for i in range(50)} | {"word/document.xml": b"<x/>"})
     assert refused(many, ".docx", Limits(max_zip_members=20)).reason == "too large"
 
 
@@ -250,8 +235,8 @@ def test_docx_broken_files():
     data = load("it-policy.docx")
     assert refused(data[: len(data) // 2], ".docx").reason == "broken file"
     assert refused(b"not a zip at all", ".docx").reason == "broken file"
-    assert refused(_zip({"hello.txt": b"hi"}), ".docx").reason == "broken file"  # a zip, but not Word
-    assert refused(_zip({"word/document.xml": b"<w:document><unclosed"}), ".docx").reason == "broken file"
+    assert refused(zip_bytes({"hello.txt": b"hi"}), ".docx").reason == "broken file"  # a zip, but not Word
+    assert refused(zip_bytes({"word/document.xml": b"<w:document><unclosed"}), ".docx").reason == "broken file"
     ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 512
     assert refused(ole, ".docx").reason == "unsupported"
     assert refused(ole + "EncryptedPackage".encode("utf-16-le"), ".docx").reason == "encrypted"

@@ -7,14 +7,12 @@ a fake embedding server over HTTP, killed or interrupted half-way.
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +26,7 @@ from kb_index.vector_store import STORE_FILE, VectorStore
 from kb_index.vectors import Vectors
 from tests.fakes.embed_server import FakeEmbeddings
 from tests.harness import ROOT
+from tests.kb_fixtures import zip_bytes
 from tests.polling import wait_until
 from tests.test_vectors import CountingEmbedder
 
@@ -51,20 +50,6 @@ def write_policy(kb: Path, rel: str, title: str, sections: dict[str, str]) -> No
     path = kb / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"# {title}\n\n" + "".join(f"## {name}\n\n{text}\n\n" for name, text in sections.items()))
-
-
-def zip_bytes(members: dict[str, bytes | int]) -> bytes:
-    """A zip; an int member is that many zero bytes (it compresses to almost nothing)."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, content in members.items():
-            if isinstance(content, int):
-                with archive.open(name, "w", force_zip64=True) as member:
-                    for _ in range(content // 1_000_000):
-                        member.write(b"\0" * 1_000_000)
-            else:
-                archive.writestr(name, content)
-    return out.getvalue()
 
 
 # What a real folder holds besides good files, as the users' report listed them.
