@@ -5,10 +5,11 @@
     gen-000007/vectors-lang.npy   per docnum: the chunk's language, an index into meta["languages"]
     gen-000007/vectors.json       {"model": ..., "dim": ..., "format": ..., "languages": [...]}
 
-A build embeds only the chunks whose text (as embedded) it has not seen in the
-previous generation under the same model: a hash match reuses the stored row.
-A different model name means every chunk is embedded again; vectors of two
-models are never mixed in one matrix.
+A build embeds only the chunks whose text (as embedded) neither the previous
+generation nor the vector store (vector_store.py: what every earlier build
+computed, switched in or not) has under the same model: a hash match reuses
+the stored row. A different model name means every chunk is embedded again
+unless the store has it; vectors of two models are never mixed in one matrix.
 
 float16 halves what every web and worker process maps (100,000 chunks x 384
 dims: 77 MB instead of 154 MB); cosines lose about 1e-3, far below any
