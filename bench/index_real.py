@@ -523,9 +523,11 @@ class Child:
         self.stdout: list[tuple[float, str]] = []
         self.stderr: list[tuple[float, str]] = []
         self.started = time.perf_counter()
+        # SIGINT as at a terminal, also when this bench runs in the background (which starts it ignored).
         self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "index", *options], env=env, cwd=cwd,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
-                                     errors="replace", bufsize=1)
+                                     errors="replace", bufsize=1,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.readers = [threading.Thread(target=self._read, args=(stream, lines), daemon=True)
                         for stream, lines in ((self.proc.stdout, self.stdout), (self.proc.stderr, self.stderr))]
         for reader in self.readers:

@@ -224,8 +224,10 @@ def embedded(done: subprocess.CompletedProcess) -> int:
 
 
 def start_index(env: dict[str, str]) -> subprocess.Popen:
+    # Ctrl-C as at a terminal: a test run started in the background inherits SIGINT ignored, and Python keeps it so.
     return subprocess.Popen([sys.executable, "-m", "bot.cli", "index"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def test_a_killed_build_loses_at_most_the_batch_it_was_computing(tmp_path):
