@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.commands.kb import Progress
+from bot.commands.build_output import Progress
 from kb_index import build_index
 from kb_index.embedding import EmbedderError
 from kb_index.index import current_generation

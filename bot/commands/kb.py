@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Never
-
-from tqdm import tqdm
 
 from bot.answer.assemble import error_answer, format_text_answer
 from bot.answer.budget import BudgetSpent, within_budget
@@ -17,17 +12,18 @@ from bot.answer.llm_http import LLMError
 from bot.answer.pipeline import make_pipeline
 from bot.answering.source_changes import NotNotified, changed_entries, notify_source_changes
 from bot.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, snippet
+from bot.commands.build_output import ProblemLines, Progress
 from bot.commands.shared import unknown_audience_names
 from bot.config import BUNDLED_KB_DIR, BUNDLED_VECTORS_DIR, ConfigError, Settings
 from bot.embedder import make_embedder
 from bot.models import AnswerMode, Question, clip_question
 from bot.slack.calls import SlackError, make_client
-from bot.terminal import clean, echo, json_text
+from bot.terminal import echo, json_text
 from kb_index import IndexEmpty, IndexNotFound, Retriever, build_index
 from kb_index.analysis import guess_language
 from kb_index.collection import COLLECTION_FILE
 from kb_index.embedding import EmbedderError
-from kb_index.entries import LoadError, LoadResult, _collection_files
+from kb_index.entries import LoadResult, _collection_files
 from kb_index.index import (
     IndexOutdated,
     built_from,
@@ -39,9 +35,6 @@ from kb_index.index import (
 )
 from kb_index.vector_store import VectorStoreError, store_size
 from kb_index.vectors import model_of
-
-if TYPE_CHECKING:
-    from tqdm import tqdm  # imported where a bar is drawn: it costs start-up time
 
 # ---------------------------------------------------------------- index
 
@@ -135,50 +128,6 @@ def _unknown_audiences(kb_dir: Path, settings: Settings) -> bool:
     return bool(problems)
 
 
-def print_errors(kb_dir: Path, report, shown: Mapping[str, str] | None = None) -> None:
-    """Every file that is not indexed as it is, one line each: errors, warnings, other types. `shown` has the
-    errors printed already (path -> message): of those only what was added since is printed (that the index
-    keeps the entry's last good version).
-
-    File names and the YAML parser's words about them come from the KB: one escaped line each.
-    """
-    shown = shown or {}
-    for error in report.errors:
-        before = shown.get(error.path)
-        if before == error.message:
-            continue
-        if before is not None and error.message.startswith(f"{before}; "):
-            error = LoadError(error.path, error.line, error.message[len(before) + 2 :])
-        echo(error_line(kb_dir, error), file=sys.stderr, newlines=False)
-    for warning in report.warnings:
-        echo(f"{kb_dir / warning.path}:{warning.line}: warning: {warning.message}", file=sys.stderr, newlines=False)
-    for other in report.not_indexed:
-        echo(f"{kb_dir / other.path}: not indexed: {other.message}", file=sys.stderr, newlines=False)
-
-
-def error_line(kb_dir: Path, error) -> str:
-    return f"{kb_dir / error.path}:{error.line}: {error.message}"
-
-
-class ProblemLines:
-    """A build's problems on stderr, each once: a file that fails as soon as it is read (above the progress
-    bar), so that the first problem of a large folder shows at once; then, every file read, the rest (duplicate
-    ids, warnings, files of other types), still before the long work."""
-
-    def __init__(self, kb_dir: Path, progress: Progress):
-        self.kb_dir = kb_dir
-        self.progress = progress
-        self.shown: dict[str, str] = {}
-
-    def error(self, error) -> None:
-        self.shown[error.path] = error.message
-        self.progress.write(clean(error_line(self.kb_dir, error), newlines=False))
-
-    def rest(self, report) -> None:
-        self.progress.close()
-        print_errors(self.kb_dir, report, self.shown)
-
-
 def live_entry_hashes(index_dir: Path) -> dict[str, str] | None:
     """Entry id -> content hash of the live index, read before a build replaces it."""
     try:
@@ -230,8 +179,8 @@ def build_kb_index(
     keep_going: bool = False,
     synced_dir: Path | None = None,
 ):
-    """build_index with a progress bar and each problem printed as soon as every file is read, before the long
-    work; Ctrl-C says what was kept."""
+    """build_index with a progress bar and each problem printed as soon as it is found, before the long work;
+    Ctrl-C says what was kept."""
     seed = BUNDLED_VECTORS_DIR if kb_dir.resolve() == BUNDLED_KB_DIR and BUNDLED_VECTORS_DIR.is_dir() else None
     live = _live_name(index_dir)
     with Progress(enabled=not quiet) as progress:
@@ -267,101 +216,6 @@ def _kept(progress: Progress, index_dir: Path) -> str:
     total = f" ({stored[1]} in the vector store)" if stored and stored[1] is not None else ""
     return (f"; the {done} chunk vectors this run computed are kept{total}, so the next run embeds only the "
             f"{(progress.totals.get('embed') or done) - done} it had not done")
-
-
-class Progress:
-    """A tqdm bar per build stage on stderr: done, rate and time left where the total is known.
-
-    When stderr is not a terminal (a log, CI), a slow stage says what it is
-    doing when it starts and then every `every_s` seconds, with its rate and
-    the time left: embedding a KB takes minutes to hours on a CPU, and silence
-    would look like a hang.
-    """
-
-    LABELS = {
-        "load": "reading KB",
-        "index": "indexing",
-        "score": "scoring terms",
-        "store": "storing chunks",
-        "embed": "embedding chunks",
-    }  # and "sync NAME": a source's documents (kb_index.sources.sync)
-    UNITS = {"embed": " chunks"}
-    LINE_EVERY_S = 30.0
-
-    def __init__(self, enabled: bool, *, bars: bool | None = None, every_s: float = LINE_EVERY_S, clock=time.monotonic):
-        self.enabled = enabled
-        self.bars = enabled and (sys.stderr.isatty() if bars is None else bars)
-        self.every_s = every_s
-        self.clock = clock
-        self.done: dict[str, int] = {}  # the last count each stage reported
-        self.totals: dict[str, int | None] = {}
-        self._bar: tqdm[Never] | None = None
-        self._stage: str | None = None
-        self._started = self._last_line = 0.0
-        self._first = 0  # the count the stage reported first: the rate is of what came after it
-
-    def __call__(self, stage: str, done: int, total: int | None) -> None:
-        self.done[stage], self.totals[stage] = done, total
-        if not self.enabled:
-            return
-        if stage != self._stage:
-            self.close()
-            self._stage = stage
-            self._started = self._last_line = self.clock()
-            self._first = done
-            if self.bars:
-                self._bar = tqdm(total=total, desc=self.LABELS.get(stage, stage), unit=self.UNITS.get(stage, ""),
-                                 file=sys.stderr, leave=False)
-            elif line := self._slow_stage_line(stage, total):
-                print(line, file=sys.stderr, flush=True)
-        if self._bar is not None:
-            self._bar.update(done - self._bar.n)
-        elif not self.bars and total and self.clock() - self._last_line >= self.every_s:
-            self._last_line = self.clock()
-            print(self._rate_line(stage, done, total), file=sys.stderr, flush=True)
-
-    @staticmethod
-    def _slow_stage_line(stage: str, total: int | None) -> str | None:
-        if stage == "embed":
-            return f"citebot: embedding {total} chunks (only new or changed ones; this can take a while)…"
-        if stage.startswith("sync "):
-            return f"citebot: {stage}: {total} document(s) to check (only changed ones are fetched)…"
-        return None
-
-    def _rate_line(self, stage: str, done: int, total: int) -> str:
-        rate = (done - self._first) / max(self.clock() - self._started, 1e-9)
-        left = (total - done) / rate if rate else float("inf")
-        unit = self.UNITS.get(stage, "")
-        return (f"citebot: {self.LABELS.get(stage, stage)}: {done} of {total}{unit} ({100 * done // total} %), "
-                f"{rate:.1f}{unit}/s, about {_duration(left)} left")
-
-    def write(self, line: str) -> None:
-        """A line on stderr that the bar, if one is drawn, stays below."""
-        if self._bar is not None:
-            self._bar.write(line, file=sys.stderr)
-        else:
-            print(line, file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def _duration(seconds: float) -> str:
-    if seconds == float("inf"):
-        return "an unknown time"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 # ---------------------------------------------------------------- search

@@ -6,8 +6,8 @@ import sys
 
 from bot.access.by_email import SlackPeople
 from bot.commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
+from bot.commands.build_output import Progress
 from bot.commands.kb import (
-    Progress,
     build_kb_index,
     embedder_of,
     live_entry_hashes,
