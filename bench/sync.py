@@ -17,7 +17,6 @@ vector from its text's hash at no cost, so the count of sections embedded is mea
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import resource
@@ -55,9 +54,9 @@ class HashEmbedder:
         return self.embed_passages(texts)
 
     def _vector(self, text: str) -> np.ndarray:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        vector = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
-        return vector / np.linalg.norm(vector)
+        from tests.fakes.embed_server import hash_vector
+
+        return hash_vector(text, self.dim)
 
 
 def page_body(rng: random.Random, n: int) -> str:

@@ -378,10 +378,9 @@ def entry_documents(entry: Entry) -> list[dict]:
 def current_generation(index_dir: str | Path) -> Path:
     """The live generation's folder; IndexNotFound if there is none yet."""
     index_dir = Path(index_dir)
-    try:
-        name = (index_dir / CURRENT_FILE).read_text().strip()
-    except FileNotFoundError:
-        raise IndexNotFound(f"no index in {index_dir}: run 'citebot index' first") from None
+    name = _live_name(index_dir)
+    if name is None:
+        raise IndexNotFound(f"no index in {index_dir}: run 'citebot index' first")
     gen_dir = index_dir / name
     if not gen_dir.is_dir():
         raise IndexNotFound(f"index {index_dir} names generation {name!r}, which is missing: rebuild it")
@@ -430,6 +429,7 @@ def open_problem(index_dir: str | Path) -> IndexNotFound | None:
 
 
 def _live_name(index_dir: Path) -> str | None:
+    """The name CURRENT gives, or None without one (the generation need not exist)."""
     try:
         return (index_dir / CURRENT_FILE).read_text().strip()
     except FileNotFoundError:
